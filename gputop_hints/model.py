@@ -1,0 +1,294 @@
+"""One tick of what the monitor knows, as frozen dataclasses.
+
+Every source (live NVML + psutil, the demo simulator, later replay and the
+log importers) produces :class:`Snapshot` objects; history, hints and views
+only ever read them. Conventions, kept everywhere:
+
+* Unknown is ``None`` -- never 0, never nvitop's ``NA`` string. A GPU that
+  reports "not supported" for PCIe throughput has ``pcie_rx_bytes_per_s=None``;
+  a process with no NVML utilization sample has ``sm_percent=None``.
+* Units are SI and bytes: percentages 0-100, bytes, bytes per second, watts,
+  degrees Celsius, MHz, seconds since the epoch. Formatting for people happens
+  only in views (see :mod:`gputop_hints.units`).
+* A process using two GPUs appears as two :class:`GpuProcess` rows, one per
+  GPU, keyed by ``(pid, gpu_index)``.
+
+This module must not import Textual (``tests/test_layering.py`` checks).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+"""Version of the dictionary/JSON form produced by :func:`snapshot_to_dict`."""
+
+# Bytes per second per lane, per direction, after line encoding, by PCIe
+# generation: 2.5 GT/s 8b/10b, 5 GT/s 8b/10b, then 128b/130b from gen 3 on.
+PCIE_LANE_BYTES_PER_S: Mapping[int, float] = {
+    1: 250e6,
+    2: 500e6,
+    3: 8e9 * 128 / 130 / 8,
+    4: 16e9 * 128 / 130 / 8,
+    5: 32e9 * 128 / 130 / 8,
+    6: 64e9 * 242 / 256 / 8,
+}
+
+
+def pcie_link_bytes_per_s(generation: int | None, width: int | None) -> float | None:
+    """Theoretical one-direction bandwidth of a PCIe link, or None if unknown."""
+    if generation is None or width is None or width <= 0:
+        return None
+    per_lane = PCIE_LANE_BYTES_PER_S.get(generation)
+    if per_lane is None:
+        return None
+    return per_lane * width
+
+
+@dataclass(frozen=True, slots=True)
+class HostSample:
+    """The machine the monitor runs on, at one tick."""
+
+    hostname: str
+    cpu_percent_per_core: tuple[float | None, ...]
+    """Busy % of each logical core (index = core id) over the last tick."""
+    allowed_cores: tuple[int, ...]
+    """Cores this process (and so, usually, the job it watches) may run on."""
+    iowait_percent: float | None = None
+    """Share of all CPU time spent waiting on I/O, 0-100 (Linux only)."""
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    load_average: tuple[float, float, float] | None = None
+
+    @property
+    def core_count(self) -> int:
+        return len(self.cpu_percent_per_core)
+
+    def allowed_cores_busy_percent(self) -> float | None:
+        """Mean busy % over the allowed cores (None when none is known)."""
+        allowed = set(self.allowed_cores)
+        values = [
+            v for i, v in enumerate(self.cpu_percent_per_core) if v is not None and i in allowed
+        ]
+        return sum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True, slots=True)
+class UtilizationSample:
+    """One entry of NVML's buffered utilization samples (``nvmlDeviceGetSamples``)."""
+
+    timestamp: float
+    percent: float
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one tick."""
+
+    index: int
+    """NVML index (what ``nvidia-smi`` shows), not the CUDA ordinal."""
+    name: str | None = None
+    uuid: str | None = None
+    sm_percent: float | None = None
+    """NVML utilization.gpu: % of time one or more kernels ran (not SM occupancy)."""
+    memory_access_percent: float | None = None
+    """NVML utilization.memory: % of time device memory was read or written."""
+    vram_used_bytes: int | None = None
+    vram_total_bytes: int | None = None
+    pcie_rx_bytes_per_s: float | None = None
+    """Host -> device traffic as NVML reports it (sampled over ~20 ms)."""
+    pcie_tx_bytes_per_s: float | None = None
+    """Device -> host traffic."""
+    pcie_generation: int | None = None
+    pcie_width: int | None = None
+    temperature_c: float | None = None
+    power_watts: float | None = None
+    power_limit_watts: float | None = None
+    sm_clock_mhz: int | None = None
+    max_sm_clock_mhz: int | None = None
+    throttle_reasons: tuple[str, ...] | None = None
+    """Active clock event reasons by name (``power_cap``, ``hw_thermal`` ...);
+    empty when the clocks run free, None when NVML cannot say."""
+    sm_samples: tuple[UtilizationSample, ...] = ()
+    """Sub-second SM % readings recorded by the driver since the last tick,
+    where NVML supports ``nvmlDeviceGetSamples``; empty otherwise."""
+
+    @property
+    def pcie_link_bytes_per_s(self) -> float | None:
+        """One-direction capacity of the current link, when NVML gives gen and width."""
+        return pcie_link_bytes_per_s(self.pcie_generation, self.pcie_width)
+
+    @property
+    def vram_fraction(self) -> float | None:
+        if self.vram_used_bytes is None or not self.vram_total_bytes:
+            return None
+        return self.vram_used_bytes / self.vram_total_bytes
+
+    @property
+    def utilization_sum_percent(self) -> float | None:
+        """SM % + memory-access % -- may exceed 100: they are overlapping time fractions."""
+        if self.sm_percent is None or self.memory_access_percent is None:
+            return None
+        return self.sm_percent + self.memory_access_percent
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerProcess:
+    """A child of a GPU process (a DataLoader worker, usually)."""
+
+    pid: int
+    cpu_percent: float | None = None
+    """% of one core over the last tick (100 = one core fully busy)."""
+    rss_bytes: int | None = None
+    state: str | None = None
+    """Linux state letter: R running, S sleeping, D uninterruptible (I/O) ..."""
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process holding a context on one GPU, with its host-side picture."""
+
+    pid: int
+    gpu_index: int
+    vram_bytes: int | None = None
+    sm_percent: float | None = None
+    """Per-process SM % from NVML process-utilization samples; None when the
+    driver has no sample for it (nvitop's 0 for "no sample" maps to None)."""
+    memory_access_percent: float | None = None
+    cpu_percent: float | None = None
+    """Host CPU of the main process alone, % of one core."""
+    workers: tuple[WorkerProcess, ...] = ()
+    """Child processes (recursively), each with its own CPU %."""
+    rss_bytes: int | None = None
+    state: str | None = None
+    user: str | None = None
+    name: str | None = None
+    command: str = ""
+    create_time: float | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.pid, self.gpu_index)
+
+    @property
+    def workers_cpu_percent(self) -> float | None:
+        """Summed CPU % of the workers; 0.0 with no workers, None if none was measurable."""
+        if not self.workers:
+            return 0.0
+        known = [w.cpu_percent for w in self.workers if w.cpu_percent is not None]
+        return sum(known) if known else None
+
+    def busy_workers(self, threshold_percent: float = 20.0) -> int:
+        """How many workers used more than ``threshold_percent`` of a core."""
+        return sum(
+            1 for w in self.workers if w.cpu_percent is not None and w.cpu_percent > threshold_percent
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything known at one tick."""
+
+    timestamp: float
+    """Seconds since the epoch when the tick was taken (simulated time for the demo)."""
+    interval_s: float
+    host: HostSample
+    gpus: tuple[GpuSample, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    source: str = "live"
+    """"live", "demo" (later "replay")."""
+    source_detail: str = ""
+    """Human note on the source, e.g. the demo scenario name."""
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    gpu_unavailable_reason: str | None = None
+    """Why there are no GPUs (e.g. NVML could not be loaded); None when GPUs are shown."""
+    sample_duration_s: float | None = None
+    """How long the source took to produce this tick (its own cost)."""
+    labels: tuple[str, ...] = field(default=())
+    """Ground truth for simulated data: the bottlenecks the demo scenario models."""
+
+    def gpu(self, index: int) -> GpuSample | None:
+        for g in self.gpus:
+            if g.index == index:
+                return g
+        return None
+
+    def processes_on(self, gpu_index: int) -> tuple[GpuProcess, ...]:
+        return tuple(p for p in self.processes if p.gpu_index == gpu_index)
+
+
+# --- dictionary / JSON form -------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _encode(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple | list):
+        return [_encode(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def snapshot_to_dict(snapshot: Snapshot) -> dict[str, Any]:
+    """Plain-JSON form of a snapshot (tuples become lists, None stays null)."""
+    encoded = _encode(snapshot)
+    encoded["schema_version"] = SCHEMA_VERSION
+    return dict(encoded)
+
+
+def _tuple_or_none(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
+    """Inverse of :func:`snapshot_to_dict`; unknown keys are ignored."""
+    h = data["host"]
+    la = h.get("load_average")
+    host = HostSample(
+        hostname=h["hostname"],
+        cpu_percent_per_core=tuple(h["cpu_percent_per_core"]),
+        allowed_cores=tuple(h["allowed_cores"]),
+        iowait_percent=h.get("iowait_percent"),
+        memory_used_bytes=h.get("memory_used_bytes"),
+        memory_total_bytes=h.get("memory_total_bytes"),
+        load_average=(la[0], la[1], la[2]) if la is not None else None,
+    )
+    gpu_keys = {f.name for f in fields(GpuSample)}
+    gpus = []
+    for g in data.get("gpus", ()):
+        kwargs = {k: v for k, v in g.items() if k in gpu_keys}
+        kwargs["throttle_reasons"] = _tuple_or_none(g.get("throttle_reasons"))
+        kwargs["sm_samples"] = tuple(
+            UtilizationSample(s["timestamp"], s["percent"]) for s in g.get("sm_samples", ())
+        )
+        gpus.append(GpuSample(**kwargs))
+    proc_keys = {f.name for f in fields(GpuProcess)}
+    worker_keys = {f.name for f in fields(WorkerProcess)}
+    processes = []
+    for p in data.get("processes", ()):
+        kwargs = {k: v for k, v in p.items() if k in proc_keys}
+        kwargs["workers"] = tuple(
+            WorkerProcess(**{k: v for k, v in w.items() if k in worker_keys})
+            for w in p.get("workers", ())
+        )
+        processes.append(GpuProcess(**kwargs))
+    return Snapshot(
+        timestamp=data["timestamp"],
+        interval_s=data["interval_s"],
+        host=host,
+        gpus=tuple(gpus),
+        processes=tuple(processes),
+        source=data.get("source", "live"),
+        source_detail=data.get("source_detail", ""),
+        driver_version=data.get("driver_version"),
+        cuda_driver_version=data.get("cuda_driver_version"),
+        gpu_unavailable_reason=data.get("gpu_unavailable_reason"),
+        sample_duration_s=data.get("sample_duration_s"),
+        labels=tuple(data.get("labels", ())),
+    )

@@ -1,0 +1,120 @@
+"""Sampling off the UI thread, never overlapping itself.
+
+One daemon thread calls ``source.sample()``, hands the finished snapshot to a
+callback, then sleeps until the next deadline. Because one thread does all the
+sampling, a slow tick (a hung NVML call, a busy host) delays the next one
+instead of stacking up behind it; deadlines that were missed are skipped, not
+caught up in a burst.
+
+No Textual here: the TUI passes a callback that posts a message to the app.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources import Source
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL_S = 0.25
+MAX_INTERVAL_S = 60.0
+
+
+class Sampler:
+    """Runs ``source.sample()`` every ``interval_s`` on a worker thread."""
+
+    def __init__(
+        self,
+        source: Source,
+        interval_s: float,
+        on_snapshot: Callable[[Snapshot], None],
+        on_error: Callable[[BaseException], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
+            raise ValueError(
+                f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, got {interval_s}"
+            )
+        self.source = source
+        self.interval_s = interval_s
+        self._on_snapshot = on_snapshot
+        self._on_error = on_error
+        self._clock = clock
+        self._stop = threading.Event()
+        self._paused = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ticks = 0
+        self.skipped_deadlines = 0
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="gputop-hints-sampler", daemon=True)
+        self._thread.start()
+
+    def pause(self, paused: bool) -> None:
+        """Stop taking samples while paused (the source's clock stands still too)."""
+        if paused:
+            self._paused.set()
+        else:
+            self._paused.clear()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused.is_set()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self._thread = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def _run(self) -> None:
+        deadline = self._clock()
+        while not self._stop.is_set():
+            if not self._paused.is_set():
+                try:
+                    snapshot = self.source.sample()
+                except Exception as exc:  # a source bug must not kill the monitor silently
+                    log.exception("sampling failed")
+                    if self._on_error is not None:
+                        self._on_error(exc)
+                else:
+                    self.ticks += 1
+                    if not self._stop.is_set():
+                        self._on_snapshot(snapshot)
+            deadline += self.interval_s
+            now = self._clock()
+            if deadline <= now:
+                missed = int((now - deadline) // self.interval_s) + 1
+                self.skipped_deadlines += missed
+                deadline += missed * self.interval_s
+            self._stop.wait(deadline - now)
+
+
+def collect(source: Source, duration_s: float, interval_s: float) -> list[Snapshot]:
+    """Take samples for ``duration_s`` (at least two), for ``--once``/``--json``.
+
+    Live sources are sampled in real time; simulated ones advance their own clock
+    and return at once.
+    """
+    count = max(2, round(duration_s / interval_s) + 1)
+    out: list[Snapshot] = []
+    start = time.monotonic()
+    for i in range(count):
+        if i and not source.simulated:
+            wait = start + i * interval_s - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        out.append(source.sample())
+    return out
