@@ -1,0 +1,247 @@
+"""The non-interactive output: ``--once`` plain text and ``--json``.
+
+Both are built from the same :class:`Summary`: the newest snapshot in full plus
+statistics over every tick sampled (``--duration``). The JSON form is
+documented in ``docs/json.md``; its ``schema_version`` changes whenever a field
+is renamed or removed (adding fields does not bump it).
+
+No Textual here: this runs in batch jobs with no terminal at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gputop_hints import __version__
+from gputop_hints.history import History, Series
+from gputop_hints.model import GpuProcess, GpuSample, Snapshot, snapshot_to_dict
+from gputop_hints.units import human_bytes, human_rate, percent
+
+JSON_SCHEMA_VERSION = 1
+
+
+def _stats(series: Series) -> dict[str, float | None]:
+    return {"mean": series.mean(), "min": series.min(), "max": series.max()}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Snapshots of a short sampling run, with their history for statistics."""
+
+    snapshots: tuple[Snapshot, ...]
+    history: History
+
+    @classmethod
+    def of(cls, snapshots: Sequence[Snapshot]) -> Summary:
+        if not snapshots:
+            raise ValueError("a summary needs at least one snapshot")
+        first, last = snapshots[0], snapshots[-1]
+        span = max(last.timestamp - first.timestamp, last.interval_s)
+        history = History(window_s=span + last.interval_s, interval_s=last.interval_s)
+        history.extend(snapshots)
+        return cls(tuple(snapshots), history)
+
+    @property
+    def latest(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    @property
+    def duration_s(self) -> float:
+        return self.snapshots[-1].timestamp - self.snapshots[0].timestamp
+
+    # --- JSON ---------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """One JSON document: newest values of every field, plus stats over the run."""
+        snap = self.latest
+        body = snapshot_to_dict(snap)
+        body.pop("schema_version", None)
+        host = body.pop("host")
+        gpus = body.pop("gpus")
+        processes = body.pop("processes")
+
+        h = self.history
+        host["core_count"] = snap.host.core_count
+        host["stats"] = {
+            "cpu_percent_mean_per_core": [s.mean() for s in h.cores],
+            "allowed_cores_busy_percent_mean": _mean_of_allowed(h, snap.host.allowed_cores),
+            "iowait_percent": _stats(h.iowait_percent),
+        }
+        for g, sample in zip(gpus, snap.gpus, strict=True):
+            g["pcie_link_bytes_per_s"] = sample.pcie_link_bytes_per_s
+            g["utilization_sum_percent"] = sample.utilization_sum_percent
+            gh = h.gpus.get(sample.index)
+            if gh is not None:
+                g["stats"] = {
+                    "sm_percent": _stats(gh.sm_percent),
+                    "memory_access_percent": _stats(gh.memory_access_percent),
+                    "vram_used_bytes": _stats(gh.vram_used_bytes),
+                    "pcie_rx_bytes_per_s": _stats(gh.pcie_rx_bytes_per_s),
+                    "pcie_tx_bytes_per_s": _stats(gh.pcie_tx_bytes_per_s),
+                    "sm_samples_in_window": len(gh.sm_samples),
+                }
+        for p, proc in zip(processes, snap.processes, strict=True):
+            p["workers_cpu_percent"] = proc.workers_cpu_percent
+            ph = h.process(proc.pid, proc.gpu_index)
+            if ph is not None:
+                p["stats"] = {
+                    "sm_percent": _stats(ph.sm_percent),
+                    "cpu_percent": _stats(ph.cpu_percent),
+                    "workers_cpu_percent": _stats(ph.workers_cpu_percent),
+                    "busy_workers": _stats(ph.busy_workers),
+                }
+        return {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "generator": f"gputop-hints {__version__}",
+            "sampling": {
+                "start": self.snapshots[0].timestamp,
+                "end": snap.timestamp,
+                "duration_s": self.duration_s,
+                "samples": len(self.snapshots),
+                "interval_s": snap.interval_s,
+            },
+            **body,
+            "host": host,
+            "gpus": gpus,
+            "processes": processes,
+        }
+
+    # --- text ---------------------------------------------------------------
+
+    def to_text(self, width: int | None = None) -> str:
+        """A readable plain-text report (no colour, no cursor movement)."""
+        width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 60), 160)
+        snap = self.latest
+        h = self.history
+        out: list[str] = []
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snap.timestamp))
+        source = snap.source.upper() + (f" ({snap.source_detail})" if snap.source_detail else "")
+        out.append(
+            f"gputop-hints {__version__} -- {snap.host.hostname} -- {stamp} -- source: {source}"
+        )
+        out.append(
+            f"driver {snap.driver_version or 'n/a'}  |  {len(self.snapshots)} samples over "
+            f"{self.duration_s:.1f} s every {snap.interval_s:g} s  |  values: now (mean over run)"
+        )
+        if snap.gpu_unavailable_reason:
+            out.append("")
+            out.append(f"No GPU panels: {snap.gpu_unavailable_reason}")
+
+        out.append("")
+        for gpu in snap.gpus:
+            out.extend(self._gpu_lines(gpu))
+
+        host = snap.host
+        out.append("")
+        allowed = _mean_of_allowed(h, host.allowed_cores)
+        core_means = [s.mean() for s in h.cores]
+        busy = [m for m in core_means if m is not None]
+        out.append(
+            f"CPU   {host.core_count} cores, allowed {_ranges(host.allowed_cores)}: "
+            f"allowed cores {percent(allowed)} busy, all cores "
+            f"{percent(sum(busy) / len(busy) if busy else None)}  |  "
+            f"iowait {percent(h.iowait_percent.mean())}  |  "
+            f"mem {human_bytes(host.memory_used_bytes)}/{human_bytes(host.memory_total_bytes)}  |  "
+            f"load {_load(host.load_average)}"
+        )
+
+        out.append("")
+        if not snap.processes:
+            out.append("No GPU processes.")
+        else:
+            out.append(
+                f"{'PID':>7} {'USER':<9} {'GPU':>3} {'VRAM':>8} {'SM%':>5} {'CPU%':>5} "
+                f"{'WORKERS':>11} {'RSS':>8}  COMMAND"
+            )
+            fixed = 7 + 1 + 9 + 1 + 3 + 1 + 8 + 1 + 5 + 1 + 5 + 1 + 11 + 1 + 8 + 2
+            for proc in sorted(snap.processes, key=lambda p: (p.gpu_index, p.pid)):
+                out.append(self._process_line(proc, max(width - fixed, 20)))
+        return "\n".join(out) + "\n"
+
+    def _gpu_lines(self, gpu: GpuSample) -> list[str]:
+        gh = self.history.gpus.get(gpu.index)
+        sm_mean = gh.sm_percent.mean() if gh else None
+        mem_mean = gh.memory_access_percent.mean() if gh else None
+        vram = f"{human_bytes(gpu.vram_used_bytes)}/{human_bytes(gpu.vram_total_bytes)}"
+        frac = gpu.vram_fraction
+        if frac is not None:
+            vram += f" ({frac * 100:.0f}%)"
+        link = gpu.pcie_link_bytes_per_s
+        link_text = (
+            f" of {human_rate(link)} gen{gpu.pcie_generation} x{gpu.pcie_width}"
+            if link is not None
+            else ""
+        )
+        lines = [
+            f"GPU {gpu.index}  {gpu.name or 'n/a'}",
+            f"   SM {percent(gpu.sm_percent, width=4)} ({percent(sm_mean)})   "
+            f"mem-access {percent(gpu.memory_access_percent, width=4)} ({percent(mem_mean)})   "
+            f"VRAM {vram}",
+            f"   PCIe rx {human_rate(gpu.pcie_rx_bytes_per_s)} tx "
+            f"{human_rate(gpu.pcie_tx_bytes_per_s)}{link_text}   "
+            f"temp {_num(gpu.temperature_c, 'C')}   power {_num(gpu.power_watts, 'W')}"
+            f"/{_num(gpu.power_limit_watts, 'W')}   "
+            f"throttle {_throttle(gpu.throttle_reasons)}",
+        ]
+        total = gpu.utilization_sum_percent
+        if total is not None and total > 100:
+            lines.append(
+                f"   note: SM % + memory-access % = {total:.0f} %: they are overlapping time "
+                "fractions (kernels touch memory while they run), not shares of one whole."
+            )
+        return lines
+
+    def _process_line(self, proc: GpuProcess, command_width: int) -> str:
+        ph = self.history.process(proc.pid, proc.gpu_index)
+        cpu_mean = ph.cpu_percent.mean() if ph else proc.cpu_percent
+        workers_cpu = proc.workers_cpu_percent
+        workers = f"{len(proc.workers)}/{percent(workers_cpu)}" if proc.workers else "0"
+        command = proc.command or proc.name or ""
+        if len(command) > command_width:
+            command = command[: command_width - 1] + "~"
+        return (
+            f"{proc.pid:>7} {(proc.user or 'n/a')[:9]:<9} {proc.gpu_index:>3} "
+            f"{human_bytes(proc.vram_bytes):>8} {percent(proc.sm_percent):>5} "
+            f"{percent(cpu_mean):>5} {workers:>11} {human_bytes(proc.rss_bytes):>8}  {command}"
+        )
+
+
+def _mean_of_allowed(history: History, allowed: Sequence[int]) -> float | None:
+    means = [history.cores[i].mean() for i in allowed if i < len(history.cores)]
+    known = [m for m in means if m is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _num(value: float | None, unit: str) -> str:
+    return "n/a" if value is None else f"{value:.0f}{unit}"
+
+
+def _load(load: tuple[float, float, float] | None) -> str:
+    return "n/a" if load is None else " ".join(f"{v:.2f}" for v in load)
+
+
+def _throttle(reasons: tuple[str, ...] | None) -> str:
+    if reasons is None:
+        return "n/a"
+    return ",".join(reasons) if reasons else "none"
+
+
+def _ranges(cores: Sequence[int]) -> str:
+    """(0, 1, 2, 5, 7, 8) -> '0-2,5,7-8' (the cpuset list format)."""
+    if not cores:
+        return "none"
+    parts: list[str] = []
+    ordered = sorted(cores)
+    start = prev = ordered[0]
+    for c in [*ordered[1:], None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if c is not None:
+            start = prev = c
+    return ",".join(parts)

@@ -1,0 +1,105 @@
+"""Ring-buffer history: alignment, eviction, windows and resizing."""
+
+from __future__ import annotations
+
+from gputop_hints.history import History, Series
+from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot, UtilizationSample
+
+
+def _snap(t: float, sm: float | None, pids: tuple[int, ...] = (1,), gpus: int = 1) -> Snapshot:
+    host = HostSample("h", cpu_percent_per_core=(10.0, 20.0), allowed_cores=(0, 1))
+    return Snapshot(
+        timestamp=t,
+        interval_s=1.0,
+        host=host,
+        gpus=tuple(
+            GpuSample(
+                index=i,
+                sm_percent=sm,
+                memory_access_percent=1.0,
+                sm_samples=(UtilizationSample(t - 0.5, 1.0), UtilizationSample(t, 2.0)),
+            )
+            for i in range(gpus)
+        ),
+        processes=tuple(GpuProcess(pid=p, gpu_index=0, cpu_percent=float(p)) for p in pids),
+    )
+
+
+def test_series_is_a_fixed_ring() -> None:
+    s = Series(3)
+    for v in (1.0, None, 3.0, 4.0):
+        s.append(v)
+    assert s.last() == [None, 3.0, 4.0]
+    assert s.last(2) == [3.0, 4.0]
+    assert s.last(0) == []
+    assert s.mean() == 3.5
+    assert s.max() == 4.0 and s.min() == 3.0
+    assert s.latest == 4.0
+
+
+def test_capacity_follows_window_and_interval() -> None:
+    h = History(window_s=10, interval_s=1)
+    for t in range(25):
+        h.append(_snap(float(t), float(t)))
+    assert len(h) == 11
+    assert h.gpus[0].sm_percent.last() == [float(t) for t in range(14, 25)]
+    assert [s.timestamp for s in h.window(3)] == [21.0, 22.0, 23.0, 24.0]
+
+
+def test_late_process_is_prefilled_and_aligned() -> None:
+    h = History(window_s=5, interval_s=1)
+    for t in range(3):
+        h.append(_snap(float(t), 50.0, pids=(1,)))
+    h.append(_snap(3.0, 50.0, pids=(1, 7)))
+    series = h.process(7, 0)
+    assert series is not None
+    assert len(series.cpu_percent) == len(h.timestamps)
+    assert series.cpu_percent.last() == [None, None, None, 7.0]
+
+
+def test_vanished_process_gets_gaps_then_is_dropped() -> None:
+    h = History(window_s=3, interval_s=1)
+    h.append(_snap(0.0, 1.0, pids=(1, 2)))
+    h.append(_snap(1.0, 1.0, pids=(1,)))
+    gone = h.process(2, 0)
+    assert gone is not None and gone.cpu_percent.last(2) == [2.0, None]
+    for t in range(2, 6):
+        h.append(_snap(float(t), 1.0, pids=(1,)))
+    assert h.process(2, 0) is None
+    assert h.process(1, 0) is not None
+
+
+def test_unknown_values_stay_unknown() -> None:
+    h = History(window_s=5, interval_s=1)
+    h.append(_snap(0.0, None))
+    h.append(_snap(1.0, 40.0))
+    assert h.gpus[0].sm_percent.last() == [None, 40.0]
+    assert h.gpus[0].sm_percent.mean() == 40.0
+
+
+def test_buffered_samples_deduplicated_and_pruned_to_window() -> None:
+    h = History(window_s=2, interval_s=1)
+    for t in range(6):
+        h.append(_snap(float(t), 10.0))
+    stamps = [s.timestamp for s in h.gpus[0].sm_samples]
+    assert stamps == sorted(set(stamps))
+    assert min(stamps) >= 5.0 - 2.0
+
+
+def test_set_window_keeps_newest_data() -> None:
+    h = History(window_s=10, interval_s=1)
+    for t in range(10):
+        h.append(_snap(float(t), float(t)))
+    h.set_window(4)
+    assert h.gpus[0].sm_percent.last() == [5.0, 6.0, 7.0, 8.0, 9.0]
+    assert len(h.cores[0]) == 5
+    h.append(_snap(10.0, 10.0))
+    assert h.gpus[0].sm_percent.last() == [6.0, 7.0, 8.0, 9.0, 10.0]
+
+
+def test_gpu_that_disappears_is_dropped_after_a_window() -> None:
+    h = History(window_s=2, interval_s=1)
+    h.append(_snap(0.0, 5.0, gpus=2))
+    for t in range(1, 5):
+        h.append(_snap(float(t), 5.0, gpus=1))
+    assert set(h.gpus) == {0}
