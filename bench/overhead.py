@@ -149,9 +149,10 @@ def main() -> int:
     parser.add_argument("--scenario", default="mixed")
     parser.add_argument("--interval", type=float, default=1.0)
     args = parser.parse_args()
-    if shutil.which("gputop-hints") is None and not (
-        Path(sys.executable).parent / "gputop-hints"
-    ).exists():
+    if (
+        shutil.which("gputop-hints") is None
+        and not (Path(sys.executable).parent / "gputop-hints").exists()
+    ):
         print("note: console script not installed; running python -m gputop_hints", file=sys.stderr)
     result = run(args)
     print(
@@ -160,7 +161,9 @@ def main() -> int:
         f"after {args.warmup:g} s warm-up"
     )
     print(f"  CPU                 {result['cpu_percent_of_one_core']:.2f} % of one core")
-    print(f"  peak RSS            {result['peak_rss_mb']:.1f} MB (end {result['end_rss_mb']:.1f} MB)")
+    print(
+        f"  peak RSS            {result['peak_rss_mb']:.1f} MB (end {result['end_rss_mb']:.1f} MB)"
+    )
     print(f"  terminal output     {result['terminal_bytes_per_s'] / 1000:.2f} KB/s")
     print(f"  first output after  {result['first_output_s']:.2f} s")
     print(f"  start-up output     {result['startup_bytes'] / 1000:.1f} KB")

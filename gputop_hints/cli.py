@@ -11,7 +11,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gputop_hints import __version__
@@ -68,7 +68,7 @@ def _positive(text: str) -> float:
     return value
 
 
-def _count(low: int, high: int) -> object:
+def _count(low: int, high: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)

@@ -106,20 +106,27 @@ class GpuHistory:
     sm_samples: deque[UtilizationSample] = field(default_factory=deque)
     """Sub-second SM readings (NVML buffered samples) inside the window."""
 
+    SERIES = (
+        "sm_percent",
+        "memory_access_percent",
+        "vram_used_bytes",
+        "pcie_rx_bytes_per_s",
+        "pcie_tx_bytes_per_s",
+        "temperature_c",
+        "power_watts",
+    )
+
     @classmethod
     def empty(cls, index: int, capacity: int, prefill: int) -> GpuHistory:
-        return cls(index, *(_series(capacity, prefill) for _ in range(7)))
+        gh = cls.__new__(cls)
+        gh.index = index
+        for name in cls.SERIES:
+            setattr(gh, name, _series(capacity, prefill))
+        gh.sm_samples = deque()
+        return gh
 
     def _all(self) -> tuple[Series, ...]:
-        return (
-            self.sm_percent,
-            self.memory_access_percent,
-            self.vram_used_bytes,
-            self.pcie_rx_bytes_per_s,
-            self.pcie_tx_bytes_per_s,
-            self.temperature_c,
-            self.power_watts,
-        )
+        return tuple(getattr(self, name) for name in self.SERIES)
 
     def append(self, gpu: GpuSample | None) -> None:
         if gpu is None:
@@ -141,9 +148,11 @@ class GpuHistory:
             self.sm_samples.popleft()
 
     def resized(self, capacity: int) -> GpuHistory:
-        return GpuHistory(
-            self.index, *(s.resized(capacity) for s in self._all()), sm_samples=self.sm_samples
-        )
+        gh = GpuHistory.empty(self.index, capacity, 0)
+        for name in self.SERIES:
+            setattr(gh, name, getattr(self, name).resized(capacity))
+        gh.sm_samples = self.sm_samples
+        return gh
 
 
 @dataclass
@@ -162,28 +171,31 @@ class ProcessHistory:
     last_seen: float
     latest: GpuProcess
 
+    SERIES = (
+        "sm_percent",
+        "cpu_percent",
+        "workers_cpu_percent",
+        "busy_workers",
+        "vram_bytes",
+        "rss_bytes",
+    )
+
     @classmethod
     def empty(
         cls, proc: GpuProcess, capacity: int, prefill: int, timestamp: float
     ) -> ProcessHistory:
+        series = {name: _series(capacity, prefill) for name in cls.SERIES}
         return cls(
             proc.pid,
             proc.gpu_index,
-            *(_series(capacity, prefill) for _ in range(6)),
+            **series,
             first_seen=timestamp,
             last_seen=timestamp,
             latest=proc,
         )
 
     def _all(self) -> tuple[Series, ...]:
-        return (
-            self.sm_percent,
-            self.cpu_percent,
-            self.workers_cpu_percent,
-            self.busy_workers,
-            self.vram_bytes,
-            self.rss_bytes,
-        )
+        return tuple(getattr(self, name) for name in self.SERIES)
 
     def append(self, proc: GpuProcess | None, timestamp: float, busy_threshold: float) -> None:
         if proc is None:
@@ -200,10 +212,11 @@ class ProcessHistory:
         self.latest = proc
 
     def resized(self, capacity: int) -> ProcessHistory:
+        series = {name: getattr(self, name).resized(capacity) for name in self.SERIES}
         return ProcessHistory(
             self.pid,
             self.gpu_index,
-            *(s.resized(capacity) for s in self._all()),
+            **series,
             first_seen=self.first_seen,
             last_seen=self.last_seen,
             latest=self.latest,
@@ -258,9 +271,7 @@ class History:
         while len(self.cores) < host.core_count:
             self.cores.append(Series(self.capacity, prefill))
         for i, series in enumerate(self.cores):
-            series.append(
-                host.cpu_percent_per_core[i] if i < host.core_count else None
-            )
+            series.append(host.cpu_percent_per_core[i] if i < host.core_count else None)
         self.iowait_percent.append(host.iowait_percent)
         self.memory_used_bytes.append(
             None if host.memory_used_bytes is None else float(host.memory_used_bytes)

@@ -185,7 +185,9 @@ class GpuProcess:
     def busy_workers(self, threshold_percent: float = 20.0) -> int:
         """How many workers used more than ``threshold_percent`` of a core."""
         return sum(
-            1 for w in self.workers if w.cpu_percent is not None and w.cpu_percent > threshold_percent
+            1
+            for w in self.workers
+            if w.cpu_percent is not None and w.cpu_percent > threshold_percent
         )
 
 

@@ -38,7 +38,8 @@ class Sampler:
     ) -> None:
         if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
             raise ValueError(
-                f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, got {interval_s}"
+                f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, "
+                f"got {interval_s}"
             )
         self.source = source
         self.interval_s = interval_s

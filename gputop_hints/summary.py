@@ -158,8 +158,10 @@ class Summary:
                 f"{'WORKERS':>11} {'RSS':>8}  COMMAND"
             )
             fixed = 7 + 1 + 9 + 1 + 3 + 1 + 8 + 1 + 5 + 1 + 5 + 1 + 11 + 1 + 8 + 2
-            for proc in sorted(snap.processes, key=lambda p: (p.gpu_index, p.pid)):
-                out.append(self._process_line(proc, max(width - fixed, 20)))
+            out.extend(
+                self._process_line(proc, max(width - fixed, 20))
+                for proc in sorted(snap.processes, key=lambda p: (p.gpu_index, p.pid))
+            )
         return "\n".join(out) + "\n"
 
     def _gpu_lines(self, gpu: GpuSample) -> list[str]:
