@@ -1,0 +1,624 @@
+"""A small in-memory NVML, installed where nvitop looks NVML functions up.
+
+nvitop's ``nvitop.api.libnvml`` copies every ``nvml*`` name out of ``pynvml`` at
+import time and calls them by name through ``libnvml.nvmlQuery``, so patching
+``pynvml`` alone has no effect on it. :class:`FakeNvml` therefore
+
+* replaces ``pynvml.nvmlInitWithFlags`` / ``pynvml.nvmlShutdown`` (libnvml's
+  own init wrappers call those on the pynvml module),
+* replaces *every* ``nvml*`` function attribute of ``nvitop.api.libnvml``: the
+  ones modelled here answer from :class:`FakeGpu` objects, all others raise
+  ``NVMLError_NotSupported`` (what a real GPU answers for a metric it lacks,
+  and what nvitop maps to ``NA`` even where it calls with
+  ``ignore_errors=False``),
+* resets the state nvitop keeps between calls: libnvml's init flags, its
+  unknown-function log cache, ``device._PHYSICAL_DEVICE_ATTRS``, the lru_cache
+  of ``_parse_cuda_visible_devices`` and the process instance caches,
+
+and puts everything back on exit. Tests mutate the :class:`FakeGpu` objects
+between ticks; the same fake lets unmodified nvitop run for benchmarks::
+
+    gpus = make_gpus(8, pids_per_gpu=[[...], ...])
+    with FakeNvml(gpus) as nvml:
+        source = LiveSource()
+        gpus[0].sm = 97
+        snapshot = source.sample()
+        assert nvml.calls["nvmlDeviceGetSamples"] == 1
+
+Only NVML is faked: processes listed here are looked up with psutil for real.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import nvitop.api.device as nvitop_device
+import nvitop.api.libnvml as libnvml
+import nvitop.api.process as nvitop_process
+import pynvml
+
+GIB = 1024**3
+
+# Groups of NVML calls that a FakeGpu can mark unsupported / permission-denied.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "utilization": ("nvmlDeviceGetUtilizationRates",),
+    "memory": ("nvmlDeviceGetMemoryInfo",),
+    "pcie": ("nvmlDeviceGetPcieThroughput",),
+    "pcie_link": (
+        "nvmlDeviceGetCurrPcieLinkGeneration",
+        "nvmlDeviceGetCurrPcieLinkWidth",
+        "nvmlDeviceGetMaxPcieLinkGeneration",
+        "nvmlDeviceGetMaxPcieLinkWidth",
+    ),
+    "temperature": ("nvmlDeviceGetTemperature",),
+    "power": ("nvmlDeviceGetPowerUsage",),
+    "power_limit": ("nvmlDeviceGetPowerManagementLimit", "nvmlDeviceGetEnforcedPowerLimit"),
+    "clocks": ("nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo"),
+    "clock_reasons": (
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons",
+    ),
+    "samples": ("nvmlDeviceGetSamples",),
+    "process_utilization": ("nvmlDeviceGetProcessUtilization",),
+    "processes": (
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetGraphicsRunningProcesses",
+    ),
+    "fan": ("nvmlDeviceGetFanSpeed",),
+}
+
+# nvitop's own helpers that live under nvml* names in libnvml: never replaced.
+_NVITOP_OWN = frozenset(
+    {
+        "nvmlInit",
+        "nvmlInitWithFlags",
+        "nvmlShutdown",
+        "nvmlQuery",
+        "nvmlQueryFieldValues",
+        "nvmlCheckReturn",
+        "nvmlExceptionClass",
+        "nvmlStructToFriendlyObject",
+        "nvmlFriendlyObjectToStruct",
+        "nvmlErrorString",
+    }
+)
+
+
+def _error(code: int) -> pynvml.NVMLError:
+    """The real pynvml exception subclass for ``code`` (NVMLError maps codes to subclasses)."""
+    err: pynvml.NVMLError = pynvml.NVMLError(code)
+    return err
+
+
+def fake_uuid(index: int) -> str:
+    """A GPU UUID in NVIDIA's format that nvitop's UUID pattern accepts."""
+    return f"GPU-{index:08x}-0000-4000-8000-{index:012x}"
+
+
+@dataclass
+class FakeProc:
+    """A process holding a context on a fake GPU.
+
+    ``sm_util=None`` means NVML has no process-utilization sample for it (the
+    pid is left out of ``nvmlDeviceGetProcessUtilization``).
+    """
+
+    pid: int
+    used_bytes: int | None = 1 * GIB
+    sm_util: int | None = None
+    mem_util: int | None = None
+    graphics: bool = False
+
+
+@dataclass(eq=False)
+class FakeGpu:
+    """One fake GPU; also serves as its own NVML handle.
+
+    Units are NVML's: PCIe in KiB/s (as nvitop documents it), power in mW,
+    clocks in MHz, memory in bytes. ``unsupported`` / ``no_permission`` hold
+    names from :data:`GROUPS`; ``lost=True`` makes every call raise
+    ``NVMLError_GpuIsLost``. ``sm_sample_buffer`` is the driver's buffer of
+    ``(timestamp_us, percent)`` readings behind ``nvmlDeviceGetSamples``.
+    """
+
+    index: int
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = ""
+    sm: int = 0
+    mem: int = 0
+    vram_used: int = 1 * GIB
+    vram_total: int = 80 * GIB
+    pcie_rx_kib: int = 0
+    pcie_tx_kib: int = 0
+    link_gen: int = 5
+    link_width: int = 16
+    max_link_gen: int = 5
+    max_link_width: int = 16
+    temperature: int = 40
+    power_mw: int = 90_000
+    power_limit_mw: int = 700_000
+    sm_clock_mhz: int = 1980
+    max_sm_clock_mhz: int = 1980
+    mem_clock_mhz: int = 2619
+    fan_percent: int | None = None
+    clock_event_reasons: int = 0
+    processes: list[FakeProc] = field(default_factory=list)
+    unsupported: set[str] = field(default_factory=set)
+    no_permission: set[str] = field(default_factory=set)
+    lost: bool = False
+    sm_sample_buffer: list[tuple[int, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.uuid:
+            self.uuid = fake_uuid(self.index)
+        unknown = (self.unsupported | self.no_permission) - GROUPS.keys()
+        if unknown:
+            raise ValueError(f"unknown NVML groups {sorted(unknown)}; known: {sorted(GROUPS)}")
+
+    def add_sm_samples(self, percents: Iterable[int], *, period_s: float = 1 / 6) -> None:
+        """Append readings ``period_s`` apart to the driver's sample buffer.
+
+        The newest lands at "now", or later if the buffer already holds readings
+        that recent: timestamps only ever increase, as the driver's do.
+        """
+        values = list(percents)
+        now_us = time.time_ns() // 1000
+        step_us = int(period_s * 1e6)
+        start = now_us - step_us * (len(values) - 1)
+        if self.sm_sample_buffer:  # the driver's clock never runs backwards
+            start = max(start, self.sm_sample_buffer[-1][0] + step_us)
+        self.sm_sample_buffer.extend((start + i * step_us, v) for i, v in enumerate(values))
+
+
+def make_gpus(
+    count: int,
+    pids_per_gpu: Sequence[Sequence[int]] = (),
+    **kwargs: Any,
+) -> list[FakeGpu]:
+    """``count`` GPUs; GPU ``i`` lists the pids in ``pids_per_gpu[i]`` (if given).
+
+    Keyword arguments are passed to every :class:`FakeGpu`; each process gets
+    1 GiB of VRAM and a per-process SM sample of 50 %.
+    """
+    gpus = []
+    for i in range(count):
+        pids = pids_per_gpu[i] if i < len(pids_per_gpu) else ()
+        procs = [FakeProc(pid, sm_util=50, mem_util=20) for pid in pids]
+        gpus.append(FakeGpu(i, processes=procs, **kwargs))
+    return gpus
+
+
+class FakeNvml:
+    """Context manager installing fake NVML for ``gpus`` into nvitop (see module doc).
+
+    ``init_error`` (e.g. ``pynvml.NVML_ERROR_LIBRARY_NOT_FOUND``) makes NVML
+    fail to initialise, as on a machine without the driver. ``missing_functions``
+    names functions the "driver" lacks (they raise ``NVMLError_FunctionNotFound``).
+    ``calls`` counts calls per function name.
+    """
+
+    def __init__(
+        self,
+        gpus: Sequence[FakeGpu] = (),
+        *,
+        driver_version: str = "550.54.15",
+        cuda_driver_version: int = 12040,
+        init_error: int | None = None,
+        missing_functions: Iterable[str] = (),
+    ) -> None:
+        self.gpus: list[FakeGpu] = list(gpus)
+        self.driver_version = driver_version
+        self.cuda_driver_version = cuda_driver_version
+        self.init_error = init_error
+        self.missing_functions: set[str] = set(missing_functions)
+        self.calls: Counter[str] = Counter()
+        self._saved_libnvml: dict[str, Any] = {}
+        self._added_libnvml: list[str] = []
+        self._saved_pynvml: dict[str, Any] = {}
+        self._saved_state: dict[str, Any] = {}
+        self._installed = False
+
+    # -- installation --------------------------------------------------------
+
+    def __enter__(self) -> FakeNvml:
+        self.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.uninstall()
+
+    def install(self) -> None:
+        """Patch nvitop and pynvml; idempotent per instance, not re-entrant across instances."""
+        if self._installed:
+            return
+        with _INSTALL_LOCK:
+            _reset_nvitop_caches()
+            self._saved_state = _save_libnvml_state()
+            _set_libnvml_state(flags=[], initialized=False)
+
+            for name in ("nvmlInitWithFlags", "nvmlShutdown"):
+                self._saved_pynvml[name] = getattr(pynvml, name)
+            pynvml.nvmlInitWithFlags = self._init_with_flags
+            pynvml.nvmlShutdown = self._shutdown
+
+            implemented = self._implementations()
+            module_vars = vars(libnvml)
+            names = {n for n, v in vars(pynvml).items() if n.startswith("nvml") and callable(v)}
+            names.update(n for n, v in module_vars.items() if n.startswith("nvml") and callable(v))
+            for name in sorted(names - _NVITOP_OWN):
+                if name in module_vars:
+                    self._saved_libnvml[name] = module_vars[name]
+                else:
+                    self._added_libnvml.append(name)
+                impl = implemented.get(name)
+                setattr(libnvml, name, self._wrap(name, impl))
+            self._installed = True
+
+    def uninstall(self) -> None:
+        """Put nvitop and pynvml back as they were and forget NVML's fake init."""
+        if not self._installed:
+            return
+        with _INSTALL_LOCK:
+            for name, value in self._saved_libnvml.items():
+                setattr(libnvml, name, value)
+            for name in self._added_libnvml:
+                delattr(libnvml, name)
+            for name, value in self._saved_pynvml.items():
+                setattr(pynvml, name, value)
+            self._saved_libnvml.clear()
+            self._added_libnvml.clear()
+            self._saved_pynvml.clear()
+            _restore_libnvml_state(self._saved_state)
+            _reset_nvitop_caches()
+            self._installed = False
+
+    def _wrap(self, name: str, impl: Callable[..., Any] | None) -> Callable[..., Any]:
+        calls = self.calls
+        missing = self.missing_functions
+
+        if impl is None:
+
+            def not_supported(*args: Any, **kwargs: Any) -> Any:
+                calls[name] += 1
+                if name in missing:
+                    raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+            return not_supported
+
+        @functools.wraps(impl)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            if name in missing:
+                raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+            return impl(*args, **kwargs)
+
+        return wrapper
+
+    # -- NVML library lifecycle ----------------------------------------------
+
+    def _init_with_flags(self, flags: int) -> None:
+        self.calls["nvmlInitWithFlags"] += 1
+        if self.init_error is not None:
+            raise _error(self.init_error)
+
+    def _shutdown(self) -> None:
+        self.calls["nvmlShutdown"] += 1
+
+    # -- per-GPU helpers -----------------------------------------------------
+
+    def _gpu(self, handle: Any, name: str) -> FakeGpu:
+        if not isinstance(handle, FakeGpu) or handle not in self.gpus:
+            raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        if handle.lost:
+            raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+        for group in handle.unsupported:
+            if name in GROUPS[group]:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        for group in handle.no_permission:
+            if name in GROUPS[group]:
+                raise _error(pynvml.NVML_ERROR_NO_PERMISSION)
+        return handle
+
+    def _implementations(self) -> dict[str, Callable[..., Any]]:
+        gpu = self._gpu
+
+        def get_count() -> int:
+            return len(self.gpus)
+
+        def handle_by_index(index: int) -> FakeGpu:
+            if not 0 <= index < len(self.gpus):
+                raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            g = self.gpus[index]
+            if g.lost:
+                raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+            return g
+
+        def handle_by_uuid(uuid: str | bytes) -> FakeGpu:
+            text = uuid.decode() if isinstance(uuid, bytes) else uuid
+            for g in self.gpus:
+                if g.uuid == text:
+                    if g.lost:
+                        raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+                    return g
+            raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+
+        def get_index(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetIndex").index
+
+        def get_name(h: Any) -> str:
+            return gpu(h, "nvmlDeviceGetName").name
+
+        def get_uuid(h: Any) -> str:
+            return gpu(h, "nvmlDeviceGetUUID").uuid
+
+        def get_pci_info(h: Any) -> SimpleNamespace:
+            g = gpu(h, "nvmlDeviceGetPciInfo")
+            bus_id = f"00000000:{g.index + 0x10:02X}:00.0"
+            return SimpleNamespace(busId=bus_id, busIdLegacy=bus_id, bus=g.index + 0x10)
+
+        def memory_info(h: Any, version: int | None = None) -> SimpleNamespace:
+            g = gpu(h, "nvmlDeviceGetMemoryInfo")
+            return SimpleNamespace(
+                total=g.vram_total,
+                used=g.vram_used,
+                free=g.vram_total - g.vram_used,
+                reserved=0,
+            )
+
+        def utilization(h: Any) -> SimpleNamespace:
+            g = gpu(h, "nvmlDeviceGetUtilizationRates")
+            return SimpleNamespace(gpu=g.sm, memory=g.mem)
+
+        def codec_utilization(h: Any) -> list[int]:
+            gpu(h, "nvmlDeviceGetEncoderUtilization")
+            return [0, 167_000]
+
+        def clock_info(h: Any, clock_type: int) -> int:
+            g = gpu(h, "nvmlDeviceGetClockInfo")
+            if clock_type == pynvml.NVML_CLOCK_MEM:
+                return g.mem_clock_mhz
+            return g.sm_clock_mhz
+
+        def max_clock_info(h: Any, clock_type: int) -> int:
+            g = gpu(h, "nvmlDeviceGetMaxClockInfo")
+            if clock_type == pynvml.NVML_CLOCK_MEM:
+                return g.mem_clock_mhz
+            return g.max_sm_clock_mhz
+
+        def temperature(h: Any, sensor: int = 0) -> int:
+            return gpu(h, "nvmlDeviceGetTemperature").temperature
+
+        def fan_speed(h: Any) -> int:
+            g = gpu(h, "nvmlDeviceGetFanSpeed")
+            if g.fan_percent is None:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return g.fan_percent
+
+        def power_usage(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetPowerUsage").power_mw
+
+        def power_limit(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetPowerManagementLimit").power_limit_mw
+
+        def enforced_power_limit(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
+
+        def pcie_throughput(h: Any, counter: int) -> int:
+            g = gpu(h, "nvmlDeviceGetPcieThroughput")
+            if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES:
+                return g.pcie_tx_kib
+            if counter == pynvml.NVML_PCIE_UTIL_RX_BYTES:
+                return g.pcie_rx_kib
+            raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+
+        def link_gen(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetCurrPcieLinkGeneration").link_gen
+
+        def link_width(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetCurrPcieLinkWidth").link_width
+
+        def max_link_gen(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetMaxPcieLinkGeneration").max_link_gen
+
+        def max_link_width(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetMaxPcieLinkWidth").max_link_width
+
+        def clocks_event_reasons(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetCurrentClocksEventReasons").clock_event_reasons
+
+        def clocks_throttle_reasons(h: Any) -> int:
+            return gpu(h, "nvmlDeviceGetCurrentClocksThrottleReasons").clock_event_reasons
+
+        def get_samples(h: Any, sampling_type: int, last_seen_us: int) -> tuple[int, list[Any]]:
+            g = gpu(h, "nvmlDeviceGetSamples")
+            if sampling_type != pynvml.NVML_GPU_UTILIZATION_SAMPLES:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            newer = [(ts, v) for ts, v in g.sm_sample_buffer if ts > last_seen_us]
+            if not newer:
+                # What the driver answers when nothing was recorded after last_seen.
+                raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+            samples = []
+            for ts, value in newer:
+                sample = pynvml.c_nvmlSample_t()
+                sample.timeStamp = ts
+                sample.sampleValue.uiVal = value
+                samples.append(sample)
+            return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, samples
+
+        def running_processes(graphics: bool) -> Callable[[Any], list[SimpleNamespace]]:
+            fn_name = (
+                "nvmlDeviceGetGraphicsRunningProcesses"
+                if graphics
+                else "nvmlDeviceGetComputeRunningProcesses"
+            )
+
+            def running(h: Any) -> list[SimpleNamespace]:
+                g = gpu(h, fn_name)
+                return [
+                    SimpleNamespace(
+                        pid=p.pid,
+                        usedGpuMemory=p.used_bytes,
+                        gpuInstanceId=0xFFFFFFFF,
+                        computeInstanceId=0xFFFFFFFF,
+                    )
+                    for p in g.processes
+                    if p.graphics == graphics
+                ]
+
+            return running
+
+        def process_utilization(h: Any, last_seen_us: int) -> list[SimpleNamespace]:
+            g = gpu(h, "nvmlDeviceGetProcessUtilization")
+            now_us = time.time_ns() // 1000
+            samples = [
+                SimpleNamespace(
+                    pid=p.pid,
+                    timeStamp=now_us,
+                    smUtil=p.sm_util,
+                    memUtil=p.mem_util if p.mem_util is not None else 0,
+                    encUtil=0,
+                    decUtil=0,
+                )
+                for p in g.processes
+                if p.sm_util is not None
+            ]
+            if not samples:
+                raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+            return samples
+
+        def mps_processes(h: Any) -> list[SimpleNamespace]:
+            gpu(h, "nvmlDeviceGetMPSComputeRunningProcesses")
+            return []
+
+        def driver_version() -> str:
+            return self.driver_version
+
+        def cuda_driver_version() -> int:
+            return self.cuda_driver_version
+
+        def zero(fn_name: str) -> Callable[..., int]:
+            def answer(h: Any, *args: Any) -> int:
+                gpu(h, fn_name)
+                return 0
+
+            return answer
+
+        def compute_capability(h: Any) -> tuple[int, int]:
+            gpu(h, "nvmlDeviceGetCudaComputeCapability")
+            return (9, 0)
+
+        def persistence_mode(h: Any) -> int:
+            gpu(h, "nvmlDeviceGetPersistenceMode")
+            return 1
+
+        return {
+            "nvmlDeviceGetCount": get_count,
+            "nvmlDeviceGetCount_v2": get_count,
+            "nvmlDeviceGetHandleByIndex": handle_by_index,
+            "nvmlDeviceGetHandleByIndex_v2": handle_by_index,
+            "nvmlDeviceGetHandleByUUID": handle_by_uuid,
+            "nvmlDeviceGetIndex": get_index,
+            "nvmlDeviceGetName": get_name,
+            "nvmlDeviceGetUUID": get_uuid,
+            "nvmlDeviceGetPciInfo": get_pci_info,
+            "nvmlDeviceGetPciInfo_v3": get_pci_info,
+            "nvmlDeviceGetMemoryInfo": memory_info,
+            "nvmlDeviceGetUtilizationRates": utilization,
+            "nvmlDeviceGetEncoderUtilization": codec_utilization,
+            "nvmlDeviceGetDecoderUtilization": codec_utilization,
+            "nvmlDeviceGetClockInfo": clock_info,
+            "nvmlDeviceGetMaxClockInfo": max_clock_info,
+            "nvmlDeviceGetTemperature": temperature,
+            "nvmlDeviceGetFanSpeed": fan_speed,
+            "nvmlDeviceGetPowerUsage": power_usage,
+            "nvmlDeviceGetPowerManagementLimit": power_limit,
+            "nvmlDeviceGetEnforcedPowerLimit": enforced_power_limit,
+            "nvmlDeviceGetPcieThroughput": pcie_throughput,
+            "nvmlDeviceGetCurrPcieLinkGeneration": link_gen,
+            "nvmlDeviceGetCurrPcieLinkWidth": link_width,
+            "nvmlDeviceGetMaxPcieLinkGeneration": max_link_gen,
+            "nvmlDeviceGetMaxPcieLinkWidth": max_link_width,
+            "nvmlDeviceGetCurrentClocksEventReasons": clocks_event_reasons,
+            "nvmlDeviceGetCurrentClocksThrottleReasons": clocks_throttle_reasons,
+            "nvmlDeviceGetSamples": get_samples,
+            "nvmlDeviceGetComputeRunningProcesses": running_processes(graphics=False),
+            "nvmlDeviceGetGraphicsRunningProcesses": running_processes(graphics=True),
+            "nvmlDeviceGetMPSComputeRunningProcesses": mps_processes,
+            "nvmlDeviceGetProcessUtilization": process_utilization,
+            "nvmlSystemGetDriverVersion": driver_version,
+            "nvmlSystemGetCudaDriverVersion": cuda_driver_version,
+            "nvmlSystemGetCudaDriverVersion_v2": cuda_driver_version,
+            "nvmlDeviceIsMigDeviceHandle": zero("nvmlDeviceIsMigDeviceHandle"),
+            "nvmlDeviceGetPerformanceState": zero("nvmlDeviceGetPerformanceState"),
+            "nvmlDeviceGetDisplayActive": zero("nvmlDeviceGetDisplayActive"),
+            "nvmlDeviceGetDisplayMode": zero("nvmlDeviceGetDisplayMode"),
+            "nvmlDeviceGetComputeMode": zero("nvmlDeviceGetComputeMode"),
+            "nvmlDeviceGetTotalEccErrors": zero("nvmlDeviceGetTotalEccErrors"),
+            "nvmlDeviceGetPersistenceMode": persistence_mode,
+            "nvmlDeviceGetCudaComputeCapability": compute_capability,
+        }
+
+
+@contextmanager
+def fake_nvml(gpus: Sequence[FakeGpu] = (), **kwargs: Any) -> Iterator[FakeNvml]:
+    """``with fake_nvml(gpus) as nvml:``, the fixture-friendly form of :class:`FakeNvml`."""
+    nvml = FakeNvml(gpus, **kwargs)
+    with nvml:
+        yield nvml
+
+
+# -- nvitop state --------------------------------------------------------------
+
+_INSTALL_LOCK = threading.Lock()
+
+# libnvml keeps its init state in module globals with double-underscore names;
+# at module level Python does not mangle them, so they are plain attributes.
+_FLAGS = "__flags"
+_INITIALIZED = "__initialized"
+
+
+def _libnvml_module() -> ModuleType:
+    return sys.modules[libnvml.__name__]
+
+
+def _save_libnvml_state() -> dict[str, Any]:
+    module_vars = vars(_libnvml_module())
+    return {
+        _FLAGS: list(module_vars[_FLAGS]),
+        _INITIALIZED: module_vars[_INITIALIZED],
+        "UNKNOWN_FUNCTIONS": dict(module_vars["UNKNOWN_FUNCTIONS"]),
+    }
+
+
+def _set_libnvml_state(*, flags: list[int], initialized: bool) -> None:
+    module_vars = vars(_libnvml_module())
+    # Mutate the list in place: libnvml's functions refer to this very object.
+    module_vars[_FLAGS][:] = flags
+    module_vars[_INITIALIZED] = initialized
+    module_vars["UNKNOWN_FUNCTIONS"].clear()
+
+
+def _restore_libnvml_state(saved: dict[str, Any]) -> None:
+    _set_libnvml_state(flags=saved[_FLAGS], initialized=saved[_INITIALIZED])
+    vars(_libnvml_module())["UNKNOWN_FUNCTIONS"].update(saved["UNKNOWN_FUNCTIONS"])
+
+
+def _reset_nvitop_caches() -> None:
+    """Forget what nvitop learnt from the previous (fake or real) NVML."""
+    nvitop_device._PHYSICAL_DEVICE_ATTRS = None
+    nvitop_device._GLOBAL_PHYSICAL_DEVICE = None
+    nvitop_device._parse_cuda_visible_devices.cache_clear()
+    with nvitop_process.GpuProcess.INSTANCE_LOCK:
+        nvitop_process.GpuProcess.INSTANCES.clear()
+    with nvitop_process.HostProcess.INSTANCE_LOCK:
+        nvitop_process.HostProcess.INSTANCES.clear()
