@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputop_hints import __version__
@@ -19,6 +20,8 @@ from gputop_hints.history import DEFAULT_WINDOW_S
 from gputop_hints.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, collect
 
 if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+    from gputop_hints.model import Snapshot
     from gputop_hints.sources import Source
 
 EXIT_OK = 0
@@ -152,6 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to sample for --once/--json (default 2)",
     )
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="thresholds YAML (default: $GPUTOP_HINTS_CONFIG, then "
+        "$XDG_CONFIG_HOME/gputop-hints/config.yaml, then built-in; see "
+        "'gputop-hints config --print-defaults')",
+    )
     out.add_argument(
         "--theme",
         default="dark",
@@ -202,7 +212,65 @@ def _terminal_unusable() -> str | None:
     return None
 
 
+def build_config_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints config",
+        description="Show or check the thresholds the hints use (YAML; docs/config.md).",
+    )
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "--print-defaults",
+        action="store_true",
+        help="print the built-in thresholds as a commented YAML file to copy and edit",
+    )
+    what.add_argument(
+        "--check", metavar="PATH", help="validate a config file; exit 2 with file:line if broken"
+    )
+    what.add_argument(
+        "--show",
+        action="store_true",
+        help="print where the config is looked for and which file is in effect",
+    )
+    return parser
+
+
+def config_main(argv: Sequence[str]) -> int:
+    """``gputop-hints config ...``."""
+    from gputop_hints.hints import config
+
+    args = build_config_parser().parse_args(argv)
+    if args.print_defaults:
+        sys.stdout.write(config.defaults_text())
+        return EXIT_OK
+    if args.show:
+        print("--config PATH           (given on the command line)")
+        print(f"$GPUTOP_HINTS_CONFIG    {os.environ.get('GPUTOP_HINTS_CONFIG') or '(unset)'}")
+        print(f"user config             {config.user_config_path()}")
+        try:
+            path, how = config.find_config(None)
+        except config.ConfigError as exc:
+            print(f"gputop-hints: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"in effect               {path or 'built-in defaults'} ({how})")
+        return EXIT_OK
+    try:
+        config.load_file(Path(args.check)) if Path(args.check).is_file() else config.find_config(
+            args.check
+        )
+    except config.ConfigError as exc:
+        print(f"gputop-hints: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{args.check}: OK")
+    return EXIT_OK
+
+
+SUBCOMMANDS = {"config": config_main}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
 
@@ -216,6 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--window {args.window:g} s must cover at least two samples of --interval "
             f"{args.interval:g} s"
         )
+
+    from gputop_hints.hints.config import ConfigError, load
+
+    try:
+        thresholds = load(args.config)
+    except ConfigError as exc:
+        print(f"gputop-hints: {exc}", file=sys.stderr)
+        return EXIT_USAGE
 
     from gputop_hints.sources import SourceUnavailable
 
@@ -241,17 +317,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         if once:
-            return _run_once(source, args)
-        return _run_tui(source, args)
+            return _run_once(source, args, thresholds)
+        return _run_tui(source, args, thresholds)
     finally:
         source.close()
 
 
-def _run_once(source: Source, args: argparse.Namespace) -> int:
+def _demo_preroll_s(source: Source) -> float:
+    """Simulated seconds to skip so that a one-off demo summary shows the jobs past warm-up."""
+    onsets = getattr(source, "label_onsets", None)
+    start = getattr(source, "start_time", None)
+    if not onsets or start is None:
+        return 0.0
+    return float(max(t - start for t in onsets.values())) + 20.0
+
+
+def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
     from gputop_hints.summary import Summary
 
+    context: list[Snapshot] = []
+    if source.simulated:
+        keep = round(thresholds.general.window_s / args.interval) + 1
+        for _ in range(round(_demo_preroll_s(source) / args.interval)):
+            context = [*context[-keep:], source.sample()]
     snapshots = collect(source, args.duration, args.interval)
-    summary = Summary.of(snapshots)
+    summary = Summary.of(snapshots, thresholds, context)
     if args.json:
         json.dump(summary.to_json(), sys.stdout, indent=2, allow_nan=False)
         sys.stdout.write("\n")
@@ -261,7 +351,7 @@ def _run_once(source: Source, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _run_tui(source: Source, args: argparse.Namespace) -> int:
+def _run_tui(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
     from gputop_hints.tui.app import GputopApp
 
     color = not (args.no_color or os.environ.get("NO_COLOR"))

@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints import __version__
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.findings import Finding, Severity
+from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, snapshot_to_dict
 from gputop_hints.units import human_bytes, human_rate, percent
@@ -34,16 +37,37 @@ class Summary:
 
     snapshots: tuple[Snapshot, ...]
     history: History
+    findings: tuple[Finding, ...] = ()
 
     @classmethod
-    def of(cls, snapshots: Sequence[Snapshot]) -> Summary:
+    def of(
+        cls,
+        snapshots: Sequence[Snapshot],
+        thresholds: Thresholds | None = None,
+        context: Sequence[Snapshot] = (),
+    ) -> Summary:
+        """Summarise ``snapshots``; ``context`` (earlier ticks) feeds the hints only.
+
+        A one-off summary has no time to wait out the hints' hysteresis, so the
+        rules are evaluated as they stand at the last tick, over every tick given.
+        """
         if not snapshots:
             raise ValueError("a summary needs at least one snapshot")
         first, last = snapshots[0], snapshots[-1]
         span = max(last.timestamp - first.timestamp, last.interval_s)
         history = History(window_s=span + last.interval_s, interval_s=last.interval_s)
         history.extend(snapshots)
-        return cls(tuple(snapshots), history)
+        engine = HintEngine(thresholds, hysteresis=False)
+        seen = [*context, *snapshots]
+        hint_history = History(
+            window_s=max(seen[-1].timestamp - seen[0].timestamp, 1.0) + last.interval_s * 2,
+            interval_s=last.interval_s,
+        )
+        findings: tuple[Finding, ...] = ()
+        for snap in seen:
+            hint_history.append(snap)
+            findings = engine.update(hint_history)
+        return cls(tuple(snapshots), history, findings)
 
     @property
     def latest(self) -> Snapshot:
@@ -108,6 +132,7 @@ class Summary:
             "host": host,
             "gpus": gpus,
             "processes": processes,
+            "findings": [f.to_dict() for f in self.findings],
         }
 
     # --- text ---------------------------------------------------------------
@@ -162,6 +187,17 @@ class Summary:
                 self._process_line(proc, max(width - fixed, 20))
                 for proc in sorted(snap.processes, key=lambda p: (p.gpu_index, p.pid))
             )
+        per_process = [f for f in self.findings if f.subject.pid is not None]
+        if per_process:
+            out.append("")
+            out.append("Hints (per process):")
+            out.extend(_finding_lines(f, "  ", with_subject=True) for f in per_process)
+        if self.findings or snap.gpus:
+            out.append("")
+            out.append(
+                "A one-off summary shows the hints as they stand at the last tick, without "
+                "waiting to confirm them; the monitor confirms each over a few seconds."
+            )
         return "\n".join(out) + "\n"
 
     def _gpu_lines(self, gpu: GpuSample) -> list[str]:
@@ -189,12 +225,11 @@ class Summary:
             f"/{_num(gpu.power_limit_watts, 'W')}   "
             f"throttle {_throttle(gpu.throttle_reasons)}",
         ]
-        total = gpu.utilization_sum_percent
-        if total is not None and total > 100:
-            lines.append(
-                f"   note: SM % + memory-access % = {total:.0f} %: they are overlapping time "
-                "fractions (kernels touch memory while they run), not shares of one whole."
-            )
+        lines.extend(
+            _finding_lines(f, "   ")
+            for f in self.findings
+            if f.subject.pid is None and f.subject.gpu_index == gpu.index
+        )
         return lines
 
     def _process_line(self, proc: GpuProcess, command_width: int) -> str:
@@ -210,6 +245,18 @@ class Summary:
             f"{human_bytes(proc.vram_bytes):>8} {percent(proc.sm_percent):>5} "
             f"{percent(cpu_mean):>5} {workers:>11} {human_bytes(proc.rss_bytes):>8}  {command}"
         )
+
+
+def _finding_lines(f: Finding, indent: str, with_subject: bool = False) -> str:
+    """A finding as plain text: label, why, evidence, advice."""
+    mark = {Severity.INFO: "i", Severity.WARNING: "!", Severity.CRITICAL: "!!"}[f.severity]
+    who = f"pid {f.subject.pid} on GPU {f.subject.gpu_index}: " if with_subject else ""
+    lines = [f"{indent}[{mark}] {who}{f.label} -- {f.summary}"]
+    lines.extend(f"{indent}      evidence: {e.describe()}" for e in f.evidence)
+    lines.extend(f"{indent}      advice:   {a}" for a in f.advice)
+    if f.anchor:
+        lines.append(f"{indent}      more:     docs/hints.md#{f.anchor}")
+    return "\n".join(lines)
 
 
 def _mean_of_allowed(history: History, allowed: Sequence[int]) -> float | None:

@@ -1,0 +1,102 @@
+"""Runs the rules each tick and keeps findings from flickering.
+
+A rule's raw finding becomes visible only once its condition has held for the
+rule's ``raise_after_s``; a visible finding goes away only once the condition
+has failed for ``clear_after_s``. Time is the snapshots' own clock, so replayed
+and simulated data behave exactly like live data.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from gputop_hints.hints.findings import Finding, Severity, Subject
+from gputop_hints.hints.rules import ALL_RULES, Rule, hysteresis_for
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import Window
+from gputop_hints.history import History
+
+
+@dataclass
+class _Track:
+    first_true: float
+    last_true: float
+    finding: Finding
+    active: bool = False
+
+
+class HintEngine:
+    """Stateful wrapper around the pure rules: hysteresis and bookkeeping."""
+
+    def __init__(
+        self,
+        thresholds: Thresholds | None = None,
+        rules: tuple[tuple[str, Rule], ...] = ALL_RULES,
+        hysteresis: bool = True,
+    ) -> None:
+        """``hysteresis=False`` shows every condition the moment it holds (one-off reports)."""
+        self.thresholds = thresholds or Thresholds.defaults()
+        self.rules = rules
+        self._tracks: dict[tuple[str, Subject], _Track] = {}
+        self._timing = {
+            name: hysteresis_for(name, self.thresholds) if hysteresis else (0.0, 0.0)
+            for name, _ in rules
+        }
+        self.active: tuple[Finding, ...] = ()
+        self.last_cost_s = 0.0
+
+    def update(self, history: History) -> tuple[Finding, ...]:
+        """Evaluate every rule on the newest window; return the visible findings."""
+        started = time.perf_counter()
+        if history.latest is None:
+            return ()
+        win = Window(history, self.thresholds.general.window_s)
+        now = win.now
+        raw: dict[tuple[str, Subject], Finding] = {}
+        for _name, rule in self.rules:
+            for finding in rule(win, self.thresholds):
+                raw.setdefault(finding.key, finding)
+
+        for key, finding in raw.items():
+            track = self._tracks.get(key)
+            if track is None:
+                track = self._tracks[key] = _Track(now, now, finding)
+            track.last_true = now
+            track.finding = finding
+            raise_after, _ = self._timing[finding.rule]
+            if not track.active and now - track.first_true >= raise_after - 1e-9:
+                track.active = True
+
+        for key, track in list(self._tracks.items()):
+            if key in raw:
+                continue
+            _, clear_after = self._timing[track.finding.rule]
+            if not track.active or now - track.last_true >= clear_after - 1e-9:
+                del self._tracks[key]
+
+        visible = [t.finding.with_start(t.first_true) for t in self._tracks.values() if t.active]
+        visible.sort(key=lambda f: (-f.severity, f.subject.gpu_index, f.subject.pid or -1, f.rule))
+        self.active = tuple(visible)
+        self.last_cost_s = time.perf_counter() - started
+        return self.active
+
+    def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
+        """Visible findings about one process, worst first."""
+        return tuple(
+            f for f in self.active if f.subject.pid == pid and f.subject.gpu_index == gpu_index
+        )
+
+    def for_gpu(self, index: int) -> tuple[Finding, ...]:
+        """Visible GPU-level findings (not about a single process)."""
+        return tuple(
+            f for f in self.active if f.subject.pid is None and f.subject.gpu_index == index
+        )
+
+    def worst_for_process(self, pid: int, gpu_index: int) -> Finding | None:
+        """The inline column's finding: the process's worst, else its GPU's worst warning."""
+        own = self.for_process(pid, gpu_index)
+        if own:
+            return own[0]
+        gpu = [f for f in self.for_gpu(gpu_index) if f.severity >= Severity.WARNING]
+        return gpu[0] if gpu else None

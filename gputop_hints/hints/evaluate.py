@@ -1,0 +1,233 @@
+"""Measuring the rules against the demo's labelled scenarios.
+
+Each demo snapshot carries ground-truth labels (``input-starved/num-workers-0@pid:4000``,
+see ``sources/demo/scenarios.py``). This module runs scenarios through the
+engine on simulated time and scores every visible finding against them:
+precision and recall per rule, time from a label's onset to its first
+detection, and how often findings flip on and off once the input is steady.
+
+``bench/hints_eval.py`` prints the table; ``tests/test_hints_eval.py`` asserts
+the targets on a fixed set of seeds. No Textual, no wall clock.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.history import History
+
+BENIGN = ("warming-up", "checkpointing", "serving")
+"""Annotations that describe a phase, not a bottleneck: no rule should fire for them."""
+NOT_SCORED = ("overlap-explained",)
+"""Rules that explain a number rather than diagnose: true by construction whenever
+SM % + memory % > 100, checked directly by tests instead."""
+STEADY_AFTER_S = 30.0
+"""Flips are counted only this long after the last label onset (steady input)."""
+
+
+def _label_parts(label: str) -> tuple[str, str]:
+    condition, _, subject = label.partition("@")
+    return condition, subject
+
+
+def _rule_of(condition: str) -> str:
+    return condition.split("/", 1)[0]
+
+
+@dataclass
+class RunResult:
+    """One scenario and seed: what was expected, what was seen, and when."""
+
+    scenario: str
+    seed: int
+    onsets: dict[str, float]
+    """label -> first time it appeared (seconds from the start)."""
+    first_seen: dict[str, float]
+    """``rule_label@subject`` -> first time visible."""
+    severity: dict[str, Severity]
+    flips: dict[str, int]
+    """``rule_label@subject`` -> visibility changes after the input became steady."""
+    steady_s: float
+    engine_cost_s: list[float] = field(default_factory=list)
+
+    @property
+    def expected(self) -> set[str]:
+        return {
+            label for label in self.onsets if _label_parts(label)[0].split("/")[0] not in BENIGN
+        }
+
+
+def run_scenario(
+    scenario: str,
+    seed: int,
+    duration_s: float,
+    interval_s: float = 1.0,
+    thresholds: Thresholds | None = None,
+    gpus: int | None = None,
+    processes: int | None = None,
+) -> RunResult:
+    """Simulate ``duration_s`` of a scenario and record the engine's findings."""
+    from gputop_hints.sources.demo import DemoSource
+
+    source = DemoSource(scenario, seed=seed, interval_s=interval_s, gpus=gpus, processes=processes)
+    engine = HintEngine(thresholds)
+    history = History(window_s=120.0, interval_s=interval_s)
+    start: float | None = None
+    onsets: dict[str, float] = {}
+    first_seen: dict[str, float] = {}
+    severity: dict[str, Severity] = {}
+    visible_since_steady: dict[str, bool] = {}
+    flips: dict[str, int] = defaultdict(int)
+    costs: list[float] = []
+    steps = round(duration_s / interval_s)
+    last_onset = 0.0
+    steady_started = False
+    for _ in range(steps):
+        snap = source.sample()
+        if start is None:
+            start = snap.timestamp
+        t = snap.timestamp - start
+        for label in snap.labels:
+            if label not in onsets:
+                onsets[label] = t
+                last_onset = max(last_onset, t)
+        history.append(snap)
+        findings = engine.update(history)
+        costs.append(engine.last_cost_s)
+        now_visible = set()
+        for f in findings:
+            if f.rule in NOT_SCORED:
+                continue
+            key = f"{f.rule_label}@{f.subject}"
+            now_visible.add(key)
+            first_seen.setdefault(key, t)
+            severity[key] = max(severity.get(key, f.severity), f.severity)
+        if t >= last_onset + STEADY_AFTER_S:
+            if steady_started:
+                for key in set(visible_since_steady) | now_visible:
+                    if visible_since_steady.get(key, False) != (key in now_visible):
+                        flips[key] += 1
+            steady_started = True
+            visible_since_steady = dict.fromkeys(now_visible, True)
+    source.close()
+    steady_s = max(0.0, steps * interval_s - (last_onset + STEADY_AFTER_S))
+    return RunResult(scenario, seed, onsets, first_seen, severity, dict(flips), steady_s, costs)
+
+
+@dataclass
+class RuleScore:
+    rule: str
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    detect_s: list[float] = field(default_factory=list)
+    flips: int = 0
+    steady_s: float = 0.0
+
+    @property
+    def precision(self) -> float | None:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    @property
+    def median_detect_s(self) -> float | None:
+        return statistics.median(self.detect_s) if self.detect_s else None
+
+    @property
+    def worst_detect_s(self) -> float | None:
+        return max(self.detect_s) if self.detect_s else None
+
+    @property
+    def flips_per_10_min(self) -> float | None:
+        return self.flips / self.steady_s * 600 if self.steady_s > 0 else None
+
+
+@dataclass
+class Evaluation:
+    runs: list[RunResult]
+    scores: dict[str, RuleScore]
+    misses: list[str]
+    """Human-readable list of false negatives and false positives, for debugging."""
+    false_alarms: list[str]
+
+    def warnings_on(self, scenario: str) -> list[str]:
+        """Unexpected warning-or-worse findings on one scenario (healthy should have none)."""
+        out = []
+        for run in self.runs:
+            if run.scenario != scenario:
+                continue
+            for key, sev in run.severity.items():
+                if sev >= Severity.WARNING and key not in run.expected:
+                    out.append(f"{run.scenario} seed {run.seed}: {key}")
+        return out
+
+
+def evaluate(runs: Iterable[RunResult]) -> Evaluation:
+    """Score findings against labels, per rule (subtype errors count against the rule)."""
+    scores: dict[str, RuleScore] = {}
+    misses: list[str] = []
+    false_alarms: list[str] = []
+    run_list = list(runs)
+
+    def score(rule: str) -> RuleScore:
+        return scores.setdefault(rule, RuleScore(rule))
+
+    for run in run_list:
+        expected = run.expected
+        for label in expected:
+            rule = _rule_of(_label_parts(label)[0])
+            s = score(rule)
+            if label in run.first_seen:
+                s.tp += 1
+                s.detect_s.append(max(0.0, run.first_seen[label] - run.onsets[label]))
+            else:
+                s.fn += 1
+                misses.append(f"{run.scenario} seed {run.seed}: missed {label}")
+        for key in run.first_seen:
+            if key in expected:
+                continue
+            rule = _rule_of(_label_parts(key)[0])
+            score(rule).fp += 1
+            false_alarms.append(
+                f"{run.scenario} seed {run.seed}: unexpected {key} at {run.first_seen[key]:.0f} s"
+            )
+        for key, n in run.flips.items():
+            score(_rule_of(_label_parts(key)[0])).flips += n
+        for rule in {_rule_of(_label_parts(k)[0]) for k in (*expected, *run.first_seen)}:
+            score(rule).steady_s += run.steady_s
+    return Evaluation(run_list, scores, misses, false_alarms)
+
+
+def run_corpus(
+    scenarios: Sequence[str], seeds: Sequence[int], duration_s: float, interval_s: float = 1.0
+) -> Evaluation:
+    return evaluate(
+        run_scenario(name, seed, duration_s, interval_s) for name in scenarios for seed in seeds
+    )
+
+
+def format_table(ev: Evaluation) -> str:
+    def f(v: float | None, fmt: str) -> str:
+        return "-" if v is None else format(v, fmt)
+
+    lines = [
+        f"{'rule':<20} {'TP':>4} {'FP':>4} {'FN':>4} {'precision':>9} {'recall':>7} "
+        f"{'median TTD':>10} {'worst TTD':>9} {'flips/10min':>11}"
+    ]
+    for rule in sorted(ev.scores):
+        s = ev.scores[rule]
+        lines.append(
+            f"{rule:<20} {s.tp:>4} {s.fp:>4} {s.fn:>4} {f(s.precision, '.2f'):>9} "
+            f"{f(s.recall, '.2f'):>7} {f(s.median_detect_s, '.0f') + ' s':>10} "
+            f"{f(s.worst_detect_s, '.0f') + ' s':>9} {f(s.flips_per_10_min, '.2f'):>11}"
+        )
+    return "\n".join(lines)

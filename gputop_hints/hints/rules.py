@@ -1,0 +1,789 @@
+"""The rules: pure functions of a window of history and the thresholds.
+
+Each rule looks at the window and returns the findings whose condition holds
+*now*; the engine (``engine.py``) decides when a finding has held long enough
+to show and when it has stopped long enough to clear. No I/O, no clocks, no
+Textual: the same window always gives the same findings.
+
+Every finding lists the metrics it used as :class:`Evidence`, with the
+threshold each one crossed, so that a person can check the conclusion against
+the numbers on screen. Per-process findings use the process's own NVML numbers
+where the driver gives them, and the whole GPU's otherwise -- and say which.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Gaps, Window
+from gputop_hints.model import GpuProcess
+
+Rule = Callable[[Window, Thresholds], list[Finding]]
+
+BAD_THROTTLE_REASONS = {
+    "sw_power_cap": "power",
+    "hw_power_brake": "power",
+    "sw_thermal": "thermal",
+    "hw_thermal": "thermal",
+    "hw_slowdown": "thermal",
+}
+
+
+def _gib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / GIB:.1f} GiB"
+
+
+def _at_least(value: float | None, threshold: float) -> bool | None:
+    return None if value is None else value >= threshold
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f} %"
+
+
+# --- overlap explained -------------------------------------------------------
+
+
+def overlap_explained(win: Window, t: Thresholds) -> list[Finding]:
+    """SM % + memory % over 100: explain that they overlap, once per GPU."""
+    out: list[Finding] = []
+    limit = t.overlap_explained.sum_above_percent
+    for gpu in win.latest.gpus:
+        total = gpu.utilization_sum_percent
+        if total is None or total <= limit:
+            continue
+        assert gpu.sm_percent is not None and gpu.memory_access_percent is not None
+        out.append(
+            Finding(
+                rule="overlap-explained",
+                subject=Subject(gpu.index),
+                severity=Severity.INFO,
+                label=f"SM+mem {total:.0f}%: overlap",
+                summary=(
+                    f"SM {gpu.sm_percent:.0f} % + memory-access {gpu.memory_access_percent:.0f} % "
+                    f"= {total:.0f} %: two overlapping fractions of the same time, not shares "
+                    "of one whole -- kernels read memory while they run, so the sum can reach "
+                    "200 %."
+                ),
+                advice=(
+                    "Nothing to fix: this is how NVML's two counters work.",
+                    "SM % counts time with at least one kernel running, not how full the SMs "
+                    "are; occupancy needs DCGM profiling metrics (sm_active, sm_occupancy).",
+                ),
+                evidence=(
+                    Evidence("SM %", gpu.sm_percent, "now"),
+                    Evidence("memory-access %", gpu.memory_access_percent, "now"),
+                    Evidence("sum", total, f"> {limit:g}"),
+                ),
+                anchor="overlap-explained",
+            )
+        )
+    return out
+
+
+# --- input starved -------------------------------------------------------------
+
+
+def _suggested_workers(win: Window, t: Thresholds) -> int:
+    return max(1, min(win.allowed_core_count - 1, t.input_starved.max_suggested_workers))
+
+
+def _pcie_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
+    """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it."""
+    c = t.pcie_thrash
+    gpu = win.gpu(index)
+    traffic = win.gpu_pcie_mean(index)
+    sm = win.gpu_sm_mean(index)
+    if gpu is None or traffic is None or sm is None:
+        return False, []
+    link = gpu.pcie_link_bytes_per_s
+    if link is not None:
+        limit = c.link_share_above * link
+        what = f">= {c.link_share_above:g} x link ({link / 1e9:.1f} GB/s per direction)"
+    else:
+        limit = c.floor_gb_per_s * 1e9
+        what = f">= {c.floor_gb_per_s:g} GB/s (link capacity unknown)"
+    busy = win.gpu_pcie_busy_fraction(index, limit)
+    if busy is None:
+        return False, []
+    hit = busy >= c.min_busy_fraction and sm < c.sm_below_percent
+    return hit, [
+        Evidence(
+            f"readings with rx+tx {what}",
+            busy * 100,
+            f">= {c.min_busy_fraction * 100:g} % of readings",
+            "%",
+            Scope.DEVICE,
+        ),
+        Evidence("PCIe rx+tx (mean)", traffic, "for context", "B/s", Scope.DEVICE, met=None),
+        Evidence("device SM % (mean)", sm, f"< {c.sm_below_percent:g}", "%", Scope.DEVICE),
+    ]
+
+
+def _sm_evidence(
+    win: Window, proc: GpuProcess, t: Thresholds
+) -> tuple[float | None, Scope, list[Evidence]]:
+    """Mean SM for a process: its own when NVML has samples, else the device's."""
+    own = win.process_sm_mean(proc)
+    if own is not None:
+        return own, Scope.PROCESS, []
+    device = win.gpu_sm_mean(proc.gpu_index)
+    sharing = [
+        p
+        for p in win.significant_processes_on(proc.gpu_index, t.general.min_vram_gib * GIB)
+        if p.pid != proc.pid
+    ]
+    note = "per-process SM % not reported by the driver; using the whole GPU's" + (
+        f", shared with {len(sharing)} other process(es)" if sharing else ""
+    )
+    return device, Scope.DEVICE, [Evidence(note, None, "fallback", "", Scope.DEVICE, met=None)]
+
+
+def input_starved(win: Window, t: Thresholds) -> list[Finding]:
+    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input."""
+    c = t.input_starved
+    g = t.general
+    out: list[Finding] = []
+    for proc in win.processes():
+        if (proc.vram_bytes or 0) < g.min_vram_gib * GIB:
+            continue
+        sm, scope, notes = _sm_evidence(win, proc, t)
+        if sm is None or sm >= c.sm_mean_below_percent:
+            continue
+        gaps = win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s)
+        if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
+            continue
+        if gaps.peak_percent < c.busy_sm_above_percent:
+            continue  # no bursts at all: idle, not starved (see idle-holding-vram)
+        thrashing, _ = _pcie_thrashing(win, t, proc.gpu_index)
+        if thrashing:
+            continue  # copies, not input, are the bottleneck: pcie-thrash says so
+        out.append(_starved_finding(win, t, proc, sm, scope, notes, gaps))
+    return out
+
+
+def _starved_finding(
+    win: Window,
+    t: Thresholds,
+    proc: GpuProcess,
+    sm: float,
+    scope: Scope,
+    notes: list[Evidence],
+    gaps: Gaps,
+) -> Finding:
+    c = t.input_starved
+    g = t.general
+    main_cpu = win.process_cpu_mean(proc)
+    busy_workers = win.process_busy_workers_mean(proc) or 0.0
+    workers_cpu = win.process_workers_cpu_mean(proc)
+    cores_busy = win.allowed_cores_busy_percent
+    iowait = win.iowait_percent
+    d_frac = win.process_d_state_fraction(proc)
+    allowed = win.allowed_core_count
+    n_workers = len(proc.workers)
+    gap_fraction = gaps.fraction
+    fine = gaps.fine
+    evidence = [
+        Evidence("SM % (mean)", sm, f"< {c.sm_mean_below_percent:g}", "%", scope),
+        Evidence(
+            "time in idle gaps" + (" (sub-second samples)" if fine else " (1 per tick)"),
+            gap_fraction * 100,
+            f">= {c.min_gap_fraction * 100:g} % of the window, gaps >= {c.min_gap_s:g} s",
+            "%",
+            Scope.DEVICE,
+        ),
+        Evidence(
+            "separate idle gaps",
+            float(gaps.count),
+            f">= {c.min_gaps} (a sawtooth)",
+            "",
+            Scope.DEVICE,
+        ),
+        *notes,
+        Evidence(
+            "main process CPU (mean)",
+            main_cpu,
+            f"pegged at >= {g.main_pegged_percent:g}",
+            "%",
+            Scope.HOST,
+            met=_at_least(main_cpu, g.main_pegged_percent),
+        ),
+        Evidence(
+            f"busy workers (of {n_workers})",
+            busy_workers,
+            f"busy = above {g.worker_busy_percent:g} % of a core",
+            "",
+            Scope.HOST,
+            met=None,
+        ),
+        Evidence(
+            f"allowed cores busy ({allowed} cores)",
+            cores_busy,
+            f"saturated at >= {g.cores_busy_percent:g}",
+            "%",
+            Scope.HOST,
+            met=_at_least(cores_busy, g.cores_busy_percent),
+        ),
+        Evidence(
+            "iowait",
+            iowait,
+            f"storage-bound at >= {c.iowait_above_percent:g}",
+            "%",
+            Scope.HOST,
+            met=_at_least(iowait, c.iowait_above_percent),
+        ),
+    ]
+    n = _suggested_workers(win, t)
+    advice: tuple[str, ...]
+    if busy_workers < 0.5 and main_cpu is not None and main_cpu >= g.main_pegged_percent:
+        subtype, label = "num-workers-0", "starved: num_workers=0?"
+        summary = (
+            f"The GPU idles in gaps ({gap_fraction * 100:.0f} % of the time) while the main "
+            f"process is at {main_cpu:.0f} % of a core and no worker is busy: the batches "
+            "are most likely loaded in the training process itself."
+        )
+        advice = (
+            f"Set DataLoader(num_workers={n}) -- {allowed} cores are allowed, one stays with "
+            "the main process.",
+            "Add pin_memory=True and persistent_workers=True; prefetch_factor=2-4 keeps "
+            "batches queued.",
+        )
+    elif cores_busy is not None and cores_busy >= g.cores_busy_percent:
+        subtype, label = "cpu-bound", "starved: CPU-bound input"
+        summary = (
+            f"The GPU idles in gaps while all {allowed} allowed cores are {cores_busy:.0f} % "
+            "busy: the input pipeline needs more CPU than the job has."
+        )
+        advice = (
+            f"Ask for more cores (SLURM: --cpus-per-task, now {allowed}).",
+            "Make augmentation cheaper or move it to the GPU (torchvision.transforms.v2 on "
+            "GPU tensors, NVIDIA DALI).",
+            "Decode / resize / tokenize once, offline, and train from the cached result.",
+        )
+    elif (iowait is not None and iowait >= c.iowait_above_percent) or d_frac >= c.d_state_fraction:
+        subtype, label = "storage-bound", "starved: storage-bound"
+        summary = (
+            f"The GPU idles in gaps while the loader waits on storage (iowait {_pct(iowait)}, "
+            f"{d_frac * 100:.0f} % of loader processes in D state) and cores are not saturated."
+        )
+        advice = (
+            "Stage the dataset on node-local disk ($TMPDIR, NVMe) or in RAM before training.",
+            "Pack many small files into larger shards (WebDataset tar, LMDB, Parquet).",
+            f"More workers hide I/O latency: raise num_workers (now {n_workers}) and "
+            "prefetch_factor.",
+        )
+        evidence.append(
+            Evidence(
+                "loader processes in D state",
+                d_frac * 100,
+                f">= {c.d_state_fraction * 100:g} points at storage",
+                "%",
+                Scope.HOST,
+            )
+        )
+    else:
+        subtype, label = "more-workers", "starved: workers too slow"
+        summary = (
+            f"The GPU idles in gaps; {n_workers} workers use {_pct(workers_cpu)} of a core in "
+            f"total and cores are {_pct(cores_busy)} busy: the loader can't keep up, but "
+            "there is CPU to spare."
+        )
+        advice = (
+            f"Raise num_workers (now {n_workers}; up to {n} fits the {allowed} allowed cores) "
+            "and prefetch_factor.",
+            "pin_memory=True and persistent_workers=True avoid per-epoch worker start-up.",
+            "Profile one worker (py-spy top --pid <worker pid>) to find the slow transform.",
+        )
+    severity = Severity.CRITICAL if sm < 15 else Severity.WARNING
+    return Finding(
+        rule="input-starved",
+        subtype=subtype,
+        subject=Subject(proc.gpu_index, proc.pid),
+        severity=severity,
+        label=label,
+        summary=summary,
+        advice=advice,
+        evidence=tuple(evidence),
+        evidence_scope=scope,
+        anchor="input-starved",
+    )
+
+
+# --- small batch -----------------------------------------------------------------
+
+
+def small_batch(win: Window, t: Thresholds) -> list[Finding]:
+    """Steady moderate SM, little VRAM, main process pegged, workers idle: launch-bound."""
+    c = t.small_batch
+    g = t.general
+    out: list[Finding] = []
+    for proc in win.processes():
+        vram = proc.vram_bytes or 0
+        gpu = win.gpu(proc.gpu_index)
+        if gpu is None or not gpu.vram_total_bytes or vram < g.min_vram_gib * GIB:
+            continue
+        share = vram / gpu.vram_total_bytes
+        if share >= c.vram_share_below:
+            continue
+        sm, scope, notes = _sm_evidence(win, proc, t)
+        if sm is None or not c.sm_min_percent <= sm < c.sm_max_percent:
+            continue
+        gaps = win.gpu_gaps(
+            proc.gpu_index, t.input_starved.gap_sm_below_percent, t.input_starved.min_gap_s
+        )
+        if gaps is None or gaps.fraction > c.max_gap_fraction:
+            continue
+        main_cpu = win.process_cpu_mean(proc)
+        if main_cpu is None or main_cpu < g.main_pegged_percent:
+            continue
+        busy_workers = win.process_busy_workers_mean(proc) or 0.0
+        if busy_workers >= 0.5:
+            continue
+        factor = max(2, int(c.headroom_target * gpu.vram_total_bytes / vram))
+        out.append(
+            Finding(
+                rule="small-batch",
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=Severity.WARNING,
+                label="small batch / launch-bound",
+                summary=(
+                    f"SM is a steady {sm:.0f} % with no idle gaps, the process holds only "
+                    f"{share * 100:.0f} % of VRAM, and its main thread is at {main_cpu:.0f} % "
+                    "of a core launching kernels: each step is too small to fill the GPU."
+                ),
+                advice=(
+                    f"Try a batch about {factor}x larger: it holds {_gib(vram)} of "
+                    f"{_gib(gpu.vram_total_bytes)} (aiming at {c.headroom_target * 100:.0f} % of "
+                    "VRAM; scale the learning rate with it).",
+                    "Cut per-step launch overhead: torch.compile(mode='reduce-overhead') or "
+                    "CUDA graphs.",
+                    "Use bf16 autocast so each kernel does more per launch on tensor cores.",
+                ),
+                evidence=(
+                    Evidence(
+                        "SM % (mean)",
+                        sm,
+                        f"between {c.sm_min_percent:g} and {c.sm_max_percent:g}",
+                        "%",
+                        scope,
+                    ),
+                    Evidence(
+                        "time in idle gaps",
+                        gaps.fraction * 100,
+                        f"<= {c.max_gap_fraction * 100:g}",
+                        "%",
+                        Scope.DEVICE,
+                    ),
+                    *notes,
+                    Evidence(
+                        "VRAM share of the card",
+                        share * 100,
+                        f"< {c.vram_share_below * 100:g}",
+                        "%",
+                        Scope.PROCESS,
+                    ),
+                    Evidence(
+                        "main process CPU (mean)",
+                        main_cpu,
+                        f">= {g.main_pegged_percent:g}",
+                        "%",
+                        Scope.HOST,
+                    ),
+                    Evidence("busy workers", busy_workers, "< 0.5 (idle)", "", Scope.HOST),
+                ),
+                evidence_scope=scope,
+                anchor="small-batch",
+            )
+        )
+    return out
+
+
+# --- PCIe thrash -----------------------------------------------------------------
+
+
+def pcie_thrash(win: Window, t: Thresholds) -> list[Finding]:
+    """Heavy PCIe traffic while SM is low: copies, not compute, set the pace."""
+    out: list[Finding] = []
+    min_vram = t.general.min_vram_gib * GIB
+    for gpu in win.latest.gpus:
+        hit, evidence = _pcie_thrashing(win, t, gpu.index)
+        if not hit:
+            continue
+        procs = win.significant_processes_on(gpu.index, min_vram)
+        for proc in procs:
+            note = (
+                []
+                if len(procs) == 1
+                else [
+                    Evidence(
+                        f"PCIe is per GPU: shared by {len(procs)} processes",
+                        None,
+                        "device evidence",
+                        "",
+                        Scope.DEVICE,
+                        met=None,
+                    )
+                ]
+            )
+            out.append(
+                Finding(
+                    rule="pcie-thrash",
+                    subject=Subject(gpu.index, proc.pid),
+                    severity=Severity.WARNING,
+                    label="PCIe thrash",
+                    summary=(
+                        f"GPU {gpu.index}'s PCIe link is busy in {evidence[0].value or 0:.0f} % of "
+                        f"readings (mean {(evidence[1].value or 0) / 1e9:.1f} GB/s) while SM is "
+                        f"{evidence[2].value or 0:.0f} %: host<->device copies, not kernels, set "
+                        "the pace."
+                    ),
+                    advice=(
+                        "Keep tensors on the GPU between steps; avoid .cpu(), .item(), .numpy() "
+                        "or printing GPU tensors every step.",
+                        "DataLoader(pin_memory=True) and .to(device, non_blocking=True) make "
+                        "copies faster and overlap them with compute.",
+                        "Check for CPU offload (optimizer / parameter offload, unified memory "
+                        "paging) that streams weights every step.",
+                    ),
+                    evidence=(*evidence, *note),
+                    evidence_scope=Scope.DEVICE,
+                    anchor="pcie-thrash",
+                )
+            )
+    return out
+
+
+# --- memory-bound -------------------------------------------------------------------
+
+
+def memory_bound(win: Window, t: Thresholds) -> list[Finding]:
+    c = t.memory_bound
+    out: list[Finding] = []
+    for gpu in win.latest.gpus:
+        mem = win.gpu_mem_mean(gpu.index)
+        sm = win.gpu_sm_mean(gpu.index)
+        if mem is None or sm is None:
+            continue
+        if mem < c.memory_above_percent or mem < sm - c.within_sm_points:
+            continue
+        out.append(
+            Finding(
+                rule="memory-bound",
+                subject=Subject(gpu.index),
+                severity=Severity.WARNING,
+                label="memory-bound kernels",
+                summary=(
+                    f"Device memory is busy {mem:.0f} % of the time against {sm:.0f} % SM: the "
+                    "kernels wait on memory bandwidth more than on arithmetic."
+                ),
+                advice=(
+                    "Use bf16/fp16 autocast: half the bytes per value moved.",
+                    "Fuse elementwise chains (torch.compile, fused optimizers such as "
+                    "AdamW(fused=True), fused attention).",
+                    "For convolutions, channels_last memory format.",
+                ),
+                evidence=(
+                    Evidence("memory-access % (mean)", mem, f">= {c.memory_above_percent:g}"),
+                    Evidence("SM % (mean)", sm, f"<= memory-access % + {c.within_sm_points:g}"),
+                ),
+                anchor="memory-bound",
+            )
+        )
+    return out
+
+
+# --- idle holding VRAM -------------------------------------------------------------
+
+
+def idle_holding_vram(win: Window, t: Thresholds) -> list[Finding]:
+    c = t.idle_holding_vram
+    out: list[Finding] = []
+    for proc in win.processes():
+        vram = proc.vram_bytes or 0
+        if vram < c.min_vram_gib * GIB:
+            continue
+        idle_s = win.gpu_idle_for_s(proc.gpu_index, c.sm_below_percent)
+        if idle_s < c.idle_for_s:
+            continue
+        own = win.process_sm_mean(proc)
+        if own is not None and own >= c.sm_below_percent:
+            continue
+        cpu = win.process_cpu_mean(proc)
+        critical = idle_s >= c.critical_after_s
+        minutes = idle_s / 60
+        age = f"{idle_s:.0f} s" if idle_s < 120 else f"{minutes:.0f} min"
+        out.append(
+            Finding(
+                rule="idle-holding-vram",
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=Severity.CRITICAL if critical else Severity.WARNING,
+                label=f"idle {age}, holds {vram / GIB:.0f}G",
+                summary=(
+                    f"GPU {proc.gpu_index} has run no kernel for {age} while this process holds "
+                    f"{_gib(vram)} of its memory (main process CPU {_pct(cpu)})."
+                ),
+                advice=(
+                    "A notebook or interactive session you are done with? Free the GPU: "
+                    "del the model and call torch.cuda.empty_cache(), or restart the kernel.",
+                    "A distributed job? One rank may be stuck in a collective: check the other "
+                    f"ranks, NCCL_DEBUG=INFO, and py-spy dump --pid {proc.pid}.",
+                ),
+                evidence=(
+                    Evidence(
+                        "device SM idle for",
+                        idle_s,
+                        f">= {c.idle_for_s:g} s below {c.sm_below_percent:g} %",
+                        "s",
+                        Scope.DEVICE,
+                    ),
+                    Evidence(
+                        "VRAM held", float(vram), f">= {c.min_vram_gib:g} GiB", "B", Scope.PROCESS
+                    ),
+                    Evidence(
+                        "main process CPU (mean)", cpu, "for context", "%", Scope.HOST, met=None
+                    ),
+                ),
+                evidence_scope=Scope.DEVICE if own is None else Scope.PROCESS,
+                anchor="idle-holding-vram",
+            )
+        )
+    return out
+
+
+# --- VRAM near limit ---------------------------------------------------------------
+
+
+def vram_near_limit(win: Window, t: Thresholds) -> list[Finding]:
+    c = t.vram_near_limit
+    out: list[Finding] = []
+    for gpu in win.latest.gpus:
+        frac = gpu.vram_fraction
+        if frac is None or frac < c.used_fraction_above:
+            continue
+        critical = frac >= c.critical_fraction_above
+        out.append(
+            Finding(
+                rule="vram-near-limit",
+                subject=Subject(gpu.index),
+                severity=Severity.CRITICAL if critical else Severity.WARNING,
+                label=f"VRAM {frac * 100:.0f}%: OOM risk",
+                summary=(
+                    f"GPU {gpu.index} has {_gib(gpu.vram_used_bytes)} of "
+                    f"{_gib(gpu.vram_total_bytes)} in use: one larger batch or a fragmentation "
+                    "spike away from CUDA out-of-memory."
+                ),
+                advice=(
+                    "Lower the batch size and keep the effective batch with gradient accumulation.",
+                    "Activation checkpointing (torch.utils.checkpoint) trades compute for memory.",
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
+                    "bf16 halves activation memory.",
+                ),
+                evidence=(
+                    Evidence(
+                        "VRAM used / total", frac * 100, f">= {c.used_fraction_above * 100:g}"
+                    ),
+                ),
+                anchor="vram-near-limit",
+            )
+        )
+    return out
+
+
+# --- compute-bound (healthy) ---------------------------------------------------------
+
+
+def compute_bound(win: Window, t: Thresholds) -> list[Finding]:
+    c = t.compute_bound
+    out: list[Finding] = []
+    # Peers of a straggler read busy while they spin in collectives waiting for
+    # it: calling them healthy would mislead.
+    waiting = {p for _, _, _, peers, _ in _stragglers(win, t) for p in peers}
+    for gpu in win.latest.gpus:
+        if gpu.index in waiting:
+            continue
+        sm = win.gpu_sm_mean(gpu.index)
+        low = win.gpu_sm_min(gpu.index)
+        if sm is None or low is None or sm < c.sm_above_percent or low < c.min_sm_percent:
+            continue
+        out.append(
+            Finding(
+                rule="compute-bound",
+                subject=Subject(gpu.index),
+                severity=Severity.INFO,
+                label="compute-bound: healthy",
+                summary=(
+                    f"Kernels run {sm:.0f} % of the time (never below {low:.0f} %): the input "
+                    "pipeline keeps up and the GPU sets the pace."
+                ),
+                advice=(
+                    "Next gains are in the model: bf16 autocast on tensor cores, "
+                    "torch.compile, fused kernels (e.g. scaled_dot_product_attention).",
+                    "SM % is time busy, not SMs filled: DCGM's sm_occupancy tells how full.",
+                ),
+                evidence=(
+                    Evidence("SM % (mean)", sm, f">= {c.sm_above_percent:g}"),
+                    Evidence("SM % (lowest tick)", low, f">= {c.min_sm_percent:g}"),
+                ),
+                anchor="compute-bound",
+            )
+        )
+    return out
+
+
+# --- throttled ------------------------------------------------------------------------
+
+
+def throttled(win: Window, t: Thresholds) -> list[Finding]:
+    c = t.throttled
+    out: list[Finding] = []
+    reasons = frozenset(BAD_THROTTLE_REASONS)
+    for gpu in win.latest.gpus:
+        fraction, seen = win.throttle_fraction(gpu.index, reasons)
+        sm = win.gpu_sm_mean(gpu.index)
+        if fraction < c.min_fraction or sm is None or sm < c.busy_sm_above_percent:
+            continue
+        kinds = sorted({BAD_THROTTLE_REASONS[r] for r in seen})
+        subtype = (
+            "power"
+            if kinds == ["power"]
+            else "thermal"
+            if kinds == ["thermal"]
+            else ("power-thermal")
+        )
+        clock = (
+            f" at {gpu.sm_clock_mhz} of {gpu.max_sm_clock_mhz} MHz"
+            if gpu.sm_clock_mhz and gpu.max_sm_clock_mhz
+            else ""
+        )
+        out.append(
+            Finding(
+                rule="throttled",
+                subtype=subtype,
+                subject=Subject(gpu.index),
+                severity=Severity.WARNING,
+                label=f"throttled: {subtype}",
+                summary=(
+                    f"GPU {gpu.index} runs its clocks{clock} held down by "
+                    f"{', '.join(sorted(seen))} in {fraction * 100:.0f} % of ticks while busy."
+                ),
+                advice=(
+                    "Power: check the power limit (nvidia-smi -q -d POWER) against the card's "
+                    "default; a capped node is slower for everyone.",
+                    "Thermal: check fans, airflow and inlet temperature with the admins.",
+                ),
+                evidence=(
+                    Evidence(
+                        "ticks with power/thermal reasons",
+                        fraction * 100,
+                        f">= {c.min_fraction * 100:g}",
+                    ),
+                    Evidence("SM % (mean)", sm, f">= {c.busy_sm_above_percent:g}"),
+                    Evidence("temperature", gpu.temperature_c, "for context", "C", met=None),
+                    Evidence(
+                        "power",
+                        gpu.power_watts,
+                        f"limit {gpu.power_limit_watts or 0:.0f} W",
+                        "W",
+                        met=None,
+                    ),
+                ),
+                anchor="throttled",
+            )
+        )
+    return out
+
+
+# --- straggler ---------------------------------------------------------------------
+
+
+def _jobs(win: Window, t: Thresholds) -> dict[tuple[str | None, str], set[int]]:
+    """Multi-GPU jobs: GPUs whose significant processes share user and command line.
+
+    DDP launchers (torchrun, mpirun, srun) start every rank with the same command.
+    """
+    min_vram = t.general.min_vram_gib * GIB
+    jobs: dict[tuple[str | None, str], set[int]] = defaultdict(set)
+    for proc in win.processes():
+        if (proc.vram_bytes or 0) >= min_vram and proc.command:
+            jobs[(proc.user, proc.command)].add(proc.gpu_index)
+    return {k: v for k, v in jobs.items() if len(v) >= 2}
+
+
+def _stragglers(
+    win: Window, t: Thresholds
+) -> list[tuple[int, float, float, list[int], tuple[str | None, str]]]:
+    """(gpu, its SM mean, peers' median, peer gpus, job) for each straggling GPU."""
+    c = t.straggler
+    out = []
+    for job, gpus in _jobs(win, t).items():
+        known = {i: m for i in gpus if (m := win.gpu_sm_mean(i)) is not None}
+        for index, sm in known.items():
+            peers = [m for i, m in known.items() if i != index]
+            if not peers:
+                continue
+            median = statistics.median(peers)
+            if median >= c.peers_sm_above_percent and sm <= median - c.below_peers_points:
+                out.append((index, sm, median, sorted(i for i in known if i != index), job))
+    return out
+
+
+def straggler(win: Window, t: Thresholds) -> list[Finding]:
+    """One GPU of a multi-GPU job well below its peers' median SM %."""
+    c = t.straggler
+    out: list[Finding] = []
+    for index, sm, median, peers, (user, command) in _stragglers(win, t):
+        out.append(
+            Finding(
+                rule="straggler",
+                subject=Subject(index),
+                severity=Severity.WARNING,
+                label=f"straggler: {sm:.0f}% vs {median:.0f}%",
+                summary=(
+                    f"GPU {index} runs kernels {sm:.0f} % of the time while the other "
+                    f"{len(peers)} GPU(s) of the same job ({user or 'n/a'}: {command[:40]}) "
+                    f"run {median:.0f} % -- mostly waiting for this rank in collectives: it "
+                    "holds the whole job back."
+                ),
+                advice=(
+                    "Look at this rank's input: uneven shards or sample sizes "
+                    "(DistributedSampler, length-grouped batches), a slower data path.",
+                    "Check this rank's GPU and cores: throttling, a slower PCIe link, other "
+                    "jobs' processes on its cores.",
+                ),
+                evidence=(
+                    Evidence("SM % (mean)", sm, f"<= peers' median - {c.below_peers_points:g}"),
+                    Evidence(
+                        f"peers' median SM % (GPUs {', '.join(map(str, peers))})",
+                        median,
+                        f">= {c.peers_sm_above_percent:g}",
+                    ),
+                ),
+                anchor="straggler",
+            )
+        )
+    return out
+
+
+ALL_RULES: tuple[tuple[str, Rule], ...] = (
+    ("overlap-explained", overlap_explained),
+    ("input-starved", input_starved),
+    ("small-batch", small_batch),
+    ("pcie-thrash", pcie_thrash),
+    ("memory-bound", memory_bound),
+    ("idle-holding-vram", idle_holding_vram),
+    ("vram-near-limit", vram_near_limit),
+    ("compute-bound", compute_bound),
+    ("throttled", throttled),
+    ("straggler", straggler),
+)
+
+
+def hysteresis_for(rule: str, t: Thresholds) -> tuple[float, float]:
+    """(raise_after_s, clear_after_s) of a rule."""
+    section = getattr(t, rule.replace("-", "_"))
+    h = section.hysteresis
+    return h.raise_after_s, h.clear_after_s

@@ -1,0 +1,225 @@
+"""The numbers the rules compare against, as a typed, documented object.
+
+Each field carries its unit, its allowed range and a one-line doc in its
+metadata; the default *values* live in ``defaults.yaml`` beside this file (the
+commented file users copy), and :func:`Thresholds.defaults` loads them. A test
+checks that the YAML and these classes name exactly the same keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, is_dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+DEFAULTS_PATH = Path(__file__).with_name("defaults.yaml")
+
+
+def _t(low: float, high: float, unit: str, doc: str) -> dict[str, Any]:
+    """A threshold field's metadata: its range, unit and doc (the value comes from YAML)."""
+    return {"min": low, "max": high, "unit": unit, "doc": doc}
+
+
+@dataclass(frozen=True)
+class Hysteresis:
+    raise_after_s: float = field(
+        metadata=_t(0, 600, "s", "how long a condition must hold before it is shown")
+    )
+    clear_after_s: float = field(
+        metadata=_t(0, 3600, "s", "how long it must stop holding before it is cleared")
+    )
+
+
+@dataclass(frozen=True)
+class General:
+    window_s: float = field(metadata=_t(2, 600, "s", "how much recent history the rules look at"))
+    min_vram_gib: float = field(
+        metadata=_t(0, 1024, "GiB", "a process holding less VRAM is not diagnosed")
+    )
+    worker_busy_percent: float = field(
+        metadata=_t(0, 100, "%", "a worker above this much of a core is busy")
+    )
+    main_pegged_percent: float = field(
+        metadata=_t(0, 100, "%", "a main process above this much of a core is pegged")
+    )
+    cores_busy_percent: float = field(
+        metadata=_t(0, 100, "%", "allowed cores busier than this on average are saturated")
+    )
+
+
+@dataclass(frozen=True)
+class OverlapExplained:
+    sum_above_percent: float = field(
+        metadata=_t(0, 200, "%", "explain when SM % + memory % exceeds this")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class InputStarved:
+    sm_mean_below_percent: float = field(
+        metadata=_t(0, 100, "%", "mean SM below this can be starvation")
+    )
+    gap_sm_below_percent: float = field(
+        metadata=_t(0, 100, "%", "an SM sample below this is an idle gap")
+    )
+    min_gap_s: float = field(
+        metadata=_t(0, 60, "s", "idle stretches shorter than this are not gaps")
+    )
+    min_gap_fraction: float = field(metadata=_t(0, 1, "", "share of the window spent in idle gaps"))
+    min_gaps: int = field(
+        metadata=_t(1, 1000, "", "at least this many separate gaps (a sawtooth, not one pause)")
+    )
+    busy_sm_above_percent: float = field(
+        metadata=_t(0, 100, "%", "a burst must reach this SM % (else it is idle)")
+    )
+    iowait_above_percent: float = field(
+        metadata=_t(0, 100, "%", "iowait above this points at storage")
+    )
+    d_state_fraction: float = field(
+        metadata=_t(0, 1, "", "share of workers in D state that points at storage")
+    )
+    max_suggested_workers: int = field(
+        metadata=_t(1, 256, "", "cap on the num_workers the advice suggests")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class SmallBatch:
+    sm_min_percent: float = field(metadata=_t(0, 100, "%", "steady SM at or above this ..."))
+    sm_max_percent: float = field(metadata=_t(0, 100, "%", "... and below this is 'moderate'"))
+    max_gap_fraction: float = field(
+        metadata=_t(0, 1, "", "more idle gaps than this is starvation, not small batch")
+    )
+    vram_share_below: float = field(
+        metadata=_t(0, 1, "", "a process using less than this share of VRAM is small")
+    )
+    headroom_target: float = field(
+        metadata=_t(0.1, 1, "", "share of VRAM the batch-size advice aims to fill")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class PcieThrash:
+    link_share_above: float = field(
+        metadata=_t(0, 2, "", "a reading of rx+tx above this share of the link is busy")
+    )
+    floor_gb_per_s: float = field(
+        metadata=_t(0, 1000, "GB/s", "busy reading when link capacity is unknown")
+    )
+    min_busy_fraction: float = field(metadata=_t(0, 1, "", "share of readings that must be busy"))
+    sm_below_percent: float = field(metadata=_t(0, 100, "%", "only while SM is below this"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class MemoryBound:
+    memory_above_percent: float = field(
+        metadata=_t(0, 100, "%", "memory-access % at or above this")
+    )
+    within_sm_points: float = field(
+        metadata=_t(0, 100, "%", "... and no more than this below SM %")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class IdleHoldingVram:
+    sm_below_percent: float = field(metadata=_t(0, 100, "%", "device SM below this is idle"))
+    min_vram_gib: float = field(metadata=_t(0, 1024, "GiB", "only processes holding at least this"))
+    idle_for_s: float = field(metadata=_t(1, 86400, "s", "idle for at least this long"))
+    critical_after_s: float = field(
+        metadata=_t(1, 604800, "s", "escalate to critical after this long")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class VramNearLimit:
+    used_fraction_above: float = field(metadata=_t(0, 1, "", "used / total at or above this"))
+    critical_fraction_above: float = field(metadata=_t(0, 1, "", "critical at or above this"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class ComputeBound:
+    sm_above_percent: float = field(metadata=_t(0, 100, "%", "mean SM at or above this"))
+    min_sm_percent: float = field(metadata=_t(0, 100, "%", "and no sample below this (steady)"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class Throttled:
+    min_fraction: float = field(metadata=_t(0, 1, "", "share of ticks with a power/thermal reason"))
+    busy_sm_above_percent: float = field(
+        metadata=_t(0, 100, "%", "only while the GPU is busier than this")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class Straggler:
+    below_peers_points: float = field(
+        metadata=_t(0, 100, "%", "SM this many points below the peers' median")
+    )
+    peers_sm_above_percent: float = field(
+        metadata=_t(0, 100, "%", "only when the peers are busier than this")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every threshold the rules use. Load with :meth:`defaults` or ``config.load``."""
+
+    general: General
+    overlap_explained: OverlapExplained
+    input_starved: InputStarved
+    small_batch: SmallBatch
+    pcie_thrash: PcieThrash
+    memory_bound: MemoryBound
+    idle_holding_vram: IdleHoldingVram
+    vram_near_limit: VramNearLimit
+    compute_bound: ComputeBound
+    throttled: Throttled
+    straggler: Straggler
+
+    @staticmethod
+    def defaults() -> Thresholds:
+        return _load_defaults()
+
+
+@cache
+def _load_defaults() -> Thresholds:
+    from gputop_hints.hints.config import parse_overrides
+
+    return parse_overrides(DEFAULTS_PATH.read_text(encoding="utf-8"), str(DEFAULTS_PATH), base=None)
+
+
+def schema_keys(cls: Any = Thresholds, prefix: str = "") -> list[str]:
+    """Every dotted key the configuration accepts, e.g. ``input_starved.min_gap_s``."""
+    keys: list[str] = []
+    for f in fields(cls):
+        name = f"{prefix}{f.name}"
+        sub = field_type(cls, f.name)
+        if is_dataclass(sub):
+            keys.extend(schema_keys(sub, name + "."))
+        else:
+            keys.append(name)
+    return keys
+
+
+def field_type(cls: type, name: str) -> Any:
+    """The class of a dataclass field, resolving ``from __future__`` string annotations."""
+    hints = _type_hints(cls)
+    return hints[name]
+
+
+@cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    import typing
+
+    return typing.get_type_hints(cls)

@@ -1,0 +1,306 @@
+"""Statistics over the recent window that several rules share, computed once a tick.
+
+:class:`Window` wraps a :class:`~gputop_hints.history.History` and answers the
+questions rules ask ("mean SM of GPU 0 over the last 10 s", "share of that time
+spent in idle gaps", "mean busy % of the allowed cores"), caching each answer
+for the tick so that ten rules asking the same thing cost one computation.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import pairwise
+
+from gputop_hints.history import History, ProcessHistory
+from gputop_hints.model import GpuProcess, GpuSample, Snapshot
+
+GIB = 2**30
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True, slots=True)
+class Gaps:
+    """Idle stretches in a utilization trace."""
+
+    fraction: float
+    """Share of the traced time spent in idle runs at least ``min_gap_s`` long."""
+    count: int
+    """How many such idle runs (a sawtooth has several; a checkpoint pause has one)."""
+    longest_s: float
+    peak_percent: float
+    fine: bool
+    """True when computed from NVML's sub-second samples, False from 1-per-tick values."""
+    samples: int
+
+
+def idle_gaps(
+    values: Sequence[float],
+    period_s: float,
+    below: float,
+    min_gap_s: float,
+    fine: bool,
+) -> Gaps | None:
+    """Find idle stretches: runs of samples below ``below``, each standing for ``period_s``.
+
+    A sample only partly covered by an idle stretch reads in between (a 1/6 s
+    sample that is half idle reads ~50 %), so the samples on either side of a
+    run add their idle share ``(100 - value) / 100`` of a period to its length.
+    Without that, a 0.5 s gap sampled every 1/6 s would often measure 0.33 s.
+    """
+    if not values:
+        return None
+    total = len(values) * period_s
+    idle = 0.0
+    longest = 0.0
+    count = 0
+    start = -1
+    for i, v in enumerate([*values, math.inf]):
+        if v < below:
+            if start < 0:
+                start = i
+            continue
+        if start >= 0:
+            length = (i - start) * period_s
+            if start > 0:
+                length += max(0.0, 100.0 - values[start - 1]) / 100.0 * period_s
+            if i < len(values):
+                length += max(0.0, 100.0 - v) / 100.0 * period_s
+            if length >= min_gap_s - 1e-9:
+                idle += length
+                count += 1
+            longest = max(longest, length)
+        start = -1
+    return Gaps(
+        fraction=min(1.0, idle / total) if total > 0 else 0.0,
+        count=count,
+        longest_s=longest,
+        peak_percent=max(values),
+        fine=fine,
+        samples=len(values),
+    )
+
+
+class Window:
+    """The last ``window_s`` seconds of a history, with cached statistics."""
+
+    def __init__(self, history: History, window_s: float) -> None:
+        latest = history.latest
+        if latest is None:
+            raise ValueError("an empty history has no window")
+        self.history = history
+        self.window_s = window_s
+        self.latest: Snapshot = latest
+        self.now = latest.timestamp
+        self.interval_s = latest.interval_s
+        self.ticks = max(1, min(len(history), round(window_s / latest.interval_s)))
+        self._gpu_cache: dict[tuple[str, int], object] = {}
+
+    # --- sizes ----------------------------------------------------------------
+
+    @property
+    def covered_s(self) -> float:
+        """How much time the window actually covers (less than window_s at start-up)."""
+        return self.ticks * self.interval_s
+
+    @property
+    def full(self) -> bool:
+        return self.covered_s >= self.window_s - 1e-9
+
+    # --- host -------------------------------------------------------------------
+
+    @cached_property
+    def allowed_cores_busy_percent(self) -> float | None:
+        cores = self.history.cores
+        means = [
+            cores[i].mean(self.ticks) for i in self.latest.host.allowed_cores if i < len(cores)
+        ]
+        known = [m for m in means if m is not None]
+        return _mean(known)
+
+    @cached_property
+    def iowait_percent(self) -> float | None:
+        return self.history.iowait_percent.mean(self.ticks)
+
+    @property
+    def allowed_core_count(self) -> int:
+        return len(self.latest.host.allowed_cores) or self.latest.host.core_count
+
+    # --- GPUs -------------------------------------------------------------------
+
+    def gpu(self, index: int) -> GpuSample | None:
+        return self.latest.gpu(index)
+
+    def gpu_sm_mean(self, index: int) -> float | None:
+        gh = self.history.gpus.get(index)
+        return gh.sm_percent.mean(self.ticks) if gh else None
+
+    def gpu_sm_min(self, index: int) -> float | None:
+        gh = self.history.gpus.get(index)
+        return gh.sm_percent.min(self.ticks) if gh else None
+
+    def gpu_mem_mean(self, index: int) -> float | None:
+        gh = self.history.gpus.get(index)
+        return gh.memory_access_percent.mean(self.ticks) if gh else None
+
+    def gpu_pcie_mean(self, index: int) -> float | None:
+        """Mean rx + tx in bytes/s (None when either direction is never known)."""
+        gh = self.history.gpus.get(index)
+        if gh is None:
+            return None
+        rx = gh.pcie_rx_bytes_per_s.mean(self.ticks)
+        tx = gh.pcie_tx_bytes_per_s.mean(self.ticks)
+        if rx is None or tx is None:
+            return None
+        return rx + tx
+
+    def gpu_pcie_busy_fraction(self, index: int, limit_bytes_per_s: float) -> float | None:
+        """Share of window ticks whose rx + tx reading reached ``limit_bytes_per_s``.
+
+        NVML measures PCIe over ~20 ms per query, so single readings are all or
+        nothing; the share of readings that catch heavy traffic estimates how much
+        of the time the link is busy, more steadily than their mean does.
+        """
+        gh = self.history.gpus.get(index)
+        if gh is None:
+            return None
+        rx = gh.pcie_rx_bytes_per_s.last(self.ticks)
+        tx = gh.pcie_tx_bytes_per_s.last(self.ticks)
+        known = [a + b for a, b in zip(rx, tx, strict=True) if a is not None and b is not None]
+        if not known:
+            return None
+        return sum(1 for v in known if v >= limit_bytes_per_s) / len(known)
+
+    def gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
+        """NVML buffered SM samples inside the window: (times, values, period), if any."""
+        gh = self.history.gpus.get(index)
+        if gh is None or len(gh.sm_samples) < 4:
+            return None
+        start = self.now - self.covered_s
+        pts = [s for s in gh.sm_samples if s.timestamp > start]
+        if len(pts) < 4:
+            return None
+        times = [p.timestamp for p in pts]
+        spacing = [b - a for a, b in pairwise(times) if b > a]
+        if not spacing:
+            return None
+        period = statistics.median(spacing)
+        # Fewer than ~2 samples a tick is no finer than the tick itself.
+        if period > self.interval_s / 2:
+            return None
+        return times, [p.percent for p in pts], period
+
+    def gpu_gaps(self, index: int, below: float, min_gap_s: float) -> Gaps | None:
+        """Idle gaps of a GPU, from sub-second samples where NVML has them."""
+        key = (f"gaps:{below}:{min_gap_s}", index)
+        if key in self._gpu_cache:
+            cached = self._gpu_cache[key]
+            return cached if isinstance(cached, Gaps) else None
+        fine = self.gpu_fine_sm(index)
+        result: Gaps | None
+        if fine is not None:
+            _times, values, period = fine
+            result = idle_gaps(values, period, below, min_gap_s, fine=True)
+        else:
+            gh = self.history.gpus.get(index)
+            values = gh.sm_percent.known(self.ticks) if gh else []
+            result = idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
+        self._gpu_cache[key] = result
+        return result
+
+    def gpu_idle_for_s(self, index: int, below: float) -> float:
+        """How long (up to now) the GPU's SM % has stayed below ``below``, in all history."""
+        gh = self.history.gpus.get(index)
+        if gh is None:
+            return 0.0
+        run = 0
+        for v in reversed(gh.sm_percent.last()):
+            if v is None or v >= below:
+                break
+            run += 1
+        if run == 0:
+            return 0.0
+        # A burst between two ticks shows in the fine samples even when both ticks read idle.
+        fine_start = self.now - run * self.interval_s
+        for s in reversed(gh.sm_samples):
+            if s.timestamp <= fine_start:
+                break
+            if s.percent >= below:
+                return max(0.0, self.now - s.timestamp)
+        return run * self.interval_s
+
+    def throttle_fraction(self, index: int, reasons: frozenset[str]) -> tuple[float, set[str]]:
+        """Share of window ticks with one of ``reasons`` active, and which were seen."""
+        snaps = list(self.history.snapshots)[-self.ticks :]
+        hits = 0
+        known = 0
+        seen: set[str] = set()
+        for snap in snaps:
+            g = snap.gpu(index)
+            if g is None or g.throttle_reasons is None:
+                continue
+            known += 1
+            active = reasons.intersection(g.throttle_reasons)
+            if active:
+                hits += 1
+                seen |= active
+        return (hits / known if known else 0.0), seen
+
+    # --- processes --------------------------------------------------------------
+
+    def processes(self) -> tuple[GpuProcess, ...]:
+        return self.latest.processes
+
+    def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
+        return self.history.process(proc.pid, proc.gpu_index)
+
+    def process_sm_mean(self, proc: GpuProcess) -> float | None:
+        """The process's own SM % mean, when NVML gave samples for most of the window."""
+        ph = self.process_history(proc)
+        if ph is None:
+            return None
+        values = ph.sm_percent.last(self.ticks)
+        known = [v for v in values if v is not None]
+        if len(known) < max(1, len(values) // 2):
+            return None
+        return _mean(known)
+
+    def process_cpu_mean(self, proc: GpuProcess) -> float | None:
+        ph = self.process_history(proc)
+        return ph.cpu_percent.mean(self.ticks) if ph else proc.cpu_percent
+
+    def process_workers_cpu_mean(self, proc: GpuProcess) -> float | None:
+        ph = self.process_history(proc)
+        return ph.workers_cpu_percent.mean(self.ticks) if ph else proc.workers_cpu_percent
+
+    def process_busy_workers_mean(self, proc: GpuProcess) -> float | None:
+        ph = self.process_history(proc)
+        return ph.busy_workers.mean(self.ticks) if ph else None
+
+    def process_d_state_fraction(self, proc: GpuProcess) -> float:
+        """Share of (worker, tick) pairs in D state, main process included."""
+        total = 0
+        d = 0
+        for snap in list(self.history.snapshots)[-self.ticks :]:
+            for p in snap.processes:
+                if p.pid != proc.pid or p.gpu_index != proc.gpu_index:
+                    continue
+                for state in (p.state, *(w.state for w in p.workers)):
+                    if state is None:
+                        continue
+                    total += 1
+                    d += state == "D"
+        return d / total if total else 0.0
+
+    def significant_processes_on(self, index: int, min_vram_bytes: float) -> list[GpuProcess]:
+        return [
+            p
+            for p in self.latest.processes
+            if p.gpu_index == index and (p.vram_bytes or 0) >= min_vram_bytes
+        ]
