@@ -1,0 +1,1 @@
+"""The Textual user interface. Nothing below this package imports it."""

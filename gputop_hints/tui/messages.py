@@ -1,0 +1,23 @@
+"""Messages the sampler thread posts to the app (small, typed, immutable payloads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from gputop_hints.model import Snapshot
+
+
+@dataclass
+class SnapshotReady(Message):
+    """A tick was sampled; the handler appends it to history and repaints once."""
+
+    snapshot: Snapshot
+
+
+@dataclass
+class SamplingFailed(Message):
+    """``source.sample()`` raised; the monitor keeps running and says so."""
+
+    error: str

@@ -1,0 +1,148 @@
+"""Host CPU: a summary line, then the load of every core.
+
+Rich shape: one cell per core -- its number and a small bar -- wrapped into as
+many columns as fit. Compact shape: one block character per core (a 64-core
+node fits on one 80-column line), wrapped when narrower. The cores this job
+may run on (``HostSample.allowed_cores``) are drawn in the ``core-allowed``
+colour; the others are muted, since the job cannot use them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.style import Style
+from textual.strip import Strip
+
+from gputop_hints.model import HostSample
+from gputop_hints.tui.palette import Palette
+from gputop_hints.tui.render import (
+    Line,
+    Piece,
+    bar,
+    fit_pieces,
+    format_core_ranges,
+    level,
+)
+from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.units import UNKNOWN, human_bytes, percent
+
+_BAR = 5
+_COMPACT_LABEL = " cores "
+
+
+def _cell_width(cores: int) -> int:
+    return len(str(max(0, cores - 1))) + 1 + _BAR + 1
+
+
+def cores_per_row(cores: int, width: int, compact: bool) -> int:
+    if compact:
+        return max(1, width - len(_COMPACT_LABEL) - 1)
+    return max(1, (width - 1) // _cell_width(cores))
+
+
+def lines_needed(cores: int, width: int, compact: bool) -> int:
+    """Height of the panel for ``cores`` cores at ``width`` (summary line included)."""
+    if cores <= 0:
+        return 1
+    return 1 + math.ceil(cores / cores_per_row(cores, width, compact))
+
+
+class CpuPanel(StripWidget):
+    """Per-core load, iowait, memory and load average of the host."""
+
+    DEFAULT_CSS = """
+    CpuPanel {
+        height: 2;
+        background: $surface;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="cpu")
+        self.host: HostSample | None = None
+        self.compact = False
+
+    def update_from(self, host: HostSample | None) -> None:
+        self.host = host
+        self.invalidate()
+
+    def set_compact(self, compact: bool) -> None:
+        if compact != self.compact:
+            self.compact = compact
+            self.invalidate()
+
+    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
+        host = self.host
+        if host is None:
+            return [
+                Line().add(" CPU: waiting for the first sample", palette.muted).strip(width, base)
+            ]
+        lines = [self._summary(host, width, base, palette)]
+        allowed = set(host.allowed_cores)
+        # A panel squeezed below its natural height falls back to the compact shape.
+        compact = self.compact or height < lines_needed(host.core_count, width, False)
+        per_row = cores_per_row(host.core_count, width, compact)
+        cores = host.cpu_percent_per_core
+        for start in range(0, len(cores), per_row):
+            chunk = range(start, min(len(cores), start + per_row))
+            line = Line()
+            if compact:
+                line.add(_COMPACT_LABEL if start == 0 else " " * len(_COMPACT_LABEL), palette.label)
+                for core in chunk:
+                    value = cores[core]
+                    char = " " if value is None else level(value, 100.0)
+                    line.add(char, (palette.core_allowed if core in allowed else palette.track))
+            else:
+                digits = len(str(max(0, len(cores) - 1)))
+                line.add(" ")
+                for core in chunk:
+                    value = cores[core]
+                    is_allowed = core in allowed
+                    line.add(
+                        f"{core:>{digits}} ",
+                        (palette.core_allowed if is_allowed else palette.muted),
+                    )
+                    filled, track = bar(None if value is None else value / 100, _BAR)
+                    line.add(filled, (palette.cpu if is_allowed else palette.muted))
+                    line.add(track + " ", palette.track)
+            lines.append(line.strip(width, base))
+        return lines
+
+    def _summary(self, host: HostSample, width: int, base: Style, p: Palette) -> Strip:
+        allowed = host.allowed_cores
+        known = [v for v in host.cpu_percent_per_core if v is not None]
+        mean_all = sum(known) / len(known) if known else None
+        pieces = [
+            Piece(" CPU", p.header_accent, 0),
+            Piece(f"{host.core_count} cores {percent(mean_all)}", p.text, 1),
+        ]
+        if allowed and len(allowed) != host.core_count:
+            pieces.append(
+                Piece(
+                    f"job may use {len(allowed)}: {format_core_ranges(allowed)}"
+                    f" busy {percent(host.allowed_cores_busy_percent())}",
+                    p.core_allowed,
+                    2,
+                )
+            )
+        pieces.append(Piece(f"iowait {percent(host.iowait_percent)}", p.text, 3))
+        if host.memory_total_bytes is not None or host.memory_used_bytes is not None:
+            pieces.append(
+                Piece(
+                    f"mem {human_bytes(host.memory_used_bytes)}/"
+                    f"{human_bytes(host.memory_total_bytes)}",
+                    p.text,
+                    4,
+                )
+            )
+        load = host.load_average
+        load_text = UNKNOWN if load is None else " ".join(f"{v:.1f}" for v in load)
+        pieces.append(Piece(f"load {load_text}", p.muted, 5))
+        kept = fit_pieces(pieces, width - 1, separator=2)
+        line = Line()
+        for i, piece in enumerate(kept):
+            if i:
+                line.add("  ", base)
+            line.add_text(piece.text, piece.style)
+        return line.strip(width, base)

@@ -1,0 +1,312 @@
+"""One GPU: SM %, memory-access %, VRAM against its limit, PCIe Rx/Tx.
+
+Two shapes, chosen by the height the layout gives the widget:
+
+* rich (``RICH_HEIGHT`` lines): a title row (name, temperature, power, clock,
+  throttle, SM+MEM sum) and one row per metric -- label, fixed-scale
+  sparkline, current value, scale note;
+* compact (one line): mini bars and numbers, least important parts dropped
+  first when the line is narrow.
+"""
+
+from __future__ import annotations
+
+from rich.style import Style
+from textual.strip import Strip
+
+from gputop_hints.history import GpuHistory
+from gputop_hints.model import GpuSample
+from gputop_hints.tui.palette import Palette
+from gputop_hints.tui.render import (
+    LIMIT_MARK,
+    Line,
+    Piece,
+    add_pieces,
+    bar,
+    fit_pieces,
+    short_gpu_name,
+    sparkline,
+)
+from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.units import UNKNOWN, human_bytes, human_rate, percent
+
+RICH_HEIGHT = 6
+_LABEL = 6
+_VALUE = 9
+_NOTE = 22
+
+
+def _one_decimal_gib(value: int | None) -> str:
+    return UNKNOWN if value is None else f"{value / 2**30:.0f}"
+
+
+def overlap_note(gpu: GpuSample) -> str | None:
+    """'sm+mem 142%' when the two fractions add up past 100 (shown, never clamped)."""
+    total = gpu.utilization_sum_percent
+    if total is None or total <= 100:
+        return None
+    return f"sm+mem {total:.0f}%"
+
+
+class GpuPanel(StripWidget):
+    """A GPU's live picture; the app feeds it with :meth:`update_from`."""
+
+    DEFAULT_CSS = """
+    GpuPanel {
+        height: 6;
+        background: $surface;
+    }
+    """
+
+    def __init__(self, index: int) -> None:
+        super().__init__(id=f"gpu-{index}", classes="gpu-panel")
+        self.index = index
+        self.gpu: GpuSample | None = None
+        self.history: GpuHistory | None = None
+
+    def update_from(self, gpu: GpuSample | None, history: GpuHistory | None) -> None:
+        self.gpu = gpu
+        self.history = history
+        self.invalidate()
+
+    # --- building -----------------------------------------------------------
+
+    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
+        gpu = self.gpu
+        if gpu is None:
+            line = Line().add(f" GPU {self.index}: no sample", palette.muted)
+            return [line.strip(width, base)]
+        if height >= RICH_HEIGHT and width >= 40:
+            return self._rich(gpu, width, base, palette)
+        return [self._compact(gpu, width, base, palette)]
+
+    def _title(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> Strip:
+        bar_bg = p.title_bar
+        pieces = [
+            Piece(f" GPU {gpu.index}", p.header_accent + bar_bg, 0),
+            Piece(short_gpu_name(gpu.name), p.title + bar_bg, 5),
+        ]
+        if gpu.temperature_c is not None:
+            pieces.append(Piece(f"{gpu.temperature_c:.0f}°C", p.text + bar_bg, 2))
+        if gpu.power_watts is not None:
+            limit = f"/{gpu.power_limit_watts:.0f}" if gpu.power_limit_watts else ""
+            pieces.append(Piece(f"{gpu.power_watts:.0f}{limit}W", p.text + bar_bg, 3))
+        if gpu.sm_clock_mhz is not None:
+            pieces.append(Piece(f"{gpu.sm_clock_mhz}MHz", p.muted + bar_bg, 6))
+        if gpu.throttle_reasons:
+            pieces.append(
+                Piece("throttle: " + ",".join(gpu.throttle_reasons), p.warning + bar_bg, 1)
+            )
+        kept = fit_pieces(pieces, width - 1)
+        return add_pieces(Line(), kept, p.text + bar_bg).strip(width, p.text + bar_bg)
+
+    def _metric_row(
+        self,
+        label: str,
+        values: list[float | None],
+        high: float,
+        value_text: str,
+        note: str,
+        style: Style,
+        base: Style,
+        p: Palette,
+        spark_width: int,
+        note_width: int,
+        width: int,
+        note_style: Style | None = None,
+    ) -> Strip:
+        line = Line().add(f" {label:<{_LABEL - 1}}", p.label)
+        line.add(sparkline(values, spark_width, high), style)
+        line.add(value_text.rjust(_VALUE), p.text)
+        if note_width:
+            line.add(" ")
+            line.add_text(note[: note_width - 1], note_style or p.muted)
+        return line.strip(width, base)
+
+    def _rich(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> list[Strip]:
+        history = self.history
+        note_width = _NOTE if width >= 60 else 0
+        spark_width = max(1, width - _LABEL - _VALUE - note_width - 1)
+
+        def last(name: str, n: int = spark_width) -> list[float | None]:
+            if history is None:
+                return []
+            series = getattr(history, name)
+            values: list[float | None] = series.last(n)
+            return values
+
+        lines = [self._title(gpu, width, base, p)]
+        lines.append(
+            self._metric_row(
+                "SM",
+                last("sm_percent"),
+                100.0,
+                percent(gpu.sm_percent),
+                "of time busy",
+                p.sm,
+                base,
+                p,
+                spark_width,
+                note_width,
+                width,
+            )
+        )
+        note = overlap_note(gpu)
+        lines.append(
+            self._metric_row(
+                "MEM",
+                last("memory_access_percent"),
+                100.0,
+                percent(gpu.memory_access_percent),
+                note or "of time accessed",
+                p.mem,
+                base,
+                p,
+                spark_width,
+                note_width,
+                width,
+                note_style=(p.info) if note else None,
+            )
+        )
+        lines.append(self._vram_row(gpu, width, base, p, note_width, spark_width))
+        link = gpu.pcie_link_bytes_per_s
+        rx = last("pcie_rx_bytes_per_s")
+        tx = last("pcie_tx_bytes_per_s")
+        if link:
+            high = link
+            rx_note = f"of {human_rate(link)} link"
+            tx_note = rx_note
+        else:
+            known = [v for v in (*rx, *tx) if v is not None]
+            high = max(known) if known else 0.0
+            rx_note = f"window max {human_rate(high)}"
+            tx_note = "(link speed n/a)"
+        lines.append(
+            self._metric_row(
+                "RX",
+                rx,
+                high,
+                human_rate(gpu.pcie_rx_bytes_per_s),
+                rx_note,
+                p.rx,
+                base,
+                p,
+                spark_width,
+                note_width,
+                width,
+            )
+        )
+        lines.append(
+            self._metric_row(
+                "TX",
+                tx,
+                high,
+                human_rate(gpu.pcie_tx_bytes_per_s),
+                tx_note,
+                p.tx,
+                base,
+                p,
+                spark_width,
+                note_width,
+                width,
+            )
+        )
+        return lines
+
+    def _vram_row(
+        self, gpu: GpuSample, width: int, base: Style, p: Palette, note_width: int, spark_width: int
+    ) -> Strip:
+        total = gpu.vram_total_bytes
+        bar_width = max(4, spark_width // 3)
+        trend_width = max(0, spark_width - bar_width - 1)
+        line = Line().add(f" {'VRAM':<{_LABEL - 1}}", p.label)
+        filled, track = bar(gpu.vram_fraction, bar_width - 1)
+        line.add(filled, p.vram).add(track, p.track)
+        line.add(LIMIT_MARK, p.critical)
+        if trend_width:
+            line.add(" ")
+            values = self.history.vram_used_bytes.last(trend_width) if self.history else []
+            line.add(sparkline(values, trend_width, float(total or 0)), p.vram)
+        line.add(human_bytes(gpu.vram_used_bytes).rjust(_VALUE), p.text)
+        if note_width:
+            fraction = gpu.vram_fraction
+            share = f" ({fraction * 100:.0f}%)" if fraction is not None else ""
+            line.add(" ")
+            line.add(f"of {human_bytes(total)}{share}"[: note_width - 1], p.muted)
+        return line.strip(width, base)
+
+    def _compact(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> Strip:
+        mini = 5 if width >= 70 else 3
+
+        def mini_bar(fraction: float | None, style: Style) -> list[Piece]:
+            filled, track = bar(fraction, mini)
+            return [Piece(filled, style), Piece(track, p.track)]
+
+        def pct(value: float | None) -> str:
+            return percent(value, width=4)
+
+        sm = gpu.sm_percent
+        mem = gpu.memory_access_percent
+        fraction = gpu.vram_fraction
+        groups: list[tuple[int, list[Piece]]] = [
+            (0, [Piece(f"{gpu.index:>2}", p.header_accent)]),
+            (7, [Piece(short_gpu_name(gpu.name)[:10].ljust(10), p.muted)]),
+            (
+                1,
+                [
+                    Piece("SM ", p.label),
+                    *mini_bar(None if sm is None else sm / 100, p.sm),
+                    Piece(pct(sm), p.text),
+                ],
+            ),
+            (
+                2,
+                [
+                    Piece("MEM ", p.label),
+                    *mini_bar(None if mem is None else mem / 100, p.mem),
+                    Piece(pct(mem), p.text),
+                ],
+            ),
+            (
+                3,
+                [
+                    Piece("VRAM ", p.label),
+                    *mini_bar(fraction, p.vram),
+                    Piece(LIMIT_MARK, p.critical),
+                    Piece(
+                        f"{_one_decimal_gib(gpu.vram_used_bytes):>3}/"
+                        f"{_one_decimal_gib(gpu.vram_total_bytes)}G".ljust(8),
+                        p.text,
+                    ),
+                ],
+            ),
+            (4, [Piece("↓" + human_rate(gpu.pcie_rx_bytes_per_s).rjust(8), p.rx)]),
+            (5, [Piece("↑" + human_rate(gpu.pcie_tx_bytes_per_s).rjust(8), p.tx)]),
+        ]
+        note = overlap_note(gpu)
+        if note is not None:
+            groups.append((2, [Piece(f"Σ{gpu.utilization_sum_percent:.0f}%", p.info)]))
+        if gpu.temperature_c is not None:
+            groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
+        if gpu.throttle_reasons:
+            groups.append((4, [Piece("throttled", p.warning)]))
+
+        def group_width(pieces: list[Piece]) -> int:
+            return sum(len(piece.text) for piece in pieces)
+
+        budget = width
+        kept: set[int] = set()
+        for position in sorted(range(len(groups)), key=lambda i: (groups[i][0], i)):
+            cost = group_width(groups[position][1]) + (1 if kept else 0)
+            if cost <= budget:
+                kept.add(position)
+                budget -= cost
+        line = Line()
+        for position, (_, pieces) in enumerate(groups):
+            if position not in kept:
+                continue
+            if line.cells:
+                line.add(" ")
+            for piece in pieces:
+                line.add(piece.text, piece.style)
+        return line.strip(width, base)

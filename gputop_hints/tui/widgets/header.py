@@ -1,0 +1,150 @@
+"""The top line (host, driver, interval, source, DEMO/PAUSED badges, sample time)
+and the banner shown when there are no GPUs to draw."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+from rich.style import Style
+from textual.strip import Strip
+
+from gputop_hints.model import Snapshot
+from gputop_hints.tui.palette import Palette
+from gputop_hints.tui.render import Line, Piece, fit_pieces
+from gputop_hints.tui.widgets.base import StripWidget
+
+APP_NAME = "gputop-hints"
+
+
+def clock_text(timestamp: float) -> str:
+    """The sample's own time of day (never the wall clock: snapshots stay reproducible)."""
+    return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+class HeaderBar(StripWidget):
+    """One line: what is being watched, how, and whether the view is live."""
+
+    DEFAULT_CSS = """
+    HeaderBar {
+        height: 1;
+        background: $panel;
+    }
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__(id="header")
+        self.snapshot: Snapshot | None = None
+        self.interval_s = interval_s
+        self.paused = False
+        self.source_kind = ""
+
+    def update_from(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.invalidate()
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.invalidate()
+
+    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
+        snap = self.snapshot
+        p = palette
+        left: list[Piece] = [Piece(f" {APP_NAME}", p.header_accent, 0)]
+        right: list[Piece] = []
+        source = snap.source if snap is not None else self.source_kind
+        if source == "demo":
+            right.append(Piece(" DEMO ", p.badge_demo, 0))
+        if self.paused:
+            right.append(Piece(" PAUSED ", p.badge_paused, 0))
+        if snap is None:
+            left.append(Piece("waiting for the first sample…", p.muted, 1))
+        else:
+            left.append(Piece(f"host {snap.host.hostname}", p.text, 1))
+            if snap.driver_version:
+                cuda = f" · CUDA {snap.cuda_driver_version}" if snap.cuda_driver_version else ""
+                left.append(Piece(f"driver {snap.driver_version}{cuda}", p.text, 4))
+            elif snap.gpu_unavailable_reason:
+                left.append(Piece("no NVIDIA driver", p.warning, 2))
+            detail = f" {snap.source_detail}" if snap.source_detail else ""
+            left.append(Piece(f"every {snap.interval_s:g}s", p.text, 3))
+            left.append(Piece(f"source {snap.source}{detail}", p.muted, 5))
+            right.append(Piece(clock_text(snap.timestamp) + " ", p.text, 2))
+        right_kept = fit_pieces(right, width)
+        right_width = sum(len(piece.text) for piece in right_kept) + len(right_kept)
+        left_kept = fit_pieces(left, width - right_width - 1, separator=2)
+        line = Line()
+        for i, piece in enumerate(left_kept):
+            if i:
+                line.add("  ", base)
+            line.add_text(piece.text, piece.style)
+        right_line = Line()
+        for piece in right_kept:
+            right_line.add(" ", base).add_text(piece.text, piece.style)
+        line.pad_to(width - right_line.cells, base)
+        line.segments.extend(right_line.segments)
+        line.cells += right_line.cells
+        return [line.strip(width, base)]
+
+
+DEMO_COMMAND = "gputop-hints --demo"
+NBSP = "\u00a0"
+
+
+class GpuUnavailableBanner(StripWidget):
+    """Why there are no GPU panels, and what to try instead."""
+
+    DEFAULT_CSS = """
+    GpuUnavailableBanner {
+        height: 2;
+        background: $warning-muted;
+        display: none;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="no-gpu")
+        self.reason: str | None = None
+
+    LEAD = "No GPU panels: "
+    ADVICE = (
+        "CPU and host figures below are live. To see the full monitor without a GPU, run "
+        + DEMO_COMMAND.replace(" ", NBSP)
+    )
+
+    def set_reason(self, reason: str | None) -> None:
+        if reason != self.reason:
+            self.reason = reason
+            self.display = reason is not None
+            self.invalidate()
+
+    def wrapped(self, width: int) -> tuple[list[str], list[str]]:
+        """The reason and the advice, word-wrapped to ``width`` (never cut off)."""
+        inner = max(10, width - 2)
+        reason = textwrap.wrap(self.LEAD + (self.reason or ""), inner) or [self.LEAD]
+        advice = textwrap.wrap(self.ADVICE, inner, break_long_words=False)
+        return reason, advice
+
+    def height_for(self, width: int) -> int:
+        if not self.display:
+            return 0
+        reason, advice = self.wrapped(width)
+        return len(reason) + len(advice)
+
+    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
+        reason, advice = self.wrapped(width)
+        lines: list[Strip] = []
+        for i, text in enumerate(reason):
+            line = Line().add(" ")
+            if i == 0:
+                line.add(self.LEAD, palette.warning + Style(bold=True))
+                text = text[len(self.LEAD) :]
+            lines.append(line.add_text(text, palette.text).strip(width, base))
+        for text in advice:
+            line = Line().add(" ")
+            head, sep, _ = text.partition(DEMO_COMMAND.replace(" ", NBSP))
+            line.add(head, palette.muted)
+            if sep:
+                line.add(DEMO_COMMAND, palette.header_accent)
+            lines.append(line.strip(width, base))
+        return lines

@@ -1,0 +1,348 @@
+"""The GPU process table: a light, line-API table with cached row strips.
+
+Textual's ``DataTable`` cleared and refilled every tick costs several times
+more CPU than the rest of the screen together (DESIGN.md, "Performance
+notes"), so this table keeps its own rows: on each tick it formats the cells
+(cheap string work), re-sorts, and only the rows actually on screen are
+turned into strips -- and a row's strip is reused while its cells, selection
+and width stay the same.
+
+Columns are data (:data:`COLUMNS`): a new one -- the hints column is next --
+is one more :class:`Column` with a cell function. Columns with a higher
+``drop_order`` disappear first when the terminal is narrow; the command
+column takes whatever width is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.strip import Strip
+
+from gputop_hints.model import GpuProcess
+from gputop_hints.tui.palette import Palette
+from gputop_hints.tui.render import Line
+from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.units import UNKNOWN, human_bytes, percent
+
+SortValue = float | int | str
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: how to show a process in it, and how to sort by it."""
+
+    key: str
+    title: str
+    width: int
+    cell: Callable[[GpuProcess], str]
+    style: str = "text"
+    """Name of the :class:`Palette` field the cell is drawn with."""
+    align_right: bool = True
+    drop_order: int = 0
+    """0 = never dropped; higher numbers are dropped first on narrow screens."""
+    sort_value: Callable[[GpuProcess], SortValue | None] | None = None
+    descending: bool = True
+
+
+def _workers_cell(proc: GpuProcess) -> str:
+    count = len(proc.workers)
+    return f"{count:>2} {percent(proc.workers_cpu_percent):>5}"
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("pid", "PID", 7, lambda p: str(p.pid), "text", True, 0, lambda p: p.pid, False),
+    Column("user", "USER", 9, lambda p: (p.user or UNKNOWN)[:9], "muted", False, 3),
+    Column(
+        "gpu", "GPU", 4, lambda p: str(p.gpu_index), "text", True, 0, lambda p: p.gpu_index, False
+    ),
+    Column(
+        "vram",
+        "VRAM",
+        8,
+        lambda p: human_bytes(p.vram_bytes),
+        "vram",
+        True,
+        0,
+        lambda p: p.vram_bytes,
+    ),
+    Column("sm", "SM%", 5, lambda p: percent(p.sm_percent), "sm", True, 0, lambda p: p.sm_percent),
+    Column(
+        "cpu", "CPU%", 6, lambda p: percent(p.cpu_percent), "cpu", True, 1, lambda p: p.cpu_percent
+    ),
+    Column(
+        "workers", "WORKERS", 9, _workers_cell, "workers", True, 2, lambda p: p.workers_cpu_percent
+    ),
+    Column(
+        "rss", "RSS", 8, lambda p: human_bytes(p.rss_bytes), "muted", True, 4, lambda p: p.rss_bytes
+    ),
+)
+COMMAND_MIN_WIDTH = 20
+
+SORT_KEYS: tuple[str, ...] = ("gpu", "vram", "sm", "cpu", "workers", "rss", "pid")
+"""What ``s`` cycles through, in order; the first is the default."""
+
+_BY_KEY = {c.key: c for c in COLUMNS}
+
+
+def sort_processes(processes: Sequence[GpuProcess], key: str) -> list[GpuProcess]:
+    """Processes ordered by column ``key``; unknown values always sort last.
+
+    Ties fall back to (GPU, PID) so the order never shuffles between ticks.
+    """
+    column = _BY_KEY[key]
+    get = column.sort_value
+    assert get is not None
+    known: list[tuple[SortValue, GpuProcess]] = []
+    unknown: list[GpuProcess] = []
+    for proc in processes:
+        value = get(proc)
+        if value is None:
+            unknown.append(proc)
+        else:
+            known.append((value, proc))
+    known.sort(key=lambda item: (item[1].gpu_index, item[1].pid))
+    known.sort(key=lambda item: item[0], reverse=column.descending)
+    unknown.sort(key=lambda proc: (proc.gpu_index, proc.pid))
+    return [proc for _, proc in known] + unknown
+
+
+def visible_columns(width: int) -> list[Column]:
+    """The columns that fit in ``width`` cells with room left for the command."""
+    columns = list(COLUMNS)
+    while columns:
+        used = sum(c.width + 1 for c in columns) + 1
+        if width - used >= COMMAND_MIN_WIDTH or all(c.drop_order == 0 for c in columns):
+            break
+        columns.remove(max(columns, key=lambda c: c.drop_order))
+    return columns
+
+
+class ProcessTable(StripWidget, can_focus=True):
+    """GPU processes, one per row, with a header naming the sort key."""
+
+    DEFAULT_CSS = """
+    ProcessTable {
+        height: 1fr;
+        min-height: 2;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("enter", "open", "Details"),
+    ]
+
+    class Opened(Message):
+        """Enter was pressed on a process row."""
+
+        def __init__(self, pid: int, gpu_index: int) -> None:
+            super().__init__()
+            self.pid = pid
+            self.gpu_index = gpu_index
+
+    def __init__(self) -> None:
+        super().__init__(id="processes")
+        self.sort_key = SORT_KEYS[0]
+        self.rows: list[GpuProcess] = []
+        self._cells: dict[tuple[int, int], tuple[str, ...]] = {}
+        self._row_cache: dict[tuple[int, int], tuple[tuple[str, ...], bool, Strip]] = {}
+        self._cache_for: tuple[int, Style, int] | None = None
+        self.cursor = 0
+        self.top = 0
+        self._selected_key: tuple[int, int] | None = None
+        self.note = ""
+        """Shown instead of rows when there are none (e.g. why there are no GPUs)."""
+
+    # --- data ---------------------------------------------------------------
+
+    def update_from(self, processes: Sequence[GpuProcess]) -> None:
+        self.rows = sort_processes(processes, self.sort_key)
+        self._cells = {p.key: tuple(c.cell(p) for c in COLUMNS) for p in self.rows}
+        self._restore_selection()
+        self.invalidate()
+
+    def cycle_sort(self) -> str:
+        """Move to the next sort key (``s``); returns its name."""
+        position = SORT_KEYS.index(self.sort_key)
+        self.sort_key = SORT_KEYS[(position + 1) % len(SORT_KEYS)]
+        self.rows = sort_processes(self.rows, self.sort_key)
+        self._restore_selection()
+        self.invalidate()
+        return self.sort_key
+
+    @property
+    def sort_title(self) -> str:
+        return _BY_KEY[self.sort_key].title
+
+    @property
+    def selected(self) -> GpuProcess | None:
+        if 0 <= self.cursor < len(self.rows):
+            return self.rows[self.cursor]
+        return None
+
+    def _restore_selection(self) -> None:
+        """Keep the same process selected across re-sorts and ticks."""
+        if self._selected_key is not None:
+            for i, proc in enumerate(self.rows):
+                if proc.key == self._selected_key:
+                    self.cursor = i
+                    break
+        self._move_to(self.cursor)
+
+    def _move_to(self, row: int) -> None:
+        if not self.rows:
+            self.cursor = 0
+            self.top = 0
+            self._selected_key = None
+            return
+        self.cursor = max(0, min(len(self.rows) - 1, row))
+        self._selected_key = self.rows[self.cursor].key
+        visible = max(1, self.size.height - 1)
+        if self.cursor < self.top:
+            self.top = self.cursor
+        elif self.cursor >= self.top + visible:
+            self.top = self.cursor - visible + 1
+        self.top = max(0, min(self.top, max(0, len(self.rows) - visible)))
+
+    # --- keys and mouse -----------------------------------------------------
+
+    def _step(self, delta: int) -> None:
+        self._move_to(self.cursor + delta)
+        self.invalidate()
+
+    def action_cursor_up(self) -> None:
+        self._step(-1)
+
+    def action_cursor_down(self) -> None:
+        self._step(1)
+
+    def action_page_up(self) -> None:
+        self._step(-max(1, self.size.height - 2))
+
+    def action_page_down(self) -> None:
+        self._step(max(1, self.size.height - 2))
+
+    def action_first(self) -> None:
+        self._step(-len(self.rows))
+
+    def action_last(self) -> None:
+        self._step(len(self.rows))
+
+    def action_open(self) -> None:
+        proc = self.selected
+        if proc is not None:
+            self.post_message(self.Opened(proc.pid, proc.gpu_index))
+
+    def on_click(self, event: events.Click) -> None:
+        row = self.top + event.y - 1
+        if event.y >= 1 and 0 <= row < len(self.rows):
+            self._move_to(row)
+            self.invalidate()
+            if event.chain >= 2:
+                self.action_open()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self._step(3)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._step(-3)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._move_to(self.cursor)
+
+    # --- drawing ------------------------------------------------------------
+
+    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
+        cache_key = (width, base, id(palette))
+        if cache_key != self._cache_for:
+            self._row_cache.clear()
+            self._cache_for = cache_key
+        columns = visible_columns(width)
+        indices = [COLUMNS.index(c) for c in columns]
+        lines = [self._header(columns, width, base, palette)]
+        if not self.rows:
+            note = self.note or "no GPU processes"
+            lines.append(Line().add_text(f" {note}", palette.muted).strip(width, base))
+            return lines
+        seen: dict[tuple[int, int], tuple[tuple[str, ...], bool, Strip]] = {}
+        for row in range(self.top, min(len(self.rows), self.top + max(0, height - 1))):
+            proc = self.rows[row]
+            cells = self._cells.get(proc.key) or tuple(c.cell(proc) for c in COLUMNS)
+            selected = row == self.cursor
+            cached = self._row_cache.get(proc.key)
+            if cached is not None and cached[0] == cells and cached[1] == selected:
+                strip = cached[2]
+            else:
+                strip = self._row(proc, cells, columns, indices, selected, width, base, palette)
+            seen[proc.key] = (cells, selected, strip)
+            lines.append(strip)
+        self._row_cache = seen
+        return lines
+
+    def _header(self, columns: list[Column], width: int, base: Style, p: Palette) -> Strip:
+        line = Line().add(" ")
+        for column in columns:
+            title = (
+                column.title + ("▼" if column.descending else "▲")
+                if (column.key == self.sort_key)
+                else column.title
+            )
+            style = p.header_accent if column.key == self.sort_key else p.label
+            text = title.rjust(column.width) if column.align_right else title.ljust(column.width)
+            line.add_text(text[: column.width], style).add(" ")
+        line.add("COMMAND", p.label)
+        shown = f"sort: {self.sort_title} (s)  {len(self.rows)} processes"
+        if self.rows and len(self.rows) > max(1, self.size.height - 1):
+            last = min(len(self.rows), self.top + max(1, self.size.height - 1))
+            shown += f"  {self.top + 1}-{last}"
+        if width - line.cells - 4 >= len(shown):
+            line.pad_to(width - len(shown) - 1).add(shown, p.muted)
+        return line.strip(width, base)
+
+    def _row(
+        self,
+        proc: GpuProcess,
+        cells: tuple[str, ...],
+        columns: list[Column],
+        indices: list[int],
+        selected: bool,
+        width: int,
+        base: Style,
+        p: Palette,
+    ) -> Strip:
+        line = Line()
+        if selected:
+            row_style = p.selected
+            line.add(" ", row_style)
+            for column, index in zip(columns, indices, strict=True):
+                text = cells[index]
+                line.add_text(
+                    text.rjust(column.width) if column.align_right else text.ljust(column.width),
+                    row_style,
+                ).add(" ", row_style)
+            line.add_text(proc.command or proc.name or "", row_style)
+            return line.pad_to(width, row_style).strip(width, row_style)
+        line.add(" ")
+        for column, index in zip(columns, indices, strict=True):
+            text = cells[index]
+            style: Style = getattr(p, column.style)
+            if text == UNKNOWN:
+                style = p.muted
+            line.add_text(
+                text.rjust(column.width) if column.align_right else text.ljust(column.width),
+                style,
+            ).add(" ")
+        line.add_text(proc.command or proc.name or "", p.text)
+        return line.strip(width, base)
