@@ -22,6 +22,9 @@ from itertools import islice
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
 
 DEFAULT_WINDOW_S = 120.0
+DEFAULT_SNAPSHOTS_S = 30.0
+"""Whole snapshots are kept for this long only (the hints look back a few seconds);
+the per-metric series cover the full window at a fraction of the memory."""
 
 
 class Series:
@@ -231,21 +234,26 @@ class History:
         window_s: float = DEFAULT_WINDOW_S,
         interval_s: float = 1.0,
         busy_worker_threshold_percent: float = 20.0,
+        snapshots_s: float = DEFAULT_SNAPSHOTS_S,
     ) -> None:
         if window_s <= 0 or interval_s <= 0:
             raise ValueError("window and interval must be positive")
         self.window_s = window_s
         self.interval_s = interval_s
+        self.snapshots_s = snapshots_s
         self.busy_worker_threshold_percent = busy_worker_threshold_percent
         self.capacity = self.capacity_for(window_s, interval_s)
         self.timestamps = Series(self.capacity)
-        self.snapshots: deque[Snapshot] = deque(maxlen=self.capacity)
+        self.snapshots: deque[Snapshot] = deque(maxlen=self._snapshot_capacity())
         self.gpus: dict[int, GpuHistory] = {}
         self.processes: dict[tuple[int, int], ProcessHistory] = {}
         self.cores: list[Series] = []
         self.iowait_percent = Series(self.capacity)
         self.memory_used_bytes = Series(self.capacity)
         self.ticks = 0
+
+    def _snapshot_capacity(self) -> int:
+        return min(self.capacity, self.capacity_for(self.snapshots_s, self.interval_s))
 
     @staticmethod
     def capacity_for(window_s: float, interval_s: float) -> int:
@@ -317,7 +325,7 @@ class History:
             self.append(s)
 
     def ticks_in(self, seconds: float) -> int:
-        """How many of the newest ticks fall within the last ``seconds``."""
+        """How many of the newest kept snapshots fall within the last ``seconds``."""
         if not self.snapshots:
             return 0
         newest = self.snapshots[-1].timestamp
@@ -329,7 +337,10 @@ class History:
         return n
 
     def window(self, seconds: float | None = None) -> list[Snapshot]:
-        """Snapshots from the last ``seconds`` (the whole window when None), oldest first."""
+        """Snapshots from the last ``seconds`` (all that are kept when None), oldest first.
+
+        Whole snapshots are kept for ``snapshots_s`` only; use the series for more.
+        """
         if seconds is None:
             return list(self.snapshots)
         n = self.ticks_in(seconds)
@@ -349,7 +360,7 @@ class History:
             return
         self.capacity = capacity
         self.timestamps = self.timestamps.resized(capacity)
-        self.snapshots = deque(self.snapshots, maxlen=capacity)
+        self.snapshots = deque(self.snapshots, maxlen=self._snapshot_capacity())
         self.cores = [s.resized(capacity) for s in self.cores]
         self.iowait_percent = self.iowait_percent.resized(capacity)
         self.memory_used_bytes = self.memory_used_bytes.resized(capacity)

@@ -103,3 +103,12 @@ def test_gpu_that_disappears_is_dropped_after_a_window() -> None:
     for t in range(1, 5):
         h.append(_snap(float(t), 5.0, gpus=1))
     assert set(h.gpus) == {0}
+
+
+def test_whole_snapshots_are_kept_for_a_shorter_span_than_the_series() -> None:
+    h = History(window_s=120, interval_s=1, snapshots_s=10)
+    for t in range(60):
+        h.append(_snap(float(t), float(t)))
+    assert len(h.snapshots) == 11
+    assert len(h.gpus[0].sm_percent) == 60
+    assert h.window()[0].timestamp == 49.0
