@@ -22,7 +22,7 @@ from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, snapshot_to_dict
-from gputop_hints.units import human_bytes, human_rate, percent
+from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
 
 JSON_SCHEMA_VERSION = 1
 
@@ -166,7 +166,7 @@ class Summary:
         core_means = [s.mean() for s in h.cores]
         busy = [m for m in core_means if m is not None]
         out.append(
-            f"CPU   {host.core_count} cores, allowed {_ranges(host.allowed_cores)}: "
+            f"CPU   {host.core_count} cores, allowed {core_ranges(host.allowed_cores)}: "
             f"allowed cores {percent(allowed)} busy, all cores "
             f"{percent(sum(busy) / len(busy) if busy else None)}  |  "
             f"iowait {percent(h.iowait_percent.mean())}  |  "
@@ -277,20 +277,3 @@ def _throttle(reasons: tuple[str, ...] | None) -> str:
     if reasons is None:
         return "n/a"
     return ",".join(reasons) if reasons else "none"
-
-
-def _ranges(cores: Sequence[int]) -> str:
-    """(0, 1, 2, 5, 7, 8) -> '0-2,5,7-8' (the cpuset list format)."""
-    if not cores:
-        return "none"
-    parts: list[str] = []
-    ordered = sorted(cores)
-    start = prev = ordered[0]
-    for c in [*ordered[1:], None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if c is not None:
-            start = prev = c
-    return ",".join(parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _DECIMAL_RATE = ("B/s", "KB/s", "MB/s", "GB/s", "TB/s")
 
@@ -40,3 +42,20 @@ def percent(value: float | None, unknown: str = UNKNOWN, width: int = 0) -> str:
     """37.4 -> '37%' (right-aligned in ``width`` when given)."""
     text = unknown if value is None else f"{value:.0f}%"
     return text.rjust(width) if width else text
+
+
+def core_ranges(cores: Iterable[int]) -> str:
+    """(0, 1, 2, 3, 8, 10, 11) -> '0-3,8,10-11' (the cpuset list format)."""
+    ordered = sorted(set(cores))
+    if not ordered:
+        return "none"
+    parts: list[str] = []
+    start = prev = ordered[0]
+    for core in ordered[1:]:
+        if core == prev + 1:
+            prev = core
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else str(start))
+        start = prev = core
+    parts.append(f"{start}-{prev}" if prev > start else str(start))
+    return ",".join(parts)
