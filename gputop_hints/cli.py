@@ -254,9 +254,9 @@ def config_main(argv: Sequence[str]) -> int:
         print(f"in effect               {path or 'built-in defaults'} ({how})")
         return EXIT_OK
     try:
-        config.load_file(Path(args.check)) if Path(args.check).is_file() else config.find_config(
-            args.check
-        )
+        if not Path(args.check).is_file():
+            raise config.ConfigError(args.check, None, None, "no such file (given with --check)")
+        config.load_file(Path(args.check))
     except config.ConfigError as exc:
         print(f"gputop-hints: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -90,6 +90,14 @@ CATALOGUE: tuple[RuleInfo, ...] = (
         "in collectives: that rank sets the pace of the whole job.",
         "gpu",
     ),
+    RuleInfo(
+        "low-utilization",
+        "Low utilization",
+        "The GPU is in use but runs kernels only a small share of the time and no specific "
+        "pattern explains it: the time goes to CPU-side work, I/O or waiting -- profile a few "
+        "steps to see where.",
+        "gpu",
+    ),
 )
 
 BY_RULE = {info.rule: info for info in CATALOGUE}

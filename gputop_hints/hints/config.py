@@ -50,7 +50,9 @@ def find_config(
     An explicitly named file (``--config`` or ``$GPUTOP_HINTS_CONFIG``) that does
     not exist is an error; a missing user file just means "defaults".
     """
-    if explicit:
+    if explicit is not None:
+        if not explicit.strip():
+            raise ConfigError(repr(explicit), None, None, "empty path given with --config")
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(explicit, None, None, "no such file (given with --config)")
@@ -101,13 +103,53 @@ def parse_overrides(text: str, path: str, base: Thresholds | None) -> Thresholds
         raise ConfigError(path, None, None, f"not valid YAML: {exc}") from None
     finally:
         loader.dispose()
-    if root is None:  # an empty file overrides nothing
+    if root is None or root.tag == "tag:yaml.org,2002:null":  # empty: overrides nothing
         if base is None:
             raise ConfigError(path, None, None, "empty defaults file")
         return base
     result = _apply(Thresholds, root, base, path, "", loader)
     assert isinstance(result, Thresholds)
+    _check_consistent(result, root, path)
     return result
+
+
+_ORDERED_PAIRS = (
+    ("small_batch", "sm_min_percent", "sm_max_percent"),
+    ("vram_near_limit", "used_fraction_above", "critical_fraction_above"),
+    ("idle_holding_vram", "idle_for_s", "critical_after_s"),
+)
+"""(section, low key, high key): values that only make sense with low <= high."""
+
+
+def _key_line(root: yaml.Node, section: str, key: str) -> int | None:
+    """Line of ``section.key`` in the user's file, or of the section, if the file names it."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for k, v in root.value:
+        if getattr(k, "value", None) != section:
+            continue
+        if isinstance(v, yaml.MappingNode):
+            for k2, _v2 in v.value:
+                if getattr(k2, "value", None) == key:
+                    return _line(k2)
+        return _line(k)
+    return None
+
+
+def _check_consistent(t: Thresholds, root: yaml.Node, path: str) -> None:
+    """Reject combinations that would silently switch a rule off (e.g. min above max)."""
+    for section, low_key, high_key in _ORDERED_PAIRS:
+        values = getattr(t, section)
+        low, high = getattr(values, low_key), getattr(values, high_key)
+        if low <= high:
+            continue
+        line = _key_line(root, section, low_key) or _key_line(root, section, high_key)
+        raise ConfigError(
+            path,
+            line,
+            f"{section}.{low_key}",
+            f"{low:g} must not exceed {section}.{high_key} ({high:g}), or the rule can never fire",
+        )
 
 
 def _line(node: yaml.Node) -> int:

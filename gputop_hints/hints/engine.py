@@ -12,9 +12,14 @@ import time
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Finding, Severity, Subject
-from gputop_hints.hints.rules import ALL_RULES, Rule, hysteresis_for
+from gputop_hints.hints.rules import (
+    ALL_RULES,
+    LOW_UTILIZATION_EXPLAINED_BY,
+    Rule,
+    hysteresis_for,
+)
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import Window
+from gputop_hints.hints.window import Window, ring_idle_for_s
 from gputop_hints.history import History
 
 
@@ -45,18 +50,32 @@ class HintEngine:
         }
         self.active: tuple[Finding, ...] = ()
         self.last_cost_s = 0.0
+        self._gpu_active_at: dict[int, float] = {}
+        """When each GPU last ran kernels (SM at or above the idle rule's threshold)."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
         started = time.perf_counter()
         if history.latest is None:
             return ()
-        win = Window(history, self.thresholds.general.window_s)
+        self._track_gpu_activity(history)
+        win = Window(
+            history,
+            self.thresholds.general.window_s,
+            worker_busy_percent=self.thresholds.general.worker_busy_percent,
+            gpu_active_at=self._gpu_active_at,
+        )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}
         for _name, rule in self.rules:
             for finding in rule(win, self.thresholds):
                 raw.setdefault(finding.key, finding)
+        explained = {
+            f.subject.gpu_index for f in raw.values() if f.rule in LOW_UTILIZATION_EXPLAINED_BY
+        }
+        for key in [k for k, f in raw.items() if f.rule == "low-utilization"]:
+            if key[1].gpu_index in explained:
+                del raw[key]
 
         for key, finding in raw.items():
             track = self._tracks.get(key)
@@ -80,6 +99,27 @@ class HintEngine:
         self.active = tuple(visible)
         self.last_cost_s = time.perf_counter() - started
         return self.active
+
+    def _track_gpu_activity(self, history: History) -> None:
+        """Remember when each GPU last ran kernels: idle spells can outlast the history ring."""
+        snap = history.latest
+        assert snap is not None
+        below = self.thresholds.idle_holding_vram.sm_below_percent
+        present = set()
+        for gpu in snap.gpus:
+            present.add(gpu.index)
+            busy = (gpu.sm_percent is not None and gpu.sm_percent >= below) or any(
+                s.percent >= below for s in gpu.sm_samples
+            )
+            if busy:
+                self._gpu_active_at[gpu.index] = snap.timestamp
+            elif gpu.index not in self._gpu_active_at:
+                # First sight of an idle GPU: the history may already hold its idle spell.
+                gh = history.gpus.get(gpu.index)
+                idle = ring_idle_for_s(gh, snap.timestamp, snap.interval_s, below) if gh else 0.0
+                self._gpu_active_at[gpu.index] = snap.timestamp - idle
+        for index in set(self._gpu_active_at) - present:
+            del self._gpu_active_at[index]
 
     def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
         """Visible findings about one process, worst first."""

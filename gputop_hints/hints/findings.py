@@ -68,7 +68,7 @@ def _fmt(value: float, unit: str) -> str:
     if unit == "ms":
         return f"{value:.0f} ms"
     if unit == "":
-        return f"{value:g}"
+        return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
     return f"{value:.1f} {unit}"
 
 

@@ -286,7 +286,7 @@ def _starved_finding(
             )
         )
     else:
-        subtype, label = "more-workers", "starved: workers too slow"
+        subtype, label = "more-workers", "starved: loader too slow"
         summary = (
             f"The GPU idles in gaps; {n_workers} workers use {_pct(workers_cpu)} of a core in "
             f"total and cores are {_pct(cores_busy)} busy: the loader can't keep up, but "
@@ -298,7 +298,7 @@ def _starved_finding(
             "pin_memory=True and persistent_workers=True avoid per-epoch worker start-up.",
             "Profile one worker (py-spy top --pid <worker pid>) to find the slow transform.",
         )
-    severity = Severity.CRITICAL if sm < 15 else Severity.WARNING
+    severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
     return Finding(
         rule="input-starved",
         subtype=subtype,
@@ -349,7 +349,7 @@ def small_batch(win: Window, t: Thresholds) -> list[Finding]:
                 rule="small-batch",
                 subject=Subject(proc.gpu_index, proc.pid),
                 severity=Severity.WARNING,
-                label="small batch / launch-bound",
+                label="small batch/launch-bound",
                 summary=(
                     f"SM is a steady {sm:.0f} % with no idle gaps, the process holds only "
                     f"{share * 100:.0f} % of VRAM, and its main thread is at {main_cpu:.0f} % "
@@ -466,7 +466,7 @@ def memory_bound(win: Window, t: Thresholds) -> list[Finding]:
     for gpu in win.latest.gpus:
         mem = win.gpu_mem_mean(gpu.index)
         sm = win.gpu_sm_mean(gpu.index)
-        if mem is None or sm is None:
+        if mem is None or sm is None or sm >= c.sm_below_percent:
             continue
         if mem < c.memory_above_percent or mem < sm - c.within_sm_points:
             continue
@@ -488,7 +488,11 @@ def memory_bound(win: Window, t: Thresholds) -> list[Finding]:
                 ),
                 evidence=(
                     Evidence("memory-access % (mean)", mem, f">= {c.memory_above_percent:g}"),
-                    Evidence("SM % (mean)", sm, f"<= memory-access % + {c.within_sm_points:g}"),
+                    Evidence(
+                        "SM % (mean)",
+                        sm,
+                        f"<= memory-access % + {c.within_sm_points:g}, < {c.sm_below_percent:g}",
+                    ),
                 ),
                 anchor="memory-bound",
             )
@@ -768,6 +772,65 @@ def straggler(win: Window, t: Thresholds) -> list[Finding]:
     return out
 
 
+# --- low utilization (nothing more specific applies) -------------------------------
+
+
+def low_utilization(win: Window, t: Thresholds) -> list[Finding]:
+    """A GPU in use but nearly idle, when no specific rule explains it (see the engine)."""
+    c = t.low_utilization
+    out: list[Finding] = []
+    for gpu in win.latest.gpus:
+        sm = win.gpu_sm_mean(gpu.index)
+        if sm is None or sm >= c.sm_mean_below_percent:
+            continue
+        procs = [p for p in win.processes() if p.gpu_index == gpu.index]
+        no_process_data = not win.latest.processes
+        if procs:
+            held = float(sum(p.vram_bytes or 0 for p in procs))
+            why = f"{len(procs)} process(es) hold {_gib(held)}"
+        elif no_process_data and (gpu.vram_used_bytes or 0) >= c.in_use_vram_gib * GIB:
+            why = f"{_gib(gpu.vram_used_bytes)} of VRAM in use (no per-process data)"
+        else:
+            continue
+        cores = win.allowed_cores_busy_percent
+        host = f"; host cores {cores:.0f} % busy" if cores is not None else "; no host CPU data"
+        out.append(
+            Finding(
+                rule="low-utilization",
+                subject=Subject(gpu.index),
+                severity=Severity.WARNING,
+                label=f"GPU busy only {sm:.0f}%",
+                summary=(
+                    f"GPU {gpu.index} runs kernels {sm:.0f} % of the time while {why}{host}: "
+                    "the job's time goes elsewhere, and no more specific pattern (input "
+                    "gaps, small batch, copies) was found to say where."
+                ),
+                advice=(
+                    "Profile a few steps (torch.profiler, or py-spy top on the main process) "
+                    "to see where the time goes: CPU-side work such as an RL environment, "
+                    "Python overhead, logging, or waiting on I/O or other ranks.",
+                    "Batch the CPU-side work (vectorized environments, larger inference "
+                    "batches) so each GPU call does more.",
+                    "If the job cannot use more, a smaller or shared GPU (MIG) frees this one.",
+                ),
+                evidence=(
+                    Evidence("SM % (mean)", sm, f"< {c.sm_mean_below_percent:g}"),
+                    Evidence(
+                        "host cores busy (mean)", cores, "for context", "%", Scope.HOST, met=None
+                    ),
+                ),
+                anchor="low-utilization",
+            )
+        )
+    return out
+
+
+LOW_UTILIZATION_EXPLAINED_BY = frozenset(
+    {"input-starved", "small-batch", "pcie-thrash", "idle-holding-vram", "straggler"}
+)
+"""Rules whose finding on a GPU (or a process on it) already says why it is underused."""
+
+
 ALL_RULES: tuple[tuple[str, Rule], ...] = (
     ("overlap-explained", overlap_explained),
     ("input-starved", input_starved),
@@ -779,6 +842,7 @@ ALL_RULES: tuple[tuple[str, Rule], ...] = (
     ("compute-bound", compute_bound),
     ("throttled", throttled),
     ("straggler", straggler),
+    ("low-utilization", low_utilization),
 )
 
 

@@ -83,6 +83,9 @@ class InputStarved:
     max_suggested_workers: int = field(
         metadata=_t(1, 256, "", "cap on the num_workers the advice suggests")
     )
+    critical_sm_below_percent: float = field(
+        metadata=_t(0, 100, "%", "critical when mean SM is below this (jobstats flags <= 15 %)")
+    )
     hysteresis: Hysteresis
 
 
@@ -121,7 +124,10 @@ class MemoryBound:
         metadata=_t(0, 100, "%", "memory-access % at or above this")
     )
     within_sm_points: float = field(
-        metadata=_t(0, 100, "%", "... and no more than this below SM %")
+        metadata=_t(0, 100, "points", "... and no more than this below SM %")
+    )
+    sm_below_percent: float = field(
+        metadata=_t(0, 100, "%", "only while SM is below this (else both counters just saturate)")
     )
     hysteresis: Hysteresis
 
@@ -163,10 +169,21 @@ class Throttled:
 @dataclass(frozen=True)
 class Straggler:
     below_peers_points: float = field(
-        metadata=_t(0, 100, "%", "SM this many points below the peers' median")
+        metadata=_t(0, 100, "points", "SM this many points below the peers' median")
     )
     peers_sm_above_percent: float = field(
         metadata=_t(0, 100, "%", "only when the peers are busier than this")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class LowUtilization:
+    sm_mean_below_percent: float = field(
+        metadata=_t(0, 100, "%", "mean SM below this while the GPU is in use")
+    )
+    in_use_vram_gib: float = field(
+        metadata=_t(0, 1024, "GiB", "without process data, VRAM used above this means in use")
     )
     hysteresis: Hysteresis
 
@@ -186,6 +203,7 @@ class Thresholds:
     compute_bound: ComputeBound
     throttled: Throttled
     straggler: Straggler
+    low_utilization: LowUtilization
 
     @staticmethod
     def defaults() -> Thresholds:

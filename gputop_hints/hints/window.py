@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 
-from gputop_hints.history import History, ProcessHistory
+from gputop_hints.history import GpuHistory, History, ProcessHistory
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 GIB = 2**30
@@ -87,10 +87,36 @@ def idle_gaps(
     )
 
 
+def ring_idle_for_s(gh: GpuHistory, now: float, interval_s: float, below: float) -> float:
+    """How long a GPU's SM % has stayed below ``below``, as far back as its ring reaches."""
+    run = 0
+    for v in reversed(gh.sm_percent.last()):
+        if v is None or v >= below:
+            break
+        run += 1
+    if run == 0:
+        return 0.0
+    # A burst between two ticks shows in the fine samples even when both ticks read idle.
+    fine_start = now - run * interval_s
+    for s in reversed(gh.sm_samples):
+        if s.timestamp <= fine_start:
+            break
+        if s.percent >= below:
+            return max(0.0, now - s.timestamp)
+    return run * interval_s
+
+
 class Window:
     """The last ``window_s`` seconds of a history, with cached statistics."""
 
-    def __init__(self, history: History, window_s: float) -> None:
+    def __init__(
+        self,
+        history: History,
+        window_s: float,
+        *,
+        worker_busy_percent: float = 20.0,
+        gpu_active_at: dict[int, float] | None = None,
+    ) -> None:
         latest = history.latest
         if latest is None:
             raise ValueError("an empty history has no window")
@@ -100,6 +126,9 @@ class Window:
         self.now = latest.timestamp
         self.interval_s = latest.interval_s
         self.ticks = max(1, min(len(history), round(window_s / latest.interval_s)))
+        self.worker_busy_percent = worker_busy_percent
+        self.gpu_active_at = gpu_active_at
+        """Engine-kept time each GPU was last seen running kernels (beyond the ring)."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
 
     # --- sizes ----------------------------------------------------------------
@@ -215,25 +244,15 @@ class Window:
         return result
 
     def gpu_idle_for_s(self, index: int, below: float) -> float:
-        """How long (up to now) the GPU's SM % has stayed below ``below``, in all history."""
+        """How long (up to now) the GPU's SM % has stayed below ``below``.
+
+        Uses the engine's record of when the GPU last ran kernels where there is
+        one (it reaches back further than the history ring), else the ring.
+        """
+        if self.gpu_active_at is not None and index in self.gpu_active_at:
+            return max(0.0, self.now - self.gpu_active_at[index])
         gh = self.history.gpus.get(index)
-        if gh is None:
-            return 0.0
-        run = 0
-        for v in reversed(gh.sm_percent.last()):
-            if v is None or v >= below:
-                break
-            run += 1
-        if run == 0:
-            return 0.0
-        # A burst between two ticks shows in the fine samples even when both ticks read idle.
-        fine_start = self.now - run * self.interval_s
-        for s in reversed(gh.sm_samples):
-            if s.timestamp <= fine_start:
-                break
-            if s.percent >= below:
-                return max(0.0, self.now - s.timestamp)
-        return run * self.interval_s
+        return 0.0 if gh is None else ring_idle_for_s(gh, self.now, self.interval_s, below)
 
     def throttle_fraction(self, index: int, reasons: frozenset[str]) -> tuple[float, set[str]]:
         """Share of window ticks with one of ``reasons`` active, and which were seen."""
@@ -279,24 +298,39 @@ class Window:
         ph = self.process_history(proc)
         return ph.workers_cpu_percent.mean(self.ticks) if ph else proc.workers_cpu_percent
 
-    def process_busy_workers_mean(self, proc: GpuProcess) -> float | None:
-        ph = self.process_history(proc)
-        return ph.busy_workers.mean(self.ticks) if ph else None
+    @cached_property
+    def _host_side(self) -> dict[tuple[int, int], tuple[list[int], int, int]]:
+        """Per (pid, gpu): busy-worker count of each tick, and (D-state, known) state counts.
 
-    def process_d_state_fraction(self, proc: GpuProcess) -> float:
-        """Share of (worker, tick) pairs in D state, main process included."""
-        total = 0
-        d = 0
+        One pass over the window's snapshots serves every process (the rules ask
+        per process; doing it per process would cost processes squared).
+        """
+        threshold = self.worker_busy_percent
+        out: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         for snap in list(self.history.snapshots)[-self.ticks :]:
             for p in snap.processes:
-                if p.pid != proc.pid or p.gpu_index != proc.gpu_index:
-                    continue
+                busy, d, known = out.get(p.key, ([], 0, 0))
+                busy.append(p.busy_workers(threshold))
                 for state in (p.state, *(w.state for w in p.workers)):
-                    if state is None:
-                        continue
-                    total += 1
-                    d += state == "D"
-        return d / total if total else 0.0
+                    if state is not None:
+                        known += 1
+                        d += state == "D"
+                out[p.key] = (busy, d, known)
+        return out
+
+    def process_busy_workers_mean(self, proc: GpuProcess) -> float | None:
+        """Mean number of workers above ``worker_busy_percent`` of a core, over the window."""
+        entry = self._host_side.get(proc.key)
+        if entry is None or not entry[0]:
+            return None
+        return sum(entry[0]) / len(entry[0])
+
+    def process_d_state_fraction(self, proc: GpuProcess) -> float:
+        """Share of (process or worker, tick) pairs in D state, main process included."""
+        entry = self._host_side.get(proc.key)
+        if entry is None or not entry[2]:
+            return 0.0
+        return entry[1] / entry[2]
 
     def significant_processes_on(self, index: int, min_vram_bytes: float) -> list[GpuProcess]:
         return [
