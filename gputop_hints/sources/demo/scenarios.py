@@ -410,6 +410,27 @@ KINDS: dict[str, JobKind] = {
         ("throttled/power@gpu:{gpu}", "compute-bound@gpu:{gpu}"),
         power_cap_watts=350.0,
     ),
+    "rl-env": JobKind(
+        # DQN on an emulator: each step is ~0.2 s of environment stepping on the CPU in
+        # the main process and a few ms of tiny kernels (cf. the W&B trace in shared/).
+        LoopSpec(
+            batch_size=32,
+            num_workers=0,
+            compute_s=0.008,
+            launch_cpu_s=0.004,
+            cpu_s_per_batch=0.0,
+            read_bytes_per_batch=0.0,
+            read_latency_s=0.0,
+            h2d_bytes_per_step=0.4e6,
+            mem_intensity=0.3,
+            host_gap_s=0.2,
+        ),
+        1.6,
+        2.0,
+        0.0,
+        "python dqn_atari.py --env SpaceInvadersNoFrameskip-v4 --replay-size 100000",
+        ("low-utilization@gpu:{gpu}",),
+    ),
     "vram-near-limit": JobKind(
         _HEALTHY_LOOP,
         77.9,
@@ -686,6 +707,10 @@ SCENARIOS: dict[str, _Scenario] = {
     "throttled": _Scenario(
         "compute-bound under a 350 W power cap: clocks ~1300 MHz, sw_power_cap",
         _uniform("throttled"),
+    ),
+    "rl-env": _Scenario(
+        "reinforcement learning: the main process steps an emulator; GPU busy ~4 %, 2 % of VRAM",
+        _uniform("rl-env"),
     ),
     "vram-near-limit": _Scenario(
         "compute-bound with 98 % of VRAM in use: one spike from an out-of-memory error",
