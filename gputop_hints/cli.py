@@ -361,6 +361,7 @@ def _run_tui(source: Source, args: argparse.Namespace, thresholds: Thresholds) -
         window_s=args.window,
         theme=args.theme,
         color=color,
+        thresholds=thresholds,
     )
     app.run()
     return app.return_code or EXIT_OK

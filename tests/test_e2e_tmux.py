@@ -53,6 +53,8 @@ class Tmux:
 
     def start(self, command: list[str], width: int = 80, height: int = 24) -> None:
         env = {"TERM": "xterm-256color"}
+        # The pane first runs a placeholder, so that remain-on-exit is set before the
+        # real command starts: a command that exits at once still leaves its status.
         self.run(
             "-f",
             "/dev/null",
@@ -65,9 +67,10 @@ class Tmux:
             "-y",
             str(height),
             *(f"-e{k}={v}" for k, v in env.items()),
-            " ".join(command),
+            "sleep 600",
         )
         self.run("set-option", "-t", "t", "remain-on-exit", "on")
+        self.run("respawn-pane", "-k", "-t", "t", " ".join(command))
 
     def screen(self) -> str:
         return self.run("capture-pane", "-p", "-t", "t")

@@ -63,3 +63,16 @@ def test_demo_default_machine_80x24(snap_compare: SnapCompare) -> None:
 def test_process_detail_160x50(snap_compare: SnapCompare) -> None:
     app, source = demo_app()
     assert snap_compare(app, terminal_size=(160, 50), run_before=feed(app, source), press=["enter"])
+
+
+def test_demo_sorted_by_hint_160x50(snap_compare: SnapCompare) -> None:
+    """``s`` once: the worst hints first, so the HINT column shows its colours and marks."""
+    app, source = demo_app()
+    assert snap_compare(app, terminal_size=(160, 50), run_before=feed(app, source), press=["s"])
+
+
+def test_starved_loader_detail_80x24(snap_compare: SnapCompare) -> None:
+    """Enter on a starved process: why, evidence with scopes, advice, since when, docs."""
+    source = DemoSource("starved-loader", seed=0)
+    app = GputopApp(source, autostart=False, theme="dark")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=feed(app, source), press=["enter"])

@@ -151,6 +151,8 @@ async def test_s_cycles_the_sort_key_and_reorders_rows() -> None:
         table = app.query_one(ProcessTable)
         assert table.sort_key == SORT_KEYS[0] == "gpu"
         await pilot.press("s")
+        assert table.sort_key == "hint"
+        await pilot.press("s")
         assert table.sort_key == "vram"
         header = lines_of(table)[0]
         assert "VRAM▼" in header and "sort: VRAM" in header

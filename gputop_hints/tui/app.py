@@ -3,9 +3,11 @@
 Data flow: a :class:`~gputop_hints.sampler.Sampler` thread calls
 ``source.sample()`` and posts a :class:`SnapshotReady` message; its handler
 (:meth:`GputopApp.ingest`, also called directly by tests) appends the tick to
-the :class:`~gputop_hints.history.History` and hands every widget its new data
-inside one ``batch_update()``, so a tick costs one repaint. Widgets only read;
-they never sample, never compute a diagnosis, and rebuild their lines lazily.
+the :class:`~gputop_hints.history.History`, runs the
+:class:`~gputop_hints.hints.engine.HintEngine` once over it, and hands every
+widget its new data and findings inside one ``batch_update()``, so a tick costs
+one repaint. Widgets only read; they never sample, never compute a diagnosis,
+and rebuild their lines lazily.
 
 Everything time-related on screen comes from snapshot timestamps, so a run fed
 a fixed sequence of snapshots (``autostart=False``) draws the same every time.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -25,6 +28,9 @@ from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.sampler import Sampler
@@ -81,9 +87,11 @@ class GputopApp(App[None]):
         autostart: bool = True,
         *,
         themes: ThemeSet | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
-        so broken theme files are read, and reported, once."""
+        so broken theme files are read, and reported, once. ``thresholds`` (from
+        the user's YAML; None means the built-in defaults) drive the hints."""
         # Textual reads NO_COLOR itself (and greys everything out); we also switch
         # to the monochrome theme so shapes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -93,6 +101,12 @@ class GputopApp(App[None]):
         self.window_s = window_s
         self.autostart = autostart
         self.history = History(window_s, interval_s)
+        self.thresholds = thresholds if thresholds is not None else Thresholds.defaults()
+        self.engine = HintEngine(self.thresholds)
+        self.findings: tuple[Finding, ...] = ()
+        """The findings visible after the latest tick, worst first."""
+        self.last_ingest_s = 0.0
+        """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
         self.sampler: Sampler | None = None
         self.paused = False
         self.snapshot: Snapshot | None = None
@@ -190,17 +204,26 @@ class GputopApp(App[None]):
     # --- one tick -----------------------------------------------------------
 
     def ingest(self, snapshot: Snapshot) -> None:
-        """Take one tick: append to history, then update every widget in one batch."""
+        """Take one tick: append to history, run the hints, update every widget in one batch."""
+        started = time.perf_counter()
         history = self.history
         history.append(snapshot)
         self.snapshot = snapshot
         self.ticks_ingested += 1
+        engine = self.engine
+        self.findings = engine.update(history)
+        hints = {
+            proc.key: engine.worst_for_process(proc.pid, proc.gpu_index)
+            for proc in snapshot.processes
+        }
         with self.batch_update():
             self._sync_gpu_panels(snapshot)
             self.header.update_from(snapshot)
             self.banner.set_reason(snapshot.gpu_unavailable_reason)
             for index, panel in self._gpu_panels.items():
-                panel.update_from(snapshot.gpu(index), history.gpus.get(index))
+                panel.update_from(
+                    snapshot.gpu(index), history.gpus.get(index), engine.for_gpu(index)
+                )
             self.cpu_panel.update_from(snapshot.host)
             table = self.process_table
             table.note = (
@@ -208,11 +231,12 @@ class GputopApp(App[None]):
                 if snapshot.gpu_unavailable_reason
                 else ""
             )
-            table.update_from(snapshot.processes)
+            table.update_from(snapshot.processes, hints)
             self._apply_layout()
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
-                screen.update_from(snapshot, history, self.paused)
+                screen.update_from(snapshot, history, self.paused, engine)
+        self.last_ingest_s = time.perf_counter() - started
 
     def _sync_gpu_panels(self, snapshot: Snapshot) -> None:
         """Mount or remove panels only when the set of GPUs changes."""
@@ -331,4 +355,6 @@ class GputopApp(App[None]):
     def on_process_table_opened(self, message: ProcessTable.Opened) -> None:
         screen = ProcessDetailScreen(message.pid, message.gpu_index, self.interval_s)
         self.push_screen(screen)
-        screen.call_after_refresh(screen.update_from, self.snapshot, self.history, self.paused)
+        screen.call_after_refresh(
+            screen.update_from, self.snapshot, self.history, self.paused, self.engine
+        )

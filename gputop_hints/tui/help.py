@@ -1,4 +1,8 @@
-"""The ``?`` screen: what each metric means, from the packaged metrics guide."""
+"""The ``?`` screen: what each metric means (the packaged metrics guide) and what each hint means.
+
+The hints section is generated from the rule catalogue, so a new rule shows up
+here with no edit to this file.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Markdown
+
+from gputop_hints.hints.catalogue import CATALOGUE
+from gputop_hints.hints.findings import Severity
+from gputop_hints.tui.hint_text import GPU_LEVEL_PREFIX, SEVERITY_MARK
 
 _MISSING = """\
 # What each metric means
@@ -35,8 +43,55 @@ def load_metrics_doc() -> str:
     return _MISSING
 
 
+def hints_help() -> str:
+    """The "Hints" section: how to read the HINT column, then one sentence per rule."""
+    info = SEVERITY_MARK[Severity.INFO]
+    warning = SEVERITY_MARK[Severity.WARNING]
+    critical = SEVERITY_MARK[Severity.CRITICAL]
+    prefix = GPU_LEVEL_PREFIX.strip()
+    lines = [
+        "## Hints",
+        "",
+        "The HINT column says, beside each process, what most likely holds it back. "
+        "Each cell starts with a severity mark, drawn in the theme's severity colour: "
+        f"`{critical}` critical, `{warning}` warning, `{info}` info. A cell that starts "
+        f"with `{prefix}` is about the whole GPU the process runs on (for example "
+        "memory-bound kernels), not the process itself. An empty cell means no rule "
+        "holds. A hint appears only after its condition has held for a while and "
+        "clears only after it has stopped holding for a while, so it does not flicker.",
+        "",
+        "Each GPU panel shows its worst whole-GPU hint at the right of its title row, "
+        "with `+N` for the others; the compact one-line-per-GPU layout shows the mark "
+        "and the rule's name. Whole-GPU info (healthy, overlap) stays in the panel; only "
+        "warnings and worse reach the HINT column. When SM % + memory-access % passes "
+        "100 the MEM row (compact: `Σ`) says the two overlap.",
+        "",
+        "Press Enter on a process for all its hints and its GPU's: why, the evidence "
+        "(metric, value, threshold, whether it was met, and whose numbers they are -- "
+        "*process*, the whole *device*, or the *host*), what to change, since when, "
+        "and the section of `docs/hints.md` that explains the rule. `s` can sort the "
+        "table by HINT, worst first.",
+        "",
+        "Every threshold comes from YAML: print the defaults with "
+        "`gputop-hints config --print-defaults`, copy and edit them, and pass the file "
+        "with `--config` (see `docs/config.md`).",
+        "",
+        "### The rules",
+        "",
+    ]
+    for rule in CATALOGUE:
+        about = "whole GPU" if rule.subject == "gpu" else "process"
+        lines.append(f"- **{rule.title}** (`{rule.rule}`, {about}): {rule.sentence}")
+    return "\n".join(lines) + "\n"
+
+
+def help_text() -> str:
+    """Everything ``?`` shows: the metrics guide, then the hints."""
+    return load_metrics_doc().rstrip("\n") + "\n\n" + hints_help()
+
+
 class HelpScreen(Screen[None]):
-    """The metrics guide, scrollable; Esc (or ? again) goes back."""
+    """The metrics guide and the hints, scrollable; Esc (or ? again) goes back."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -45,7 +100,7 @@ class HelpScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
-            yield Markdown(load_metrics_doc(), id="help-doc")
+            yield Markdown(help_text(), id="help-doc")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -7,15 +7,25 @@ Two shapes, chosen by the height the layout gives the widget:
   sparkline, current value, scale note;
 * compact (one line): mini bars and numbers, least important parts dropped
   first when the line is narrow.
+
+GPU-level findings (the engine's ``for_gpu``) show in both: the worst one's
+label, in its severity's colour, at the end of the rich title row with ``+N``
+for the others; in compact mode a marker (severity mark and rule id). The
+overlap finding has its own place: whenever SM % + memory % passes 100 the
+MEM row's note (compact: ``Σ``) says the two overlap, so the sum never stands
+unexplained.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.style import Style
 from textual.strip import Strip
 
+from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import GpuSample
+from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
     LIMIT_MARK,
@@ -40,12 +50,34 @@ def _one_decimal_gib(value: int | None) -> str:
     return UNKNOWN if value is None else f"{value / 2**30:.0f}"
 
 
+OVERLAP_RULE = "overlap-explained"
+COMPACT_MARKER_WIDTH = 16
+
+
 def overlap_note(gpu: GpuSample) -> str | None:
-    """'sm+mem 142%' when the two fractions add up past 100 (shown, never clamped)."""
+    """'SM+mem 142%: overlap' when the two fractions add up past 100 (shown, never clamped)."""
     total = gpu.utilization_sum_percent
     if total is None or total <= 100:
         return None
-    return f"sm+mem {total:.0f}%"
+    return f"SM+mem {total:.0f}%: overlap"
+
+
+def panel_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The GPU-level findings the title row / compact marker show (overlap has the MEM row)."""
+    return tuple(f for f in findings if f.rule != OVERLAP_RULE)
+
+
+def findings_text(findings: tuple[Finding, ...], compact: bool = False) -> str:
+    """'! memory-bound kernels +1' (rich) or '!memory-bound+1' (compact); '' for none."""
+    shown = panel_findings(findings)
+    if not shown:
+        return ""
+    worst = shown[0]
+    others = f"+{len(shown) - 1}" if len(shown) > 1 else ""
+    if compact:
+        name = worst.rule[: COMPACT_MARKER_WIDTH - 1 - len(others)]
+        return f"{SEVERITY_MARK[worst.severity]}{name}{others}"
+    return f"{SEVERITY_MARK[worst.severity]} {worst.label}" + (f" {others}" if others else "")
 
 
 class GpuPanel(StripWidget):
@@ -63,11 +95,29 @@ class GpuPanel(StripWidget):
         self.index = index
         self.gpu: GpuSample | None = None
         self.history: GpuHistory | None = None
+        self.findings: tuple[Finding, ...] = ()
+        """This GPU's visible GPU-level findings, worst first (from the hint engine)."""
 
-    def update_from(self, gpu: GpuSample | None, history: GpuHistory | None) -> None:
+    def update_from(
+        self,
+        gpu: GpuSample | None,
+        history: GpuHistory | None,
+        findings: tuple[Finding, ...] = (),
+    ) -> None:
         self.gpu = gpu
         self.history = history
+        self.findings = findings
         self.invalidate()
+
+    def overlap_text(self, gpu: GpuSample) -> str | None:
+        """The overlap finding's label while the sum is over 100, else the plain note."""
+        note = overlap_note(gpu)
+        if note is None:
+            return None
+        for finding in self.findings:
+            if finding.rule == OVERLAP_RULE:
+                return finding.label
+        return note
 
     # --- building -----------------------------------------------------------
 
@@ -97,8 +147,21 @@ class GpuPanel(StripWidget):
             pieces.append(
                 Piece("throttle: " + ",".join(gpu.throttle_reasons), p.warning + bar_bg, 1)
             )
+        hint = findings_text(self.findings)
+        hint_piece: Piece | None = None
+        if hint:
+            worst = panel_findings(self.findings)[0]
+            style: Style = getattr(p, SEVERITY_STYLE[worst.severity])
+            hint_piece = Piece(hint, style + bar_bg, 1)
+            pieces.append(hint_piece)
         kept = fit_pieces(pieces, width - 1)
-        return add_pieces(Line(), kept, p.text + bar_bg).strip(width, p.text + bar_bg)
+        gap = p.text + bar_bg
+        if hint_piece is None or hint_piece not in kept:
+            return add_pieces(Line(), kept, gap).strip(width, gap)
+        # The finding sits at the right end of the title, where the eye looks for status.
+        line = add_pieces(Line(), [piece for piece in kept if piece is not hint_piece], gap)
+        line.pad_to(width - cell_len(hint) - 1, gap).add_text(hint, hint_piece.style)
+        return line.strip(width, gap)
 
     def _metric_row(
         self,
@@ -151,7 +214,7 @@ class GpuPanel(StripWidget):
                 width,
             )
         )
-        note = overlap_note(gpu)
+        note = self.overlap_text(gpu)
         lines.append(
             self._metric_row(
                 "MEM",
@@ -290,6 +353,10 @@ class GpuPanel(StripWidget):
             groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
         if gpu.throttle_reasons:
             groups.append((4, [Piece("throttled", p.warning)]))
+        marker = findings_text(self.findings, compact=True)
+        if marker:
+            worst = panel_findings(self.findings)[0]
+            groups.append((2, [Piece(marker, getattr(p, SEVERITY_STYLE[worst.severity]))]))
 
         def group_width(pieces: list[Piece]) -> int:
             return sum(len(piece.text) for piece in pieces)

@@ -7,31 +7,49 @@ notes"), so this table keeps its own rows: on each tick it formats the cells
 turned into strips -- and a row's strip is reused while its cells, selection
 and width stay the same.
 
-Columns are data (:data:`COLUMNS`): a new one -- the hints column is next --
-is one more :class:`Column` with a cell function. Columns with a higher
-``drop_order`` disappear first when the terminal is narrow; the command
-column takes whatever width is left.
+Columns are data (:data:`COLUMNS`): a column is a :class:`Column` whose cell
+function sees the process and the finding the hint engine attached to it.
+Columns with a higher ``drop_order`` disappear first when the terminal is
+narrow; the command column takes whatever width is left. The HINT column is
+never dropped -- it is the point of the product -- so on a narrow terminal
+USER and RSS go first, then the command shrinks, and only then CPU and
+WORKERS.
+
+The HINT cell reads ``<mark> [GPU: ]<label>``: the mark gives the severity by
+shape (``·`` info, ``!`` warning, ``‼`` critical) as well as by the theme's
+``severity-*`` colour, and ``GPU:`` says the finding is about the whole GPU the
+process runs on rather than the process itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.strip import Strip
 
+from gputop_hints.hints.findings import Finding
 from gputop_hints.model import GpuProcess
+from gputop_hints.tui.hint_text import SEVERITY_STYLE, fit_text, hint_text
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.units import UNKNOWN, human_bytes, percent
 
 SortValue = float | int | str
+ProcessKey = tuple[int, int]
+"""(pid, GPU index): how a process row is known across ticks."""
+Hints = Mapping[ProcessKey, Finding | None]
+"""The finding shown in each process's HINT cell (None: nothing to say)."""
+
+Cell = Callable[[GpuProcess, Finding | None], str]
+SortKey = Callable[[GpuProcess, Finding | None], SortValue | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,57 +59,125 @@ class Column:
     key: str
     title: str
     width: int
-    cell: Callable[[GpuProcess], str]
+    cell: Cell
     style: str = "text"
     """Name of the :class:`Palette` field the cell is drawn with."""
     align_right: bool = True
     drop_order: int = 0
     """0 = never dropped; higher numbers are dropped first on narrow screens."""
-    sort_value: Callable[[GpuProcess], SortValue | None] | None = None
+    sort_value: SortKey | None = None
     descending: bool = True
+    severity_styled: bool = False
+    """Drawn in the colour of the row's finding's severity instead of ``style``."""
 
 
-def _workers_cell(proc: GpuProcess) -> str:
+def _workers_cell(proc: GpuProcess, _finding: Finding | None) -> str:
     count = len(proc.workers)
     return f"{count:>2} {percent(proc.workers_cpu_percent):>5}"
 
 
+def _hint_sort(_proc: GpuProcess, finding: Finding | None) -> SortValue | None:
+    if finding is None:
+        return None
+    # Own findings before GPU-level ones of the same severity.
+    return int(finding.severity) * 2 + (1 if finding.subject.pid is not None else 0)
+
+
+HINT_WIDTH = 28
+"""Mark, space and a label of up to ~24 cells, with room for the ``GPU:`` prefix."""
+
 COLUMNS: tuple[Column, ...] = (
-    Column("pid", "PID", 7, lambda p: str(p.pid), "text", True, 0, lambda p: p.pid, False),
-    Column("user", "USER", 9, lambda p: (p.user or UNKNOWN)[:9], "muted", False, 3),
+    Column("pid", "PID", 7, lambda p, _: str(p.pid), "text", True, 0, lambda p, _: p.pid, False),
+    Column("user", "USER", 9, lambda p, _: (p.user or UNKNOWN)[:9], "muted", False, 3),
     Column(
-        "gpu", "GPU", 4, lambda p: str(p.gpu_index), "text", True, 0, lambda p: p.gpu_index, False
+        "gpu",
+        "GPU",
+        4,
+        lambda p, _: str(p.gpu_index),
+        "text",
+        True,
+        0,
+        lambda p, _: p.gpu_index,
+        False,
     ),
     Column(
         "vram",
         "VRAM",
         8,
-        lambda p: human_bytes(p.vram_bytes),
+        lambda p, _: human_bytes(p.vram_bytes),
         "vram",
         True,
         0,
-        lambda p: p.vram_bytes,
-    ),
-    Column("sm", "SM%", 5, lambda p: percent(p.sm_percent), "sm", True, 0, lambda p: p.sm_percent),
-    Column(
-        "cpu", "CPU%", 6, lambda p: percent(p.cpu_percent), "cpu", True, 1, lambda p: p.cpu_percent
+        lambda p, _: p.vram_bytes,
     ),
     Column(
-        "workers", "WORKERS", 9, _workers_cell, "workers", True, 2, lambda p: p.workers_cpu_percent
+        "sm",
+        "SM%",
+        5,
+        lambda p, _: percent(p.sm_percent),
+        "sm",
+        True,
+        0,
+        lambda p, _: p.sm_percent,
     ),
     Column(
-        "rss", "RSS", 8, lambda p: human_bytes(p.rss_bytes), "muted", True, 4, lambda p: p.rss_bytes
+        "cpu",
+        "CPU%",
+        6,
+        lambda p, _: percent(p.cpu_percent),
+        "cpu",
+        True,
+        1,
+        lambda p, _: p.cpu_percent,
+    ),
+    Column(
+        "workers",
+        "WORKERS",
+        9,
+        _workers_cell,
+        "workers",
+        True,
+        2,
+        lambda p, _: p.workers_cpu_percent,
+    ),
+    Column(
+        "rss",
+        "RSS",
+        8,
+        lambda p, _: human_bytes(p.rss_bytes),
+        "muted",
+        True,
+        4,
+        lambda p, _: p.rss_bytes,
+    ),
+    Column(
+        "hint",
+        "HINT",
+        HINT_WIDTH,
+        lambda _, f: hint_text(f),
+        "text",
+        False,
+        0,
+        _hint_sort,
+        severity_styled=True,
     ),
 )
 COMMAND_MIN_WIDTH = 20
+"""The command keeps this much while USER or RSS can still be dropped instead ..."""
+COMMAND_SQUEEZED_WIDTH = 10
+"""... and shrinks to this before CPU% or WORKERS go."""
+SQUEEZE_BELOW_DROP_ORDER = 3
+"""Columns with a lower ``drop_order`` are kept at the cost of the command's width."""
 
-SORT_KEYS: tuple[str, ...] = ("gpu", "vram", "sm", "cpu", "workers", "rss", "pid")
+SORT_KEYS: tuple[str, ...] = ("gpu", "hint", "vram", "sm", "cpu", "workers", "rss", "pid")
 """What ``s`` cycles through, in order; the first is the default."""
 
 _BY_KEY = {c.key: c for c in COLUMNS}
 
 
-def sort_processes(processes: Sequence[GpuProcess], key: str) -> list[GpuProcess]:
+def sort_processes(
+    processes: Sequence[GpuProcess], key: str, hints: Hints | None = None
+) -> list[GpuProcess]:
     """Processes ordered by column ``key``; unknown values always sort last.
 
     Ties fall back to (GPU, PID) so the order never shuffles between ticks.
@@ -99,10 +185,11 @@ def sort_processes(processes: Sequence[GpuProcess], key: str) -> list[GpuProcess
     column = _BY_KEY[key]
     get = column.sort_value
     assert get is not None
+    shown = hints or {}
     known: list[tuple[SortValue, GpuProcess]] = []
     unknown: list[GpuProcess] = []
     for proc in processes:
-        value = get(proc)
+        value = get(proc, shown.get(proc.key))
         if value is None:
             unknown.append(proc)
         else:
@@ -114,13 +201,27 @@ def sort_processes(processes: Sequence[GpuProcess], key: str) -> list[GpuProcess
 
 
 def visible_columns(width: int) -> list[Column]:
-    """The columns that fit in ``width`` cells with room left for the command."""
+    """The columns that fit in ``width`` cells with room left for the command.
+
+    USER and RSS give way while the command has under ``COMMAND_MIN_WIDTH``
+    cells; CPU% and WORKERS only once it would have under
+    ``COMMAND_SQUEEZED_WIDTH``; PID, GPU, VRAM, SM% and HINT always stay.
+    """
     columns = list(COLUMNS)
-    while columns:
-        used = sum(c.width + 1 for c in columns) + 1
-        if width - used >= COMMAND_MIN_WIDTH or all(c.drop_order == 0 for c in columns):
+    while True:
+        droppable = [c for c in columns if c.drop_order > 0]
+        if not droppable:
             break
-        columns.remove(max(columns, key=lambda c: c.drop_order))
+        first_to_go = max(droppable, key=lambda c: c.drop_order)
+        needed = (
+            COMMAND_MIN_WIDTH
+            if first_to_go.drop_order >= SQUEEZE_BELOW_DROP_ORDER
+            else COMMAND_SQUEEZED_WIDTH
+        )
+        used = sum(c.width + 1 for c in columns) + 1
+        if width - used >= needed:
+            break
+        columns.remove(first_to_go)
     return columns
 
 
@@ -156,28 +257,41 @@ class ProcessTable(StripWidget, can_focus=True):
         super().__init__(id="processes")
         self.sort_key = SORT_KEYS[0]
         self.rows: list[GpuProcess] = []
-        self._cells: dict[tuple[int, int], tuple[str, ...]] = {}
-        self._row_cache: dict[tuple[int, int], tuple[tuple[str, ...], bool, Strip]] = {}
+        self.hints: dict[ProcessKey, Finding] = {}
+        """Each process's HINT-cell finding (processes with nothing to say are absent)."""
+        self._cells: dict[ProcessKey, tuple[str, ...]] = {}
+        self._row_cache: dict[ProcessKey, tuple[tuple[str, ...], bool, Strip]] = {}
         self._cache_for: tuple[int, Style, int] | None = None
         self.cursor = 0
         self.top = 0
-        self._selected_key: tuple[int, int] | None = None
+        self._selected_key: ProcessKey | None = None
         self.note = ""
         """Shown instead of rows when there are none (e.g. why there are no GPUs)."""
 
     # --- data ---------------------------------------------------------------
 
-    def update_from(self, processes: Sequence[GpuProcess]) -> None:
-        self.rows = sort_processes(processes, self.sort_key)
-        self._cells = {p.key: tuple(c.cell(p) for c in COLUMNS) for p in self.rows}
+    def update_from(self, processes: Sequence[GpuProcess], hints: Hints | None = None) -> None:
+        """Take a tick's processes and the finding to show beside each (from the engine).
+
+        Cells are plain strings; a row's strip is rebuilt only when one of its
+        cells changed, so a hint that holds for minutes costs nothing per tick.
+        """
+        shown = {key: f for key, f in (hints or {}).items() if f is not None}
+        self.hints = shown
+        self.rows = sort_processes(processes, self.sort_key, shown)
+        self._cells = {p.key: self._cells_of(p) for p in self.rows}
         self._restore_selection()
         self.invalidate()
+
+    def _cells_of(self, proc: GpuProcess) -> tuple[str, ...]:
+        finding = self.hints.get(proc.key)
+        return tuple(c.cell(proc, finding) for c in COLUMNS)
 
     def cycle_sort(self) -> str:
         """Move to the next sort key (``s``); returns its name."""
         position = SORT_KEYS.index(self.sort_key)
         self.sort_key = SORT_KEYS[(position + 1) % len(SORT_KEYS)]
-        self.rows = sort_processes(self.rows, self.sort_key)
+        self.rows = sort_processes(self.rows, self.sort_key, self.hints)
         self._restore_selection()
         self.invalidate()
         return self.sort_key
@@ -276,10 +390,10 @@ class ProcessTable(StripWidget, can_focus=True):
             note = self.note or "no GPU processes"
             lines.append(Line().add_text(f" {note}", palette.muted).strip(width, base))
             return lines
-        seen: dict[tuple[int, int], tuple[tuple[str, ...], bool, Strip]] = {}
+        seen: dict[ProcessKey, tuple[tuple[str, ...], bool, Strip]] = {}
         for row in range(self.top, min(len(self.rows), self.top + max(0, height - 1))):
             proc = self.rows[row]
-            cells = self._cells.get(proc.key) or tuple(c.cell(proc) for c in COLUMNS)
+            cells = self._cells.get(proc.key) or self._cells_of(proc)
             selected = row == self.cursor
             cached = self._row_cache.get(proc.key)
             if cached is not None and cached[0] == cells and cached[1] == selected:
@@ -327,22 +441,27 @@ class ProcessTable(StripWidget, can_focus=True):
             row_style = p.selected
             line.add(" ", row_style)
             for column, index in zip(columns, indices, strict=True):
-                text = cells[index]
-                line.add_text(
-                    text.rjust(column.width) if column.align_right else text.ljust(column.width),
-                    row_style,
-                ).add(" ", row_style)
+                line.add_text(_aligned(cells[index], column), row_style).add(" ", row_style)
             line.add_text(proc.command or proc.name or "", row_style)
             return line.pad_to(width, row_style).strip(width, row_style)
         line.add(" ")
+        finding = self.hints.get(proc.key)
         for column, index in zip(columns, indices, strict=True):
             text = cells[index]
-            style: Style = getattr(p, column.style)
+            style: Style
+            if column.severity_styled and finding is not None:
+                style = getattr(p, SEVERITY_STYLE[finding.severity])
+            else:
+                style = getattr(p, column.style)
             if text == UNKNOWN:
                 style = p.muted
-            line.add_text(
-                text.rjust(column.width) if column.align_right else text.ljust(column.width),
-                style,
-            ).add(" ")
+            line.add_text(_aligned(text, column), style).add(" ")
         line.add_text(proc.command or proc.name or "", p.text)
         return line.strip(width, base)
+
+
+def _aligned(text: str, column: Column) -> str:
+    """The cell padded (or cut, with an ellipsis) to exactly the column's width."""
+    text = fit_text(text, column.width)
+    pad = " " * (column.width - cell_len(text))
+    return pad + text if column.align_right else text + pad
