@@ -153,5 +153,7 @@ def test_without_sub_second_samples_the_sawtooth_is_invisible(busy_pid: int) -> 
     if measured and min(measured) >= 85:  # pegged on every tick: small-batch must show
         assert small, [f.label for f in shown[-1]]
     for f in small:
-        gaps = [e for e in f.evidence if e.metric == "time in idle gaps"]
+        gaps = [e for e in f.evidence if e.metric.startswith("time in idle gaps")]
+        # the evidence says how coarse the trace behind "no gaps" was
+        assert [e.metric for e in gaps] == ["time in idle gaps (1 per tick)"]
         assert gaps[0].value == 0

@@ -143,6 +143,25 @@ def _sm_evidence(
     return device, Scope.DEVICE, [Evidence(note, None, "fallback", "", Scope.DEVICE, met=None)]
 
 
+def _gaps(win: Window, proc: GpuProcess, t: Thresholds, scope: Scope) -> tuple[Gaps | None, Scope]:
+    """Idle gaps as this process sees them.
+
+    The device trace (with NVML's sub-second samples where there are any) is the
+    finest, but on a GPU shared with other busy processes their kernels fill this
+    one's gaps; then, when NVML reports the process's own SM %, its own trace
+    (one value per tick) is the one that shows them.
+    """
+    c = t.input_starved
+    others = [
+        p
+        for p in win.significant_processes_on(proc.gpu_index, t.general.min_vram_gib * GIB)
+        if p.pid != proc.pid
+    ]
+    if others and scope is Scope.PROCESS:
+        return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
+    return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
+
+
 def input_starved(win: Window, t: Thresholds) -> list[Finding]:
     """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input."""
     c = t.input_starved
@@ -154,7 +173,7 @@ def input_starved(win: Window, t: Thresholds) -> list[Finding]:
         sm, scope, notes = _sm_evidence(win, proc, t)
         if sm is None or sm >= c.sm_mean_below_percent:
             continue
-        gaps = win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s)
+        gaps, gaps_scope = _gaps(win, proc, t, scope)
         if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
             continue
         if gaps.peak_percent < c.busy_sm_above_percent:
@@ -162,7 +181,7 @@ def input_starved(win: Window, t: Thresholds) -> list[Finding]:
         thrashing, _ = _pcie_thrashing(win, t, proc.gpu_index)
         if thrashing:
             continue  # copies, not input, are the bottleneck: pcie-thrash says so
-        out.append(_starved_finding(win, t, proc, sm, scope, notes, gaps))
+        out.append(_starved_finding(win, t, proc, sm, scope, notes, gaps, gaps_scope))
     return out
 
 
@@ -174,6 +193,7 @@ def _starved_finding(
     scope: Scope,
     notes: list[Evidence],
     gaps: Gaps,
+    gaps_scope: Scope,
 ) -> Finding:
     c = t.input_starved
     g = t.general
@@ -194,14 +214,14 @@ def _starved_finding(
             gap_fraction * 100,
             f">= {c.min_gap_fraction * 100:g} % of the window, gaps >= {c.min_gap_s:g} s",
             "%",
-            Scope.DEVICE,
+            gaps_scope,
         ),
         Evidence(
             "separate idle gaps",
             float(gaps.count),
             f">= {c.min_gaps} (a sawtooth)",
             "",
-            Scope.DEVICE,
+            gaps_scope,
         ),
         *notes,
         Evidence(
@@ -332,9 +352,7 @@ def small_batch(win: Window, t: Thresholds) -> list[Finding]:
         sm, scope, notes = _sm_evidence(win, proc, t)
         if sm is None or not c.sm_min_percent <= sm < c.sm_max_percent:
             continue
-        gaps = win.gpu_gaps(
-            proc.gpu_index, t.input_starved.gap_sm_below_percent, t.input_starved.min_gap_s
-        )
+        gaps, gaps_scope = _gaps(win, proc, t, scope)
         if gaps is None or gaps.fraction > c.max_gap_fraction:
             continue
         main_cpu = win.process_cpu_mean(proc)
@@ -372,11 +390,12 @@ def small_batch(win: Window, t: Thresholds) -> list[Finding]:
                         scope,
                     ),
                     Evidence(
-                        "time in idle gaps",
+                        "time in idle gaps"
+                        + (" (sub-second samples)" if gaps.fine else " (1 per tick)"),
                         gaps.fraction * 100,
                         f"<= {c.max_gap_fraction * 100:g}",
                         "%",
-                        Scope.DEVICE,
+                        gaps_scope,
                     ),
                     *notes,
                     Evidence(
@@ -414,13 +433,16 @@ def pcie_thrash(win: Window, t: Thresholds) -> list[Finding]:
         if not hit:
             continue
         procs = win.significant_processes_on(gpu.index, min_vram)
-        for proc in procs:
+        # PCIe traffic is counted per GPU: with several processes on it, name the one
+        # holding the most memory (the training job, usually) and say that it is a guess.
+        for proc in sorted(procs, key=lambda p: p.vram_bytes or 0, reverse=True)[:1]:
             note = (
                 []
                 if len(procs) == 1
                 else [
                     Evidence(
-                        f"PCIe is per GPU: shared by {len(procs)} processes",
+                        f"PCIe is per GPU: {len(procs)} processes share it; shown on the "
+                        "one holding the most VRAM",
                         None,
                         "device evidence",
                         "",

@@ -290,6 +290,14 @@ class Window:
             return None
         return _mean(known)
 
+    def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
+        """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
+        ph = self.process_history(proc)
+        if ph is None:
+            return None
+        values = ph.sm_percent.known(self.ticks)
+        return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
+
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)
         return ph.cpu_percent.mean(self.ticks) if ph else proc.cpu_percent
