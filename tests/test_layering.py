@@ -21,6 +21,11 @@ TEXTUAL_FREE = [
     "gputop_hints.sources.live",
     "gputop_hints.sources.demo",
     "gputop_hints.cli",
+    "gputop_hints.hints.engine",
+    "gputop_hints.hints.config",
+    "gputop_hints.hints.evaluate",
+    "gputop_hints.sources.stream",
+    "gputop_hints.importers",
 ]
 
 

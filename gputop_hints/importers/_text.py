@@ -1,0 +1,141 @@
+"""Reading a log file as text, lazily: gzip, BOMs, UTF-16, CRLF, overlong lines.
+
+Everything here works line by line with a bounded buffer, so a multi-GB log
+costs constant memory. Lines come back without their line ending; Windows
+(CRLF) and old Mac (CR) endings are folded by universal-newline mode.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gzip
+import io
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+HEAD_BYTES = 64 * 1024
+"""How much of a file the format sniffers look at."""
+MAX_LINE_CHARS = 1024 * 1024
+"""A longer line is skipped as malformed (a log line is a few hundred bytes)."""
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+BadLine = Callable[[int, str], None]
+
+
+def _open_binary(path: Path) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
+    raw = open(path, "rb")  # noqa: SIM115 -- closed by TextSource.close
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb"), True
+    return raw, False
+
+
+def _encoding_for(head: bytes) -> str:
+    if head.startswith(codecs.BOM_UTF16_LE) or head.startswith(codecs.BOM_UTF16_BE):
+        return "utf-16"  # PowerShell's ">" writes UTF-16 with a BOM
+    return "utf-8-sig"  # strips a UTF-8 BOM when there is one
+
+
+class TextSource:
+    """One pass over a (possibly gzipped) text file, line by line."""
+
+    def __init__(self, path: Path, on_bad_line: BadLine | None = None) -> None:
+        self.path = path
+        self.on_bad_line = on_bad_line
+        self.error: str | None = None
+        """Why reading stopped early (truncated gzip...), None when it reached the end."""
+        binary, self.gzipped = _open_binary(path)
+        self._binary = binary
+        try:
+            head = binary.peek(4)[:4]
+        except (OSError, EOFError, zlib.error):
+            head = b""
+        self.encoding = _encoding_for(head)
+        self._text = io.TextIOWrapper(
+            binary, encoding=self.encoding, errors="replace", newline=None
+        )
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """(1-based line number, text without the line ending)."""
+        number = 0
+        while True:
+            try:
+                line = self._text.readline(MAX_LINE_CHARS)
+            except (EOFError, OSError, zlib.error, UnicodeError) as exc:
+                self.error = f"could not read past line {number}: {exc}"
+                if self.on_bad_line is not None:
+                    self.on_bad_line(number + 1, f"unreadable: {exc}")
+                return
+            if not line:
+                return
+            number += 1
+            if not line.endswith("\n") and len(line) >= MAX_LINE_CHARS:
+                # Overlong line (binary garbage, a missing newline): skip the rest of it.
+                try:
+                    while True:
+                        more = self._text.readline(MAX_LINE_CHARS)
+                        if not more or more.endswith("\n"):
+                            break
+                except (EOFError, OSError, zlib.error, UnicodeError):
+                    pass
+                if self.on_bad_line is not None:
+                    self.on_bad_line(number, f"line longer than {MAX_LINE_CHARS} characters")
+                continue
+            yield number, line.rstrip("\n")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, EOFError, zlib.error):
+            self._text.close()
+        with contextlib.suppress(OSError, EOFError, zlib.error):
+            self._binary.close()
+
+
+class Head:
+    """The first few KB of a file, decoded, for the format sniffers."""
+
+    def __init__(self, path: Path, max_bytes: int = HEAD_BYTES) -> None:
+        self.path = path
+        self.lines: list[str] = []
+        self.size = path.stat().st_size
+        self.gzipped = False
+        self.complete = True
+        """True when the head holds the whole file."""
+        self.error: str | None = None
+        source = TextSource(path)
+        self.gzipped = source.gzipped
+        self.encoding = source.encoding
+        total = 0
+        try:
+            for _number, line in source.lines():
+                total += len(line) + 1
+                self.lines.append(line)
+                if total >= max_bytes:
+                    self.complete = False
+                    break
+            self.error = source.error
+        finally:
+            source.close()
+
+    @property
+    def nonblank(self) -> list[str]:
+        return [line for line in self.lines if line.strip()]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def looks_binary(self) -> str | None:
+        """A reason when the head is not text (NULs, control characters, undecodable bytes)."""
+        text = self.text
+        if not text:
+            return None
+        bad = sum(
+            1 for ch in text if ch == "\ufffd" or ch == "\x00" or (ch < " " and ch not in "\t\r\n")
+        )
+        if bad > max(2, len(text) // 20):
+            return f"binary data ({bad} non-text characters in the first {len(text)})"
+        return None

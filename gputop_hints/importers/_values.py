@@ -1,0 +1,259 @@
+"""Parsing one cell of a log: numbers with units, unknown markers, timestamps.
+
+Time zones: a timestamp without a zone (nvidia-smi's ``2024/11/23 12:23:29.950``,
+dmon's ``20241123 12:23:29``, a naive ISO string) is wall-clock time of the
+machine that wrote the log, which the file does not name. We read it as local
+time of the machine doing the import -- right when you replay on the machine
+(or in the time zone) that recorded it -- and honour ``TZ`` (``TZ=UTC
+gputop-hints ...`` reads it as UTC). Epoch numbers and ISO strings with an
+offset (``Z``, ``+02:00``) are absolute and need no guess.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from datetime import datetime
+
+UNKNOWN_MARKERS = frozenset(
+    {
+        "",
+        "-",
+        "--",
+        "n/a",
+        "[n/a]",
+        "na",
+        "nan",
+        "none",
+        "null",
+        "[not supported]",
+        "not supported",
+        "[unknown error]",
+        "[insufficient permissions]",
+        "[gpu is lost]",
+        "[gpu requires reset]",
+        "err!",
+        "unknown",
+    }
+)
+
+# Bytes per unit. "MB"/"GB" in GPU logs almost always mean MiB/GiB: nvidia-smi and
+# NVML count VRAM in binary units and people copy the label loosely.
+BYTE_UNITS: dict[str, float] = {
+    "b": 1.0,
+    "byte": 1.0,
+    "bytes": 1.0,
+    "kib": 2.0**10,
+    "kb": 2.0**10,
+    "k": 2.0**10,
+    "mib": 2.0**20,
+    "mb": 2.0**20,
+    "m": 2.0**20,
+    "gib": 2.0**30,
+    "gb": 2.0**30,
+    "g": 2.0**30,
+    "tib": 2.0**40,
+    "tb": 2.0**40,
+}
+RATE_UNITS: dict[str, float] = {f"{k}/s": v for k, v in BYTE_UNITS.items()} | {
+    "kbps": 2.0**10,
+    "mbps": 2.0**20,
+}
+
+_NUMBER_RE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
+NVSMI_TIME_RE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d+)?\s*$")
+_ISO_RE = re.compile(
+    r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*"
+    r"(Z|[+-]\d{2}:?\d{2})?\s*$"
+)
+_DMON_DATE_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+_HMS_RE = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(\.\d+)?$")
+
+
+class CellError(ValueError):
+    """A cell that should hold a value does not."""
+
+
+def is_unknown(cell: str) -> bool:
+    return cell.strip().strip('"').strip().lower() in UNKNOWN_MARKERS
+
+
+def number(cell: str) -> tuple[float, str] | None:
+    """'92 %' -> (92.0, '%'); '[N/A]' -> None; garbage -> CellError."""
+    text = cell.strip().strip('"')
+    # Fast paths: "92" and "92 %" (nvidia-smi's own shapes).
+    head, _, unit = text.rpartition(" ")
+    try:
+        value = float(head or unit)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(value) and "_" not in text:
+            if not head:
+                return value, ""
+            if unit.isascii() and all(ch.isalpha() or ch in "%/" for ch in unit):
+                return value, unit
+    if text.strip().lower() in UNKNOWN_MARKERS:
+        return None
+    match = _NUMBER_RE.match(text)
+    if match is None:
+        raise CellError(f"not a number: {text[:40]!r}")
+    value = float(match.group(1))
+    if not math.isfinite(value):
+        raise CellError(f"not a finite number: {text[:40]!r}")
+    return value, match.group(2)
+
+
+def percent(cell: str) -> float | None:
+    parsed = number(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    if unit not in ("", "%"):
+        raise CellError(f"expected a percentage, got unit {unit!r}")
+    if not 0.0 <= value <= 100.0:
+        raise CellError(f"percentage {value:g} outside 0-100")
+    return value
+
+
+def byte_count(cell: str, default_scale: float) -> int | None:
+    parsed = number(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    scale = default_scale
+    if unit:
+        found = BYTE_UNITS.get(unit.lower())
+        if found is None:
+            raise CellError(f"unknown size unit {unit!r}")
+        scale = found
+    if value < 0:
+        raise CellError(f"negative size {value:g}")
+    result = value * scale
+    if result > 2.0**60:
+        raise CellError(f"implausible size {value:g}{unit}")
+    return round(result)
+
+
+def rate(cell: str, default_scale: float) -> float | None:
+    parsed = number(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    scale = default_scale
+    if unit:
+        found = RATE_UNITS.get(unit.lower())
+        if found is None:
+            raise CellError(f"unknown rate unit {unit!r}")
+        scale = found
+    if value < 0:
+        raise CellError(f"negative rate {value:g}")
+    return value * scale
+
+
+def plain(cell: str, units: tuple[str, ...], low: float, high: float) -> float | None:
+    """A number in a fixed unit (W, C, MHz...) within [low, high]."""
+    parsed = number(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    if unit and unit.lower() not in units:
+        raise CellError(f"unexpected unit {unit!r}")
+    if not low <= value <= high:
+        raise CellError(f"value {value:g} outside {low:g}-{high:g}")
+    return value
+
+
+def integer(cell: str, low: int, high: int) -> int | None:
+    value = plain(cell, (), low, high)
+    if value is None:
+        return None
+    if value != int(value):
+        raise CellError(f"not an integer: {cell.strip()[:40]!r}")
+    return int(value)
+
+
+def text(cell: str) -> str | None:
+    value = cell.strip().strip('"').strip()
+    if value.lower() in UNKNOWN_MARKERS:
+        return None
+    return value
+
+
+def _local(year: int, month: int, day: int, h: int, m: int, s: int, frac: str | None) -> float:
+    datetime(year, month, day, h, m, min(s, 59))  # validates (ValueError)
+    base = time.mktime((year, month, day, h, m, s, 0, 0, -1))
+    return base + (float(frac) if frac else 0.0)
+
+
+def epoch_number(value: float) -> tuple[float, bool]:
+    """A numeric time: (seconds, absolute?). Milli/micro/nanoseconds are scaled down;
+    numbers below 1e8 (before 1973) are taken as seconds from the start of the log."""
+    magnitude = abs(value)
+    if magnitude >= 1e17:
+        return value / 1e9, True
+    if magnitude >= 1e14:
+        return value / 1e6, True
+    if magnitude >= 1e11:
+        return value / 1e3, True
+    return value, magnitude >= 1e8
+
+
+def timestamp(cell: str) -> tuple[float, bool] | None:
+    """Any timestamp we know -> (seconds, absolute?); None when the cell says unknown.
+
+    Absolute means seconds since the epoch; relative means seconds since the start
+    of the log (a ``_runtime`` or an ``elapsed`` column)."""
+    raw = cell.strip().strip('"').strip()
+    if raw.lower() in UNKNOWN_MARKERS:
+        return None
+    m = NVSMI_TIME_RE.match(raw)
+    try:
+        if m is not None:
+            y, mo, d, hh, mm, ss, frac = m.groups()
+            return _local(int(y), int(mo), int(d), int(hh), int(mm), int(ss), frac), True
+        m = _ISO_RE.match(raw)
+        if m is not None:
+            y, mo, d, hh, mm, ss, frac, zone = m.groups()
+            if zone is None:
+                return (
+                    _local(int(y), int(mo), int(d), int(hh), int(mm), int(ss or 0), frac),
+                    True,
+                )
+            zone = "+00:00" if zone == "Z" else zone
+            if ":" not in zone:
+                zone = zone[:3] + ":" + zone[3:]
+            stamp = datetime.fromisoformat(f"{y}-{mo}-{d}T{hh}:{mm}:{ss or '00'}{frac or ''}{zone}")
+            return stamp.timestamp(), True
+    except (ValueError, OverflowError, OSError) as exc:
+        raise CellError(f"bad timestamp {raw[:40]!r}: {exc}") from exc
+    parsed = number(raw)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    if unit not in ("", "s"):
+        raise CellError(f"bad timestamp {raw[:40]!r}")
+    if value < 0:
+        raise CellError(f"negative timestamp {raw[:40]!r}")
+    return epoch_number(value)
+
+
+def dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
+    """dmon ``-o DT`` (``20241123``, ``12:23:29``) or ``-o T`` (time of day only)."""
+    m = _HMS_RE.match(time_cell.strip())
+    if m is None:
+        raise CellError(f"bad time {time_cell.strip()[:20]!r}")
+    hh, mm, ss, frac = m.groups()
+    if date_cell is None:
+        seconds = int(hh) * 3600 + int(mm) * 60 + int(ss) + (float(frac) if frac else 0.0)
+        return seconds, False
+    d = _DMON_DATE_RE.match(date_cell.strip())
+    if d is None:
+        raise CellError(f"bad date {date_cell.strip()[:20]!r}")
+    try:
+        return _local(
+            int(d.group(1)), int(d.group(2)), int(d.group(3)), int(hh), int(mm), int(ss), frac
+        ), True
+    except (ValueError, OverflowError, OSError) as exc:
+        raise CellError(f"bad date {date_cell.strip()[:20]!r}: {exc}") from exc
