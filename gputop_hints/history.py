@@ -22,7 +22,7 @@ from itertools import islice
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
 
 DEFAULT_WINDOW_S = 120.0
-DEFAULT_SNAPSHOTS_S = 30.0
+DEFAULT_SNAPSHOTS_S = 15.0
 """Whole snapshots are kept for this long only (the hints look back a few seconds);
 the per-metric series cover the full window at a fraction of the memory."""
 
