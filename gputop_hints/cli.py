@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
     from gputop_hints.model import Snapshot
     from gputop_hints.sources import Source
+    from gputop_hints.sources.stream import SnapshotStream
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -42,6 +43,10 @@ examples:
   gputop-hints --demo starved-loader   one demo scenario (see --list-scenarios)
   gputop-hints --once                  print a 2-second summary and exit
   gputop-hints --once --json           the same as one JSON document (docs/json.md)
+  gputop-hints record -o run.jsonl.gz  headless flight recorder (docs/recording.md)
+  gputop-hints replay run.jsonl.gz     the monitor on recorded data
+  gputop-hints report gpu.csv          post-mortem of a recording or an nvidia-smi/W&B log
+  gputop-hints config --print-defaults the hint thresholds, as YAML to copy and edit
   srun --jobid=<id> --overlap --pty gputop-hints    attach to a SLURM job
 
 keys in the monitor: q quit, ? help, p pause, s sort, t theme,
@@ -84,15 +89,7 @@ def _count(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gputop-hints",
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"gputop-hints {__version__}")
-
+def _add_source_args(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("what to watch")
     src.add_argument(
         "--demo",
@@ -120,6 +117,42 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit with status 2 instead of starting CPU-only when NVML cannot be loaded",
     )
+
+
+def _add_config_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="thresholds YAML (default: $GPUTOP_HINTS_CONFIG, then "
+        "$XDG_CONFIG_HOME/gputop-hints/config.yaml, then built-in; see "
+        "'gputop-hints config --print-defaults')",
+    )
+
+
+def _add_look_args(group: argparse._ArgumentGroup) -> None:
+    group.add_argument(
+        "--theme",
+        default="dark",
+        metavar="NAME",
+        help="colour theme: dark (default), light, high-contrast, monochrome, or a user theme",
+    )
+    group.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colours (also when the NO_COLOR environment variable is set)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"gputop-hints {__version__}")
+
+    _add_source_args(parser)
 
     timing = parser.add_argument_group("sampling")
     timing.add_argument(
@@ -155,24 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to sample for --once/--json (default 2)",
     )
-    parser.add_argument(
-        "--config",
-        metavar="PATH",
-        help="thresholds YAML (default: $GPUTOP_HINTS_CONFIG, then "
-        "$XDG_CONFIG_HOME/gputop-hints/config.yaml, then built-in; see "
-        "'gputop-hints config --print-defaults')",
-    )
-    out.add_argument(
-        "--theme",
-        default="dark",
-        metavar="NAME",
-        help="colour theme: dark (default), light, high-contrast, monochrome, or a user theme",
-    )
-    out.add_argument(
-        "--no-color",
-        action="store_true",
-        help="no colours (also when the NO_COLOR environment variable is set)",
-    )
+    _add_config_arg(parser)
+    _add_look_args(out)
     return parser
 
 
@@ -264,7 +281,199 @@ def config_main(argv: Sequence[str]) -> int:
     return EXIT_OK
 
 
-SUBCOMMANDS = {"config": config_main}
+def _add_input_args(parser: argparse.ArgumentParser) -> None:
+    """How to read FILE: recordings are recognised by content; logs may need hints."""
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), an nvidia-smi --query-gpu "
+        "CSV, nvidia-smi dmon output, a W&B wandb-events.jsonl, or a CSV with metric columns",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("recording", "nvidia-smi-csv", "nvidia-smi-dmon", "wandb", "csv"),
+        help="skip detection and read FILE as this format",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_positive,
+        metavar="S",
+        help="seconds between samples, for logs without timestamps",
+    )
+    parser.add_argument(
+        "--map",
+        metavar="SPEC",
+        help="which CSV column is which metric, e.g. "
+        "'sm=gpu_util,vram_used=mem_used_mb,vram_total=mem_total_mb,time=ts' (docs/import.md)",
+    )
+    _add_config_arg(parser)
+
+
+def _open_input(args: argparse.Namespace) -> SnapshotStream:
+    from gputop_hints.importers import open_stream, parse_mapping
+
+    mapping = parse_mapping(args.map) if args.map else None
+    return open_stream(args.file, format=args.format, interval_s=args.interval, mapping=mapping)
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from gputop_hints.hints.config import ConfigError
+    from gputop_hints.sources.stream import UnrecognisedFormat
+
+    return (UnrecognisedFormat, ConfigError, ValueError, OSError)
+
+
+def record_main(argv: Sequence[str]) -> int:
+    """``gputop-hints record -o FILE``: a headless flight recorder."""
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints record",
+        description="Record snapshots to a JSON Lines file (gzip when FILE ends in .gz), one "
+        "flushed line per tick, until --duration or Ctrl-C/SIGTERM. Replay it with "
+        "'gputop-hints replay FILE', summarise it with 'gputop-hints report FILE'.",
+    )
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write")
+    parser.add_argument(
+        "--interval",
+        type=_interval,
+        default=1.0,
+        metavar="S",
+        help=f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)",
+    )
+    parser.add_argument(
+        "--duration", type=_positive, metavar="S", help="stop after S seconds (default: never)"
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        metavar="N",
+        help="rotate when FILE reaches N bytes: FILE -> FILE.1 -> ... (each part reads alone)",
+    )
+    parser.add_argument(
+        "--keep", type=int, default=5, metavar="K", help="rotated parts to keep (default 5)"
+    )
+    _add_source_args(parser)
+    args = parser.parse_args(argv)
+    if args.demo is None and (args.gpus is not None or args.processes is not None):
+        parser.error("--gpus and --processes only apply to --demo")
+    from gputop_hints.recording import record
+    from gputop_hints.sources import SourceUnavailable
+
+    try:
+        source = _open_source(args)
+    except (SourceUnavailable, ValueError) as exc:
+        print(f"gputop-hints: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return record(
+            source,
+            args.output,
+            interval_s=args.interval,
+            duration_s=args.duration,
+            max_bytes=args.max_bytes,
+            keep=args.keep,
+        )
+    finally:
+        source.close()
+
+
+def report_main(argv: Sequence[str]) -> int:
+    """``gputop-hints report FILE``: a post-mortem of a recording or a log."""
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints report",
+        description="Summarise a recording or a GPU log: per-GPU statistics, time spent in "
+        "each hint with evidence and advice, and what the data cannot show.",
+    )
+    _add_input_args(parser)
+    parser.add_argument("--json", action="store_true", help="one JSON document instead of text")
+    parser.add_argument(
+        "--fail-on",
+        choices=("warning", "critical"),
+        help="exit 1 if any finding of this severity or worse was active (SLURM epilog, CI)",
+    )
+    args = parser.parse_args(argv)
+    from gputop_hints.hints.config import load
+    from gputop_hints.report import build_report
+
+    try:
+        thresholds = load(args.config)
+        stream = _open_input(args)
+    except _input_errors() as exc:
+        print(f"gputop-hints: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = build_report(stream, thresholds)
+    finally:
+        stream.close()
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(report.to_text())
+    sys.stdout.flush()
+    return report.exit_code(args.fail_on)
+
+
+def replay_main(argv: Sequence[str]) -> int:
+    """``gputop-hints replay FILE``: the monitor on recorded data."""
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints replay",
+        description="Play a recording (or a GPU log) back in the monitor, hints computed as if "
+        "live. Keys: space pause, n step, + / - speed, home / end jump, / seek to a time.",
+    )
+    _add_input_args(parser)
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="playback speed, 1-64 (default 1: real time)",
+    )
+    parser.add_argument(
+        "--window",
+        type=_positive,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help=f"seconds of history in sparklines (default {DEFAULT_WINDOW_S:g})",
+    )
+    _add_look_args(parser.add_argument_group("look"))
+    args = parser.parse_args(argv)
+    if not 1 <= args.speed <= 64:
+        parser.error(f"--speed {args.speed:g} is outside 1-64")
+    from gputop_hints.hints.config import load
+    from gputop_hints.sources.replay import ReplaySource
+
+    try:
+        thresholds = load(args.config)
+        probe = _open_input(args)
+        is_recording = probe.info.format == "recording"
+        probe.close()
+        source = ReplaySource(
+            args.file if is_recording else (lambda: _open_input(args)), speed=args.speed
+        )
+    except _input_errors() as exc:
+        print(f"gputop-hints: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    reason = _terminal_unusable()
+    if reason is not None:
+        source.close()
+        print(
+            f"gputop-hints: {reason}; replay needs a terminal "
+            f"(try 'gputop-hints report {args.file}').",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        return _run_tui(source, args, thresholds, interval_s=source.interval_s)
+    finally:
+        source.close()
+
+
+SUBCOMMANDS = {
+    "config": config_main,
+    "record": record_main,
+    "replay": replay_main,
+    "report": report_main,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -351,13 +560,18 @@ def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) 
     return EXIT_OK
 
 
-def _run_tui(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
+def _run_tui(
+    source: Source,
+    args: argparse.Namespace,
+    thresholds: Thresholds,
+    interval_s: float | None = None,
+) -> int:
     from gputop_hints.tui.app import GputopApp
 
     color = not (args.no_color or os.environ.get("NO_COLOR"))
     app = GputopApp(
         source,
-        interval_s=args.interval,
+        interval_s=args.interval if interval_s is None else interval_s,
         window_s=args.window,
         theme=args.theme,
         color=color,

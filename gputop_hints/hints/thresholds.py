@@ -185,6 +185,9 @@ class LowUtilization:
     in_use_vram_gib: float = field(
         metadata=_t(0, 1024, "GiB", "without process data, VRAM used above this means in use")
     )
+    without_process_data_below_percent: float = field(
+        metadata=_t(0, 100, "%", "threshold when no process/host data can explain low SM")
+    )
     hysteresis: Hysteresis
 
 
