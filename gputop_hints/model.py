@@ -169,6 +169,8 @@ class GpuProcess:
     name: str | None = None
     command: str = ""
     create_time: float | None = None
+    in_job: bool | None = None
+    """Whether the process belongs to the attached job (None: no job, or unknown)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -189,6 +191,26 @@ class GpuProcess:
             for w in self.workers
             if w.cpu_percent is not None and w.cpu_percent > threshold_percent
         )
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """The batch job the monitor is attached to (SLURM), when there is one."""
+
+    job_id: str
+    scheduler: str = "slurm"
+    step_id: str | None = None
+    name: str | None = None
+    user: str | None = None
+    node: str | None = None
+    cpus: tuple[int, ...] = ()
+    """Cores allocated to the job on this node (its cpuset)."""
+    gpu_indices: tuple[int, ...] | None = None
+    """NVML indices of the job's GPUs; None when not known."""
+    detected_from: str = ""
+    """How it was found, e.g. "SLURM_JOB_ID", "--job 1234 (cgroup)"."""
+    filtered: bool = True
+    """True when only the job's processes and GPUs are shown (False with --all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +235,8 @@ class Snapshot:
     """How long the source took to produce this tick (its own cost)."""
     labels: tuple[str, ...] = field(default=())
     """Ground truth for simulated data: the bottlenecks the demo scenario models."""
+    job: JobInfo | None = None
+    """The SLURM job this view is about, when attached to one."""
 
     def gpu(self, index: int) -> GpuSample | None:
         for g in self.gpus:
@@ -293,4 +317,16 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         gpu_unavailable_reason=data.get("gpu_unavailable_reason"),
         sample_duration_s=data.get("sample_duration_s"),
         labels=tuple(data.get("labels", ())),
+        job=_job_from_dict(data.get("job")),
     )
+
+
+def _job_from_dict(data: Mapping[str, Any] | None) -> JobInfo | None:
+    if not data:
+        return None
+    keys = {f.name for f in fields(JobInfo)}
+    kwargs = {k: v for k, v in data.items() if k in keys}
+    kwargs["cpus"] = tuple(data.get("cpus", ()))
+    gpus = data.get("gpu_indices")
+    kwargs["gpu_indices"] = None if gpus is None else tuple(gpus)
+    return JobInfo(**kwargs)
