@@ -20,7 +20,9 @@ from gputop_hints.tui.app import GputopApp
 DOCS = Path(__file__).resolve().parent
 
 
-async def shoot(scenario: str, size: tuple[int, int], ticks: int, out: Path, keys: str = "") -> None:
+async def shoot(
+    scenario: str, size: tuple[int, int], ticks: int, out: Path, keys: str = ""
+) -> None:
     source = DemoSource(scenario, seed=0)
     app = GputopApp(source, autostart=False, theme="dark")
     async with app.run_test(size=size) as pilot:

@@ -1,0 +1,250 @@
+"""Replay: a recording (or any SnapshotStream) played back as a :class:`Source`.
+
+Each :meth:`ReplaySource.sample` returns the next recorded snapshot with its
+recorded timestamp, so history and hints behave exactly as they did live. The
+TUI drives the pace: it calls ``sample()`` on its sampler thread every
+``interval_s / speed`` seconds (:attr:`ReplaySource.tick_interval_s`), and uses
+the controls (pause is the sampler's; :meth:`step`, :meth:`seek`,
+:meth:`seek_start`, :meth:`seek_end`, :attr:`speed`) from the UI thread; a
+lock keeps the two apart. After a seek the caller should start a fresh
+History: time jumps.
+
+Memory stays constant: for a plain recording a sparse index of (timestamp,
+byte offset, decoder state) is kept every :data:`INDEX_EVERY` ticks as the file
+is read, and a seek resumes from the nearest entry before the target; a gzip
+file cannot be entered in the middle, so a seek re-opens it and skips forward.
+
+Snapshots come back with ``source="replay"`` and a ``source_detail`` naming the
+file and the original source, so views can show a REPLAY badge.
+
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gputop_hints.model import Snapshot
+from gputop_hints.recording import DecoderState, LazyTick, RecordingStream, open_recording
+from gputop_hints.sources.stream import SnapshotStream
+
+MIN_SPEED = 1.0
+MAX_SPEED = 64.0
+INDEX_EVERY = 256
+"""Ticks between seek-index entries (plain files)."""
+
+
+class ReplayEmpty(ValueError):
+    """The file holds no snapshot to replay."""
+
+
+class ReplaySource:
+    """Plays a recording back one snapshot per ``sample()`` (a :class:`Source`).
+
+    ``target`` is a path to a recording, or a zero-argument factory returning a
+    fresh :class:`SnapshotStream` (an importer's), re-called to seek backwards.
+    At the end, ``sample()`` keeps returning the last snapshot and
+    :attr:`at_end` is True (the TUI should pause).
+    """
+
+    kind = "replay"
+    simulated = True
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Callable[[], SnapshotStream],
+        *,
+        speed: float = 1.0,
+    ) -> None:
+        self._lock = threading.RLock()
+        if callable(target):
+            self._factory: Callable[[], SnapshotStream] = target
+            self.path: Path | None = None
+        else:
+            path = Path(target)
+            self.path = path
+            self._factory = lambda: open_recording(path)
+        self._speed = 1.0
+        self.speed = speed
+        self._stream: SnapshotStream = self._factory()
+        self.info = self._stream.info
+        self._recording = isinstance(self._stream, RecordingStream) and not self._stream.gzip
+        self._index_times: list[float] = []
+        self._index: list[tuple[int, int, DecoderState]] = []
+        self._since_index = 0
+        self._iter: Iterator[tuple[float, Any]] = self._entries(None)
+        self._pending: tuple[float, Any] | None = None
+        self._last: Snapshot | None = None
+        self._at_end = False
+        first = self._peek()
+        if first is None:
+            self._stream.close()
+            raise ReplayEmpty(f"{self.info.path}: no snapshots to replay")
+        self.start_time: float = first[0]
+        self.interval_s: float = self.info.interval_s or 1.0
+        self.end_time: float | None = self._tail_time()
+        """Timestamp of the last tick: known at once for plain recordings, else after
+        :meth:`seek_end` (or once played to the end)."""
+
+    # -- the Source protocol ----------------------------------------------------
+
+    def sample(self) -> Snapshot:
+        """The next recorded snapshot (the last one again once at the end)."""
+        with self._lock:
+            while True:
+                entry = self._peek()
+                if entry is None:
+                    self._at_end = True
+                    if self._last is not None:
+                        self.end_time = self._last.timestamp
+                        return self._last
+                    raise ReplayEmpty(f"{self.info.path}: no snapshots to replay")
+                self._pending = None
+                snap = _decode(entry[1])
+                if snap is None:
+                    continue  # a malformed tick: counted in info, skipped
+                self._last = self._as_replay(snap)
+                if self._peek() is None:
+                    self._at_end = True
+                    self.end_time = snap.timestamp
+                return self._last
+
+    def close(self) -> None:
+        with self._lock:
+            self._stream.close()
+
+    # -- controls for the TUI -------------------------------------------------------
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @speed.setter
+    def speed(self, value: float) -> None:
+        """Playback speed, clamped to 1-64 (times real time)."""
+        self._speed = float(min(MAX_SPEED, max(MIN_SPEED, value)))
+
+    @property
+    def tick_interval_s(self) -> float:
+        """How often to call :meth:`sample` in wall-clock time at the current speed."""
+        return self.interval_s / self._speed
+
+    @property
+    def at_end(self) -> bool:
+        """True once the last tick has been returned (the TUI should pause)."""
+        return self._at_end
+
+    @property
+    def position(self) -> float | None:
+        """Timestamp of the snapshot returned last (None before the first)."""
+        return None if self._last is None else self._last.timestamp
+
+    def step(self) -> Snapshot:
+        """The next tick, for stepping while paused (same as :meth:`sample`)."""
+        return self.sample()
+
+    def seek(self, timestamp: float) -> None:
+        """Make the next ``sample()`` return the first tick at or after ``timestamp``
+        (the last tick when ``timestamp`` is past the end)."""
+        with self._lock:
+            start: tuple[int, int, DecoderState] | None = None
+            entry_time = -math.inf
+            if self._recording and self._index_times:
+                i = bisect.bisect_right(self._index_times, timestamp) - 1
+                if i >= 0:
+                    start, entry_time = self._index[i], self._index_times[i]
+            ahead = self._peek()
+            here = ahead[0] if ahead is not None else self.position
+            if here is None or here > timestamp or (start is not None and entry_time > here):
+                self._restart(start)
+            self._at_end = False
+            last: tuple[float, Any] | None = None
+            while (entry := self._peek()) is not None and entry[0] < timestamp:
+                last = entry
+                self._pending = None
+            if self._peek() is None and last is not None:
+                self._pending = last  # past the end: stay on the last tick
+                self.end_time = last[0]
+
+    def seek_start(self) -> None:
+        self.seek(-math.inf)
+
+    def seek_end(self) -> None:
+        """Make the next ``sample()`` return the last tick (reads to the end once)."""
+        self.seek(math.inf)
+
+    # -- internals ---------------------------------------------------------------
+
+    def _restart(self, start: tuple[int, int, DecoderState] | None) -> None:
+        self._stream.close()
+        self._stream = self._factory()
+        self._pending = None
+        self._iter = self._entries(start)
+
+    def _entries(self, start: tuple[int, int, DecoderState] | None) -> Iterator[tuple[float, Any]]:
+        """(timestamp, LazyTick or Snapshot): cheap to skip, decoded only when played."""
+        stream = self._stream
+        if isinstance(stream, RecordingStream):
+            for lazy in stream.lazy_ticks(start):
+                if self._recording:
+                    self._remember(lazy.timestamp, (lazy.offset, lazy.line_no - 1, lazy.state))
+                yield lazy.timestamp, lazy
+        else:
+            for snap in stream:
+                yield snap.timestamp, snap
+
+    def _remember(self, timestamp: float, where: tuple[int, int, DecoderState]) -> None:
+        if self._index_times and timestamp <= self._index_times[-1]:
+            return
+        self._since_index += 1
+        if self._index_times and self._since_index < INDEX_EVERY:
+            return
+        self._since_index = 0
+        self._index_times.append(timestamp)
+        self._index.append((where[0], where[1], where[2].copy()))
+
+    def _peek(self) -> tuple[float, Any] | None:
+        if self._pending is None:
+            self._pending = next(self._iter, None)
+        return self._pending
+
+    def _as_replay(self, snap: Snapshot) -> Snapshot:
+        name = Path(self.info.path).name
+        detail = f"{name}: {snap.source}" + (f" {snap.source_detail}" if snap.source_detail else "")
+        return replace(snap, source="replay", source_detail=detail)
+
+    def _tail_time(self) -> float | None:
+        """The last tick's timestamp, read from the end of a plain recording."""
+        if not self._recording or self.path is None:
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - (1 << 20)))
+                tail = f.read()
+        except OSError:
+            return None
+        for line in reversed(tail.split(b"\n")):
+            if line[:1] != b"[":
+                continue
+            try:
+                value: Any = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, list) and value and isinstance(value[0], int | float):
+                return float(value[0])
+        return None
+
+
+def _decode(item: Any) -> Snapshot | None:
+    if isinstance(item, LazyTick):
+        return item.snapshot()
+    return item if isinstance(item, Snapshot) else None
