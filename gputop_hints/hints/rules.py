@@ -158,6 +158,10 @@ def _gaps(win: Window, proc: GpuProcess, t: Thresholds, scope: Scope) -> tuple[G
         if p.pid != proc.pid
     ]
     if others and scope is Scope.PROCESS:
+        peak = win.process_sm_peak(proc)
+        if peak is None or peak < c.busy_sm_above_percent:
+            # No burst in its own trace (a light inference replica): no sawtooth to find.
+            return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
 

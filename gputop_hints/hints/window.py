@@ -130,6 +130,8 @@ class Window:
         self.gpu_active_at = gpu_active_at
         """Engine-kept time each GPU was last seen running kernels (beyond the ring)."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
+        self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
+        self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
 
     # --- sizes ----------------------------------------------------------------
 
@@ -298,6 +300,10 @@ class Window:
         values = ph.sm_percent.known(self.ticks)
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
 
+    def process_sm_peak(self, proc: GpuProcess) -> float | None:
+        ph = self.process_history(proc)
+        return ph.sm_percent.max(self.ticks) if ph else None
+
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)
         return ph.cpu_percent.mean(self.ticks) if ph else proc.cpu_percent
@@ -307,42 +313,55 @@ class Window:
         return ph.workers_cpu_percent.mean(self.ticks) if ph else proc.workers_cpu_percent
 
     @cached_property
-    def _host_side(self) -> dict[tuple[int, int], tuple[list[int], int, int]]:
-        """Per (pid, gpu): busy-worker count of each tick, and (D-state, known) state counts.
+    def _window_index(self) -> list[dict[tuple[int, int], GpuProcess]]:
+        """Each window snapshot's processes by (pid, gpu): one pass serves every lookup."""
+        return [
+            {p.key: p for p in snap.processes}
+            for snap in list(self.history.snapshots)[-self.ticks :]
+        ]
 
-        One pass over the window's snapshots serves every process (the rules ask
-        per process; doing it per process would cost processes squared).
+    def _host_side(self, proc: GpuProcess) -> tuple[list[int], int, int]:
+        """Busy-worker count per tick, and (D-state, known) state counts, for one process.
+
+        Computed only for processes a rule gets far enough to ask about.
         """
+        key = proc.key
+        cached = self._host_cache.get(key)
+        if cached is not None:
+            return cached
         threshold = self.worker_busy_percent
-        out: dict[tuple[int, int], tuple[list[int], int, int]] = {}
-        for snap in list(self.history.snapshots)[-self.ticks :]:
-            for p in snap.processes:
-                busy, d, known = out.get(p.key, ([], 0, 0))
-                busy.append(p.busy_workers(threshold))
-                for state in (p.state, *(w.state for w in p.workers)):
-                    if state is not None:
-                        known += 1
-                        d += state == "D"
-                out[p.key] = (busy, d, known)
-        return out
+        busy: list[int] = []
+        d = known = 0
+        for index in self._window_index:
+            p = index.get(key)
+            if p is None:
+                continue
+            busy.append(p.busy_workers(threshold))
+            for state in (p.state, *(w.state for w in p.workers)):
+                if state is not None:
+                    known += 1
+                    d += state == "D"
+        result = (busy, d, known)
+        self._host_cache[key] = result
+        return result
 
     def process_busy_workers_mean(self, proc: GpuProcess) -> float | None:
         """Mean number of workers above ``worker_busy_percent`` of a core, over the window."""
-        entry = self._host_side.get(proc.key)
-        if entry is None or not entry[0]:
-            return None
-        return sum(entry[0]) / len(entry[0])
+        busy, _, _ = self._host_side(proc)
+        return sum(busy) / len(busy) if busy else None
 
     def process_d_state_fraction(self, proc: GpuProcess) -> float:
         """Share of (process or worker, tick) pairs in D state, main process included."""
-        entry = self._host_side.get(proc.key)
-        if entry is None or not entry[2]:
-            return 0.0
-        return entry[1] / entry[2]
+        _, d, known = self._host_side(proc)
+        return d / known if known else 0.0
 
     def significant_processes_on(self, index: int, min_vram_bytes: float) -> list[GpuProcess]:
-        return [
-            p
-            for p in self.latest.processes
-            if p.gpu_index == index and (p.vram_bytes or 0) >= min_vram_bytes
-        ]
+        """Processes on GPU ``index`` holding at least ``min_vram_bytes`` (cached per tick)."""
+        by_gpu = self._significant.get(min_vram_bytes)
+        if by_gpu is None:
+            by_gpu = {}
+            for p in self.latest.processes:
+                if (p.vram_bytes or 0) >= min_vram_bytes:
+                    by_gpu.setdefault(p.gpu_index, []).append(p)
+            self._significant[min_vram_bytes] = by_gpu
+        return by_gpu.get(index, [])
