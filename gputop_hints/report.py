@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import textwrap
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -431,10 +432,12 @@ def _finding_block(ft: FindingTime, observed: float, width: int) -> list[str]:
         f"  [{mark}] {f.rule_label} -- {who}: {_duration(ft.seconds)} "
         f"({_pct(_share(ft.seconds, observed))}) in {ft.episodes} episode(s), "
         f"{_stamp(ft.first_seen)} -> {_stamp(ft.last_seen)}",
-        _clip(f"        {f.summary}", width),
+        *_wrap(f.summary, width, "        "),
     ]
-    lines.extend(_clip(f"        evidence: {e.describe()}", width) for e in f.evidence)
-    lines.extend(_clip(f"        advice:   {a}", width) for a in f.advice)
+    for e in f.evidence:
+        lines.extend(_wrap(e.describe(), width, "        evidence: ", "                  "))
+    for a in f.advice:
+        lines.extend(_wrap(a, width, "        advice:   ", "                  "))
     if f.anchor:
         lines.append(f"        more:     docs/hints.md#{f.anchor}")
     return lines
@@ -442,6 +445,18 @@ def _finding_block(ft: FindingTime, observed: float, width: int) -> list[str]:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "~"
+
+
+def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
+    """Word-wrap ``text`` to ``width`` (a report is read in full: nothing is cut off)."""
+    return textwrap.wrap(
+        text,
+        max(width, len(first) + 20),
+        initial_indent=first,
+        subsequent_indent=first if rest is None else rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
 
 
 def _share(seconds: float, observed: float) -> float | None:
