@@ -21,7 +21,7 @@ from gputop_hints.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, collect
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
-    from gputop_hints.model import Snapshot
+    from gputop_hints.model import JobInfo, Snapshot
     from gputop_hints.sources import Source
     from gputop_hints.sources.stream import SnapshotStream
 
@@ -113,6 +113,17 @@ def _add_source_args(parser: argparse.ArgumentParser) -> None:
     )
     src.add_argument("--seed", type=int, default=0, help="demo: random seed (default 0)")
     src.add_argument(
+        "--job",
+        metavar="ID",
+        help="attach to SLURM job ID from outside it (e.g. a login shell on the node); "
+        "inside a job (srun --jobid=ID --overlap) it is found by itself",
+    )
+    src.add_argument(
+        "--all",
+        action="store_true",
+        help="inside a job, show every GPU process on the node, the job's marked",
+    )
+    src.add_argument(
         "--require-gpu",
         action="store_true",
         help="exit with status 2 instead of starting CPU-only when NVML cannot be loaded",
@@ -203,10 +214,23 @@ def _open_source(args: argparse.Namespace) -> Source:
             processes=args.processes,
             seed=args.seed,
             interval_s=args.interval,
+            job=_demo_job(args),
         )
     from gputop_hints.sources.live import LiveSource
 
-    return LiveSource(args.interval, require_gpu=args.require_gpu)
+    return LiveSource(
+        args.interval, require_gpu=args.require_gpu, job=args.job, all_processes=args.all
+    )
+
+
+def _demo_job(args: argparse.Namespace) -> JobInfo | None:
+    """The SLURM job the demo runs in, if any: the header shows it, the GPUs stay simulated."""
+    from gputop_hints.jobs import detect_job
+
+    context = detect_job(job_id=args.job)
+    if context is None:
+        return None
+    return context.info(filtered=False)
 
 
 def _print_scenarios() -> None:

@@ -38,6 +38,24 @@ PCIE_LANE_BYTES_PER_S: Mapping[int, float] = {
 }
 
 
+# Clock event reasons ("throttle reasons" before driver 535), bit -> name, as in
+# nvml.h's nvmlClocksEventReason* constants. The live source decodes NVML's mask
+# with it, the importers nvidia-smi's hex column: one naming everywhere.
+CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
+    (0x0001, "gpu_idle"),
+    (0x0002, "applications_clocks_setting"),
+    (0x0004, "sw_power_cap"),
+    (0x0008, "hw_slowdown"),
+    (0x0010, "sync_boost"),
+    (0x0020, "sw_thermal"),
+    (0x0040, "hw_thermal"),
+    (0x0080, "hw_power_brake"),
+    (0x0100, "display_clocks_setting"),
+    (0x0200, "board_limit"),
+    (0x0400, "reliability"),
+)
+
+
 def pcie_link_bytes_per_s(generation: int | None, width: int | None) -> float | None:
     """Theoretical one-direction bandwidth of a PCIe link, or None if unknown."""
     if generation is None or width is None or width <= 0:
@@ -211,6 +229,15 @@ class JobInfo:
     """How it was found, e.g. "SLURM_JOB_ID", "--job 1234 (cgroup)"."""
     filtered: bool = True
     """True when only the job's processes and GPUs are shown (False with --all)."""
+    processes: tuple[WorkerProcess, ...] = ()
+    """Every process of the job on this node -- with or without a GPU context --
+    each with its own CPU %, parents before children (by pid within a level).
+    The job's picture in CPU-only mode; GPU rows repeat some of these pids."""
+    cpu_percent: float | None = None
+    """Summed CPU % of ``processes`` (% of one core; 200 = two cores busy)."""
+    foreign_cpu_percent: float | None = None
+    """Share of the job's cores (0-100 of their capacity) used by processes
+    outside the job: other jobs oversubscribing the node. None when unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +354,11 @@ def _job_from_dict(data: Mapping[str, Any] | None) -> JobInfo | None:
     keys = {f.name for f in fields(JobInfo)}
     kwargs = {k: v for k, v in data.items() if k in keys}
     kwargs["cpus"] = tuple(data.get("cpus", ()))
+    worker_keys = {f.name for f in fields(WorkerProcess)}
+    kwargs["processes"] = tuple(
+        WorkerProcess(**{k: v for k, v in p.items() if k in worker_keys})
+        for p in data.get("processes", ())
+    )
     gpus = data.get("gpu_indices")
     kwargs["gpu_indices"] = None if gpus is None else tuple(gpus)
     return JobInfo(**kwargs)

@@ -111,3 +111,19 @@ def test_snapshots_are_frozen() -> None:
     snap = _snapshot()
     with pytest.raises(AttributeError):
         snap.gpus[0].sm_percent = 5.0  # type: ignore[misc]
+
+
+def test_job_round_trips_with_its_processes() -> None:
+    from gputop_hints.model import JobInfo
+
+    job = JobInfo(
+        job_id="42",
+        cpus=(0, 1, 2, 3),
+        gpu_indices=(1,),
+        processes=(WorkerProcess(100, cpu_percent=99.0, state="R", name="python"),),
+        cpu_percent=99.0,
+        detected_from="SLURM_JOB_ID",
+    )
+    snap = Snapshot(timestamp=1.0, interval_s=1.0, host=_host(), job=job)
+    back = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))))
+    assert back.job == job

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.importers import _values as v
-from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.stream import (
     ALL_METRICS,
     METRIC_MEMORY_ACCESS,
@@ -31,20 +31,6 @@ from gputop_hints.sources.stream import (
 
 MIB = 2.0**20
 
-# Clock event reason bits (nvml.h), as the live source names them.
-CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
-    (0x0001, "gpu_idle"),
-    (0x0002, "applications_clocks_setting"),
-    (0x0004, "sw_power_cap"),
-    (0x0008, "hw_slowdown"),
-    (0x0010, "sync_boost"),
-    (0x0020, "sw_thermal"),
-    (0x0040, "hw_thermal"),
-    (0x0080, "hw_power_brake"),
-    (0x0100, "display_clocks_setting"),
-    (0x0200, "board_limit"),
-    (0x0400, "reliability"),
-)
 
 ROLES = (
     "time",
@@ -189,7 +175,7 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
                     except ValueError as exc:
                         raise v.CellError(f"bad bitmask {raw[:30]!r}") from exc
                     throttle = throttle or set()
-                    throttle.update(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
+                    throttle.update(name for bit, name in CLOCK_EVENT_REASONS if mask & bit)
             elif role.startswith("throttle:"):
                 flag = _truthy_flag(cell)
                 if flag is not None:

@@ -38,10 +38,20 @@ import psutil
 from nvitop.api import Device, libnvml
 from nvitop.api import host as nvitop_host
 
+from gputop_hints.jobs import (
+    ForeignLoad,
+    GpuId,
+    JobContext,
+    JobMembership,
+    detect_job,
+    job_exists,
+)
 from gputop_hints.model import (
+    CLOCK_EVENT_REASONS,
     GpuProcess,
     GpuSample,
     HostSample,
+    JobInfo,
     Snapshot,
     UtilizationSample,
     WorkerProcess,
@@ -54,21 +64,6 @@ NVITOP_LIBNVML_LOGGER = "nvitop.api.libnvml"
 
 DEMO_HINT = "Try --demo to see the monitor with simulated GPUs."
 
-# Clock event reasons ("throttle reasons" before driver 535), bit -> name, as in
-# nvml.h's nvmlClocksEventReason* / nvmlClocksThrottleReason* constants.
-CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
-    (0x0001, "gpu_idle"),
-    (0x0002, "applications_clocks_setting"),
-    (0x0004, "sw_power_cap"),
-    (0x0008, "hw_slowdown"),
-    (0x0010, "sync_boost"),
-    (0x0020, "sw_thermal"),
-    (0x0040, "hw_thermal"),
-    (0x0080, "hw_power_brake"),
-    (0x0100, "display_clocks_setting"),
-    (0x0200, "board_limit"),
-    (0x0400, "reliability"),
-)
 _KNOWN_REASON_BITS = 0
 for _bit, _ in CLOCK_EVENT_REASONS:
     _KNOWN_REASON_BITS |= _bit
@@ -245,9 +240,17 @@ class _ProcessReading:
 class _ProcStat:
     """The fields of one ``/proc/<pid>/stat`` line that a tick needs."""
 
-    __slots__ = ("cpu_ticks", "ppid", "rss_pages", "start", "state")
+    __slots__ = ("cpu_ticks", "last_cpu", "ppid", "rss_pages", "start", "state")
 
-    def __init__(self, state: str, ppid: int, cpu_ticks: int, start: int, rss_pages: int) -> None:
+    def __init__(
+        self,
+        state: str,
+        ppid: int,
+        cpu_ticks: int,
+        start: int,
+        rss_pages: int,
+        last_cpu: int | None = None,
+    ) -> None:
         self.state = state
         self.ppid = ppid
         self.cpu_ticks = cpu_ticks
@@ -255,6 +258,8 @@ class _ProcStat:
         self.start = start
         """Start time in clock ticks since boot: with the pid, the process's identity."""
         self.rss_pages = rss_pages
+        self.last_cpu = last_cpu
+        """The core it last ran on (proc(5) field 39)."""
 
 
 @dataclass
@@ -300,8 +305,9 @@ def _scan_proc() -> _ProcTable | None:
             os.close(fd)
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
         # count from the last ')'. After it, index 0 is proc(5) field 3 (state),
-        # 1 the ppid, 11/12 utime/stime, 19 starttime, 21 rss (pages).
-        fields = data[data.rfind(b")") + 2 :].split(b" ", 22)
+        # 1 the ppid, 11/12 utime/stime, 19 starttime, 21 rss (pages), 36 the
+        # core it last ran on.
+        fields = data[data.rfind(b")") + 2 :].split(b" ", 37)
         if len(fields) < 23:
             continue
         try:
@@ -312,6 +318,7 @@ def _scan_proc() -> _ProcTable | None:
                 cpu_ticks=int(fields[11]) + int(fields[12]),
                 start=int(fields[19]),
                 rss_pages=int(fields[21]),
+                last_cpu=int(fields[36]) if len(fields) > 37 else None,
             )
         except ValueError:
             continue
@@ -527,6 +534,11 @@ def _cpu_total(times: Any) -> float:
     return total - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
 
 
+def _tree(table: _ProcTable) -> dict[int, tuple[int, int]]:
+    """``{pid: (ppid, start)}``: what job membership needs from a /proc scan."""
+    return {pid: (st.ppid, st.start) for pid, st in table.stats.items()}
+
+
 def _allowed_cores() -> tuple[int, ...]:
     try:
         return tuple(sorted(os.sched_getaffinity(0)))
@@ -544,12 +556,32 @@ class LiveSource:
     each snapshot, and the look-back for the first batch of buffered NVML
     utilization samples). With ``require_gpu=True`` a machine where NVML is not
     usable raises :class:`SourceUnavailable` instead of running CPU-only.
+
+    Job context (see :mod:`gputop_hints.jobs`): inside a SLURM job (or with
+    ``job="ID"``, attaching from outside it) each snapshot carries a
+    :class:`~gputop_hints.model.JobInfo` in ``Snapshot.job`` -- with all of the
+    job's processes on this node and their CPU %, and the share of its cores
+    that processes outside it take -- ``HostSample.allowed_cores`` holds the
+    job's cores, and every GPU process row says ``in_job``. By default only
+    the job's GPUs and GPU processes are reported; ``all_processes=True``
+    (``--all``) reports everything. ``detect_job=False`` ignores the
+    environment (a plain node's behaviour even inside a job). A ``job`` that
+    SLURM says is not running raises :class:`SourceUnavailable`.
     """
 
     kind = "live"
     simulated = False
 
-    def __init__(self, interval_s: float = 1.0, *, require_gpu: bool = False) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        *,
+        require_gpu: bool = False,
+        job: str | None = None,
+        all_processes: bool = False,
+        detect_job: bool = True,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.interval_s = interval_s
         self._lock = threading.Lock()
         self._closed = False
@@ -569,6 +601,60 @@ class LiveSource:
             log.info("live source without GPUs: %s", self.gpu_unavailable_reason)
         if self.gpu_unavailable_reason is not None and require_gpu:
             raise SourceUnavailable(self.gpu_unavailable_reason)
+        self.job: JobContext | None = None
+        """The attached job (None on a plain node, or with ``detect_job=False``)."""
+        self.all_processes = all_processes
+        self._membership: JobMembership | None = None
+        self._foreign: ForeignLoad | None = None
+        self._job_gpus: tuple[int, ...] | None = None
+        if job is not None or detect_job:
+            self._attach(job, environ)
+
+    def _attach(self, job_id: str | None, environ: Mapping[str, str] | None) -> None:
+        members: frozenset[int] = frozenset()
+        if job_id is not None:
+            job_id = job_id.strip()
+            if not job_id.isdigit() and not job_id.replace("_", "").isdigit():
+                raise SourceUnavailable(f"--job {job_id!r}: not a SLURM job id")
+            if job_exists(job_id, environ) is False:
+                raise SourceUnavailable(
+                    f"SLURM job {job_id} is not running (scontrol does not list it)."
+                )
+            membership = JobMembership(job_id)
+            table = _scan_proc()
+            if table is not None:
+                members = membership.update(_tree(table))
+        context = detect_job(environ, job_id=job_id, members=members)
+        if context is None:
+            return
+        self.job = context
+        self._membership = JobMembership(context.job_id)
+        if context.cpus:
+            self._foreign = ForeignLoad(context.cpus)
+        ids = [
+            GpuId(
+                s.index,
+                s.uuid,
+                _int_or_none(self._query(s, "nvmlDeviceGetMinorNumber"))
+                if s.handle is not None
+                else None,
+            )
+            for s in self._gpus
+        ]
+        self._job_gpus = context.gpu_indices(ids, self._mig_parent) if ids else None
+        log.info("attached to SLURM job %s (%s)", context.job_id, context.detected_from)
+
+    @staticmethod
+    def _mig_parent(mig_uuid: str) -> int | None:
+        """NVML index of the GPU a ``MIG-<uuid>`` instance lives on."""
+        try:
+            handle = libnvml.nvmlQuery("nvmlDeviceGetHandleByUUID", mig_uuid, ignore_errors=False)
+            parent = libnvml.nvmlQuery(
+                "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", handle, ignore_errors=False
+            )
+            return _int_or_none(libnvml.nvmlQuery("nvmlDeviceGetIndex", parent))
+        except libnvml.NVMLError:
+            return None
 
     def _start_nvml(self) -> None:
         with _quiet_nvitop_init():
@@ -609,6 +695,7 @@ class LiveSource:
             timestamp = time.time()
             gpus: list[GpuSample] = []
             raw_processes: list[tuple[int, int, _NvmlProcess]] = []
+            self._processes.begin_tick()
             if not self._closed:
                 for state in self._gpus:
                     try:
@@ -618,7 +705,17 @@ class LiveSource:
                         sample, procs = GpuSample(state.index, state.name, state.uuid), {}
                     gpus.append(sample)
                     raw_processes.extend((state.index, pid, p) for pid, p in procs.items())
-            processes = self._host_side(raw_processes)
+            table: _ProcTable | None = None
+            if raw_processes or (self._membership is not None and not self._closed):
+                table = _scan_proc()
+            members: frozenset[int] | None = None
+            if self._membership is not None and table is not None and not self._closed:
+                members = self._membership.update(_tree(table), self._name_of)
+            processes = self._host_side(raw_processes, table, members)
+            job: JobInfo | None = None
+            if self.job is not None and not self._closed:
+                gpus, processes, job = self._job_view(gpus, processes, table, members)
+            self._processes.end_tick()
             host = self._sample_host()
             reason = self.gpu_unavailable_reason
             if self._closed and reason is None:
@@ -635,6 +732,7 @@ class LiveSource:
                 cuda_driver_version=self.cuda_driver_version,
                 gpu_unavailable_reason=reason,
                 sample_duration_s=time.perf_counter() - started,
+                job=job,
             )
 
     def _log_gpu_failure(self, state: _GpuState, exc: Exception) -> None:
@@ -889,7 +987,12 @@ class LiveSource:
 
     # -- processes ---------------------------------------------------------------
 
-    def _host_side(self, raw: list[tuple[int, int, _NvmlProcess]]) -> tuple[GpuProcess, ...]:
+    def _host_side(
+        self,
+        raw: list[tuple[int, int, _NvmlProcess]],
+        table: _ProcTable | None,
+        members: frozenset[int] | None,
+    ) -> tuple[GpuProcess, ...]:
         """GpuProcess rows: NVML's view of each (gpu, pid) plus the host's view of the pid.
 
         A pid NVML lists but the host cannot see (it just exited, or it lives in
@@ -897,10 +1000,8 @@ class LiveSource:
         row -- it does hold VRAM -- with None for every host-side field.
         """
         tracker = self._processes
-        tracker.begin_tick()
         rows: list[GpuProcess] = []
         gpu_pids = {pid for _, pid, _ in raw}
-        table = _scan_proc() if raw else None
         children: Mapping[int, list[int]] = {}
         if table is not None:
             children = table.children
@@ -914,8 +1015,11 @@ class LiveSource:
                 workers_of[pid] = (
                     self._workers(pid, children, table, gpu_pids) if reading is not None else ()
                 )
+            in_job: bool | None = None
             if reading is None:
-                reading = _ProcessReading()
+                reading = _ProcessReading()  # invisible here: membership unknown
+            elif members is not None:
+                in_job = pid in members
             rows.append(
                 GpuProcess(
                     pid=pid,
@@ -931,9 +1035,9 @@ class LiveSource:
                     name=reading.name,
                     command=reading.command,
                     create_time=reading.create_time,
+                    in_job=in_job,
                 )
             )
-        tracker.end_tick()
         return tuple(rows)
 
     def _workers(
@@ -972,6 +1076,87 @@ class LiveSource:
             stack.extend(sorted(children.get(child, ()), reverse=True))
         return tuple(out)
 
+    # -- job ---------------------------------------------------------------------
+
+    def _name_of(self, pid: int) -> str | None:
+        """Process name (comm), for leaving SLURM's own slurmstepd out of the job."""
+        try:
+            with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    def _job_view(
+        self,
+        gpus: list[GpuSample],
+        processes: tuple[GpuProcess, ...],
+        table: _ProcTable | None,
+        members: frozenset[int] | None,
+    ) -> tuple[list[GpuSample], tuple[GpuProcess, ...], JobInfo]:
+        """Filter to the job (unless ``all_processes``) and describe it for this tick."""
+        assert self.job is not None
+        job_gpus: set[int] | None = None if self._job_gpus is None else set(self._job_gpus)
+        observed = {p.gpu_index for p in processes if p.in_job}
+        if job_gpus is not None:
+            job_gpus |= observed
+        filtered = not self.all_processes
+        if filtered:
+            processes = tuple(p for p in processes if p.in_job)
+            if job_gpus is not None:
+                gpus = [g for g in gpus if g.index in job_gpus]
+        rows: tuple[WorkerProcess, ...] = ()
+        total: float | None = None
+        foreign: float | None = None
+        if table is not None and members is not None:
+            rows = self._job_processes(table, members)
+            known = [r.cpu_percent for r in rows if r.cpu_percent is not None]
+            total = sum(known) if known else None
+            if self._foreign is not None:
+                foreign = self._foreign.update(
+                    (
+                        (pid, st.start, st.cpu_ticks / _CLOCK_TICKS, st.last_cpu, st.ppid)
+                        for pid, st in table.stats.items()
+                    ),
+                    members,
+                    table.taken_at,
+                )
+        info = self.job.info(
+            gpu_indices=None if job_gpus is None else tuple(sorted(job_gpus)),
+            filtered=filtered,
+            processes=rows,
+            cpu_percent=total,
+            foreign_cpu_percent=foreign,
+        )
+        return gpus, processes, info
+
+    def _job_processes(
+        self, table: _ProcTable, members: frozenset[int]
+    ) -> tuple[WorkerProcess, ...]:
+        """Every member with its CPU %, parents before children."""
+        out: list[WorkerProcess] = []
+        roots = sorted(p for p in members if table.stats[p].ppid not in members)
+        stack = list(reversed(roots))
+        seen: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            reading = self._processes.read(pid, table, details=False)
+            if reading is not None:
+                out.append(
+                    WorkerProcess(
+                        pid=pid,
+                        cpu_percent=reading.cpu_percent,
+                        rss_bytes=reading.rss_bytes,
+                        state=reading.state,
+                        name=reading.name,
+                    )
+                )
+            kids = [c for c in table.children.get(pid, ()) if c in members]
+            stack.extend(sorted(kids, reverse=True))
+        return tuple(out)
+
     # -- host --------------------------------------------------------------------
 
     def _sample_host(self) -> HostSample:
@@ -986,10 +1171,11 @@ class LiveSource:
         load: tuple[float, float, float] | None = None
         with contextlib.suppress(OSError, AttributeError):
             load = os.getloadavg()
+        allowed = self.job.cpus if self.job is not None and self.job.cpus else _allowed_cores()
         return HostSample(
             hostname=self._hostname,
             cpu_percent_per_core=per_core,
-            allowed_cores=_allowed_cores(),
+            allowed_cores=allowed,
             iowait_percent=iowait,
             memory_used_bytes=memory_used,
             memory_total_bytes=memory_total,

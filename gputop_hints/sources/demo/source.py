@@ -36,6 +36,7 @@ from gputop_hints.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    JobInfo,
     Snapshot,
     UtilizationSample,
     WorkerProcess,
@@ -129,10 +130,14 @@ class DemoSource:
         interval_s: float = 1.0,
         start_time: float = 1_700_000_000.0,
         cores: int | None = None,
+        job: JobInfo | None = None,
     ) -> None:
         if not interval_s > 0 or not math.isfinite(interval_s):
             raise ValueError(f"interval must be a positive number of seconds, got {interval_s}")
         self.scenario = scenario
+        self.job = job
+        """A real job the demo runs inside (``srun --pty gputop-hints --demo``): shown in
+        the header so the attachment can be checked without a GPU; the GPUs stay simulated."""
         self.seed = seed
         self.interval_s = float(interval_s)
         self.start_time = float(start_time)
@@ -343,6 +348,7 @@ class DemoSource:
             cuda_driver_version=CUDA_DRIVER_VERSION,
             sample_duration_s=time.perf_counter() - started,
             labels=tuple(dict.fromkeys(labels)),
+            job=self.job,
         )
 
     # --- pieces of a tick -------------------------------------------------------
