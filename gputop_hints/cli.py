@@ -442,7 +442,8 @@ def replay_main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="gputop-hints replay",
         description="Play a recording (or a GPU log) back in the monitor, hints computed as if "
-        "live. Keys: space pause, n step, + / - speed, home / end jump, / seek to a time.",
+        "live. Keys: space pause, n step, + / - speed, g / G jump to start / end, / seek to a "
+        "time.",
     )
     _add_input_args(parser)
     parser.add_argument(

@@ -95,7 +95,18 @@ class Tmux:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.pane("#{pane_dead}") == "1":
-                return int(self.pane("#{pane_dead_status}") or -1)
+                status = self.pane("#{pane_dead_status}")
+                for _ in range(10):  # tmux may mark the pane dead before it has the status
+                    if status:
+                        break
+                    time.sleep(0.1)
+                    status = self.pane("#{pane_dead_status}")
+                if not status:
+                    signal = self.pane("#{pane_dead_signal}")
+                    raise AssertionError(
+                        f"gputop-hints was killed by signal {signal}; screen:\n{self.screen()}"
+                    )
+                return int(status)
             time.sleep(0.1)
         raise AssertionError(f"gputop-hints did not exit; screen:\n{self.screen()}")
 

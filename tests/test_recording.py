@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +30,7 @@ from gputop_hints.sources.stream import UnrecognisedFormat
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def demo_snapshots(n: int, scenario: str = "mixed", **kwargs: int) -> list[Snapshot]:
+def demo_snapshots(n: int, scenario: str = "mixed", **kwargs: Any) -> list[Snapshot]:
     source = DemoSource(scenario, **kwargs)
     return [source.sample() for _ in range(n)]
 

@@ -1340,6 +1340,12 @@ def _all_findings() -> list[Finding]:
     run = Run(history_s=600.0)
     run.feed([Tick((G(sm=0.0),), (P(vram_gib=40.0),))] * 310)
     histories.append(run.history)
+    # attached to a SLURM job whose cores other processes load (tests/test_rules_job.py)
+    from tests.test_rules_job import _tick as job_tick
+
+    job_history = History(120.0, 1.0)
+    job_history.extend(job_tick(float(t), foreign=40.0, sm=30.0) for t in range(20))
+    histories.append(job_history)
     out: list[Finding] = []
     for h in histories:
         out += shown(h)

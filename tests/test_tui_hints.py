@@ -8,6 +8,7 @@ detail screen's text -- not only from the engine's state.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ TICKS = 30
 
 
 def make_app(
-    scenario: str, thresholds: Thresholds | None = None, **demo: int
+    scenario: str, thresholds: Thresholds | None = None, **demo: Any
 ) -> tuple[GputopApp, DemoSource]:
     source = DemoSource(scenario, seed=0, **demo)
     return GputopApp(source, autostart=False, thresholds=thresholds), source

@@ -98,6 +98,13 @@ CATALOGUE: tuple[RuleInfo, ...] = (
         "steps to see where.",
         "gpu",
     ),
+    RuleInfo(
+        "cores-contended",
+        "Job's cores shared",
+        "Attached to a SLURM job, processes outside it use a large share of the cores the job "
+        "was allocated: its workers get less CPU than it asked for.",
+        "process",
+    ),
 )
 
 BY_RULE = {info.rule: info for info in CATALOGUE}

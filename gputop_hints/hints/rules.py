@@ -143,7 +143,9 @@ def _sm_evidence(
     return device, Scope.DEVICE, [Evidence(note, None, "fallback", "", Scope.DEVICE, met=None)]
 
 
-def _gaps(win: Window, proc: GpuProcess, t: Thresholds, scope: Scope) -> tuple[Gaps | None, Scope]:
+def _gaps(
+    win: Window, proc: GpuProcess, t: Thresholds, scope: Scope, need_burst: bool = False
+) -> tuple[Gaps | None, Scope]:
     """Idle gaps as this process sees them.
 
     The device trace (with NVML's sub-second samples where there are any) is the
@@ -159,7 +161,7 @@ def _gaps(win: Window, proc: GpuProcess, t: Thresholds, scope: Scope) -> tuple[G
     ]
     if others and scope is Scope.PROCESS:
         peak = win.process_sm_peak(proc)
-        if peak is None or peak < c.busy_sm_above_percent:
+        if need_burst and (peak is None or peak < c.busy_sm_above_percent):
             # No burst in its own trace (a light inference replica): no sawtooth to find.
             return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
@@ -177,7 +179,7 @@ def input_starved(win: Window, t: Thresholds) -> list[Finding]:
         sm, scope, notes = _sm_evidence(win, proc, t)
         if sm is None or sm >= c.sm_mean_below_percent:
             continue
-        gaps, gaps_scope = _gaps(win, proc, t, scope)
+        gaps, gaps_scope = _gaps(win, proc, t, scope, need_burst=True)
         if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
             continue
         if gaps.peak_percent < c.busy_sm_above_percent:
@@ -208,6 +210,7 @@ def _starved_finding(
     iowait = win.iowait_percent
     d_frac = win.process_d_state_fraction(proc)
     allowed = win.allowed_core_count
+    job = win.latest.job
     n_workers = len(proc.workers)
     gap_fraction = gaps.fraction
     fine = gaps.fine
@@ -245,7 +248,11 @@ def _starved_finding(
             met=None,
         ),
         Evidence(
-            f"allowed cores busy ({allowed} cores)",
+            (
+                f"job {job.job_id}'s cores busy ({allowed} allocated)"
+                if job is not None
+                else f"allowed cores busy ({allowed} cores)"
+            ),
             cores_busy,
             f"saturated at >= {g.cores_busy_percent:g}",
             "%",
@@ -278,12 +285,18 @@ def _starved_finding(
         )
     elif cores_busy is not None and cores_busy >= g.cores_busy_percent:
         subtype, label = "cpu-bound", "starved: CPU-bound input"
+        where = (
+            f"{allowed} of {allowed} allocated cores"
+            if job is not None
+            else (f"all {allowed} allowed cores")
+        )
         summary = (
-            f"The GPU idles in gaps while all {allowed} allowed cores are {cores_busy:.0f} % "
-            "busy: the input pipeline needs more CPU than the job has."
+            f"The GPU idles in gaps while {where} are {cores_busy:.0f} % busy: the input "
+            "pipeline needs more CPU than the job has."
         )
         advice = (
-            f"Ask for more cores (SLURM: --cpus-per-task, now {allowed}).",
+            f"Ask for more cores (SLURM: --cpus-per-task, now {allowed})"
+            + (f" -- job {job.job_id} has {allowed} on this node." if job is not None else "."),
             "Make augmentation cheaper or move it to the GPU (torchvision.transforms.v2 on "
             "GPU tensors, NVIDIA DALI).",
             "Decode / resize / tokenize once, offline, and train from the cached result.",
@@ -874,6 +887,61 @@ def low_utilization(win: Window, t: Thresholds) -> list[Finding]:
     return out
 
 
+# --- the job's cores are loaded by others --------------------------------------------
+
+
+def cores_contended(win: Window, t: Thresholds) -> list[Finding]:
+    """Processes outside the attached job use a large share of the job's own cores."""
+    c = t.cores_contended
+    job = win.latest.job
+    if job is None or not job.cpus:
+        return []
+    shares = [
+        s.job.foreign_cpu_percent
+        for s in list(win.history.snapshots)[-win.ticks :]
+        if s.job is not None and s.job.foreign_cpu_percent is not None
+    ]
+    if not shares:
+        return []
+    share = sum(shares) / len(shares)
+    if share < c.foreign_share_above_percent:
+        return []
+    out: list[Finding] = []
+    for proc in win.processes():
+        if proc.in_job is False:
+            continue
+        out.append(
+            Finding(
+                rule="cores-contended",
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=Severity.WARNING,
+                label=f"cores shared: {share:.0f}% other",
+                summary=(
+                    f"Processes outside job {job.job_id} use {share:.0f} % of the "
+                    f"{len(job.cpus)} cores allocated to it: its DataLoader workers and main "
+                    "process get less CPU than the job asked for."
+                ),
+                advice=(
+                    "Tell the admins: another job (or a login-node process) runs on cores "
+                    "SLURM gave to this one -- a missing cgroup/affinity constraint.",
+                    "Until fixed, fewer DataLoader workers than allocated cores avoids "
+                    "fighting over the shared ones.",
+                ),
+                evidence=(
+                    Evidence(
+                        "job's cores used by other processes (mean)",
+                        share,
+                        f">= {c.foreign_share_above_percent:g}",
+                        "%",
+                        Scope.HOST,
+                    ),
+                ),
+                anchor="cores-contended",
+            )
+        )
+    return out
+
+
 LOW_UTILIZATION_EXPLAINED_BY = frozenset(
     {"input-starved", "small-batch", "pcie-thrash", "idle-holding-vram", "straggler"}
 )
@@ -892,6 +960,7 @@ ALL_RULES: tuple[tuple[str, Rule], ...] = (
     ("throttled", throttled),
     ("straggler", straggler),
     ("low-utilization", low_utilization),
+    ("cores-contended", cores_contended),
 )
 
 

@@ -192,6 +192,14 @@ class LowUtilization:
 
 
 @dataclass(frozen=True)
+class CoresContended:
+    foreign_share_above_percent: float = field(
+        metadata=_t(0, 100, "%", "share of the job's cores used by processes outside the job")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """Every threshold the rules use. Load with :meth:`defaults` or ``config.load``."""
 
@@ -207,6 +215,7 @@ class Thresholds:
     throttled: Throttled
     straggler: Straggler
     low_utilization: LowUtilization
+    cores_contended: CoresContended
 
     @staticmethod
     def defaults() -> Thresholds:

@@ -11,6 +11,14 @@ and rebuild their lines lazily.
 
 Everything time-related on screen comes from snapshot timestamps, so a run fed
 a fixed sequence of snapshots (``autostart=False``) draws the same every time.
+
+Replay (a :class:`~gputop_hints.sources.replay.ReplaySource`): a
+:class:`~gputop_hints.tui.replay_player.ReplayPlayer` thread takes the
+sampler's place. It reads the recording, several ticks per refresh at high
+speed, and posts them as one :class:`ReplayBatchReady`; :meth:`GputopApp.ingest_many`
+puts each through history and the hints, as live, and repaints once. Pause,
+step, speed and seeks are commands to that thread; after a seek, history and
+hints start over from a pre-roll of the window before the target.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from textual import events
@@ -35,13 +43,21 @@ from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.sampler import Sampler
 from gputop_hints.sources import Source
+from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui.detail import ProcessDetailScreen
-from gputop_hints.tui.messages import SamplingFailed, SnapshotReady
+from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
+from gputop_hints.tui.replay_player import ReplayBatch, ReplayPlayer, clamp_speed
+from gputop_hints.tui.replay_time import SeekError, parse_seek, span_text, speed_text
 from gputop_hints.tui.themes import DEFAULT_THEME, MONOCHROME_THEME, ThemeSet, load_themes
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel, lines_needed
 from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, GpuPanel
-from gputop_hints.tui.widgets.header import APP_NAME, GpuUnavailableBanner, HeaderBar
+from gputop_hints.tui.widgets.header import (
+    APP_NAME,
+    GpuUnavailableBanner,
+    HeaderBar,
+    ReplayStatus,
+)
 from gputop_hints.tui.widgets.process_table import ProcessTable
 
 RICH_PANEL_MIN_WIDTH = 76
@@ -75,7 +91,26 @@ class GputopApp(App[None]):
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "cycle_theme", "Theme"),
+        # Replay only (check_action hides them otherwise). Arrows, home and end
+        # stay with the process table.
+        Binding("space", "toggle_pause", "Pause", show=False),
+        Binding("n", "replay_step", "Step"),
+        Binding("plus,equals_sign", "replay_faster", "Speed", key_display="+/-"),
+        Binding("minus", "replay_slower", "Slower", show=False),
+        Binding("g", "replay_start", "Start/End", key_display="g/G"),
+        Binding("G", "replay_end", "End", show=False),
+        Binding("slash,colon", "replay_seek", "Seek", key_display="/"),
     ]
+    REPLAY_ACTIONS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "replay_step",
+            "replay_faster",
+            "replay_slower",
+            "replay_start",
+            "replay_end",
+            "replay_seek",
+        }
+    )
 
     def __init__(
         self,
@@ -88,10 +123,12 @@ class GputopApp(App[None]):
         *,
         themes: ThemeSet | None = None,
         thresholds: Thresholds | None = None,
+        start_paused: bool = False,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
-        the user's YAML; None means the built-in defaults) drive the hints."""
+        the user's YAML; None means the built-in defaults) drive the hints.
+        ``start_paused``: a replay opens on its first tick and waits for ``space``."""
         # Textual reads NO_COLOR itself (and greys everything out); we also switch
         # to the monochrome theme so shapes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -108,7 +145,12 @@ class GputopApp(App[None]):
         self.last_ingest_s = 0.0
         """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
         self.sampler: Sampler | None = None
-        self.paused = False
+        self.paused = start_paused
+        self.replay: ReplaySource | None = source if isinstance(source, ReplaySource) else None
+        """The source's replay controls; None when watching live or a demo."""
+        self.player: ReplayPlayer | None = None
+        self.replay_ended = False
+        """The last recorded tick is on screen; playback stopped there."""
         self.snapshot: Snapshot | None = None
         self.ticks_ingested = 0
         self._layout_key: tuple[int, ...] | None = None
@@ -143,6 +185,8 @@ class GputopApp(App[None]):
         # help screen is on top, `query_one` would search that screen instead.
         self.header = HeaderBar(self.interval_s)
         self.header.source_kind = getattr(self.source, "kind", "")
+        self.header.paused = self.paused
+        self.header.replay = self.replay_status()
         self.banner = GpuUnavailableBanner()
         self.gpu_area = Container(id="gpus")
         self.cpu_panel = CpuPanel()
@@ -164,8 +208,20 @@ class GputopApp(App[None]):
             self.start_sampling()
 
     def start_sampling(self) -> None:
-        """Start the sampler thread (``autostart`` does this on mount)."""
-        if self.sampler is not None:
+        """Start the sampler thread, or the replay thread (``autostart`` does this on mount)."""
+        if self.sampler is not None or self.player is not None:
+            return
+        if self.replay is not None:
+            self.player = ReplayPlayer(
+                self.replay,
+                self._on_replay_batch,
+                preroll_s=self.window_s,
+                on_error=self._on_sample_error,
+            )
+            self.player.pause(self.paused)
+            self.player.start()
+            if self.paused:
+                self.player.step()  # open on the first tick, not on an empty screen
             return
         self.sampler = Sampler(
             self.source, self.interval_s, self._on_sample, on_error=self._on_sample_error
@@ -177,12 +233,41 @@ class GputopApp(App[None]):
         """Runs on the sampler thread: hand the frozen snapshot over, nothing else."""
         self.post_message(SnapshotReady(snapshot))
 
+    def _on_replay_batch(self, batch: ReplayBatch) -> None:
+        """Runs on the replay thread: hand the frozen batch over, nothing else."""
+        self.post_message(ReplayBatchReady(batch))
+
     def _on_sample_error(self, error: BaseException) -> None:
         self.post_message(SamplingFailed(f"{type(error).__name__}: {error}"))
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         if not self.paused:  # a tick already in flight when `p` was pressed
             self.ingest(message.snapshot)
+
+    def on_replay_batch_ready(self, message: ReplayBatchReady) -> None:
+        # Taken even while paused: the recording was read, and a step or a seek
+        # while paused is exactly such a batch.
+        batch = message.batch
+        try:
+            with self.batch_update():
+                if batch.restart:
+                    self.restart_history()
+                self.replay_ended = batch.at_end
+                if batch.at_end and not self.paused:
+                    self._set_paused(True)
+                if batch.snapshots:
+                    self.ingest_many(batch.snapshots)
+                else:
+                    self._show_replay_status()
+        finally:
+            if self.player is not None:
+                self.player.consumed()
+        if batch.at_end:
+            self.notify(
+                "End of recording: g goes back to the start, / seeks to a time.",
+                title="Replay",
+                timeout=6,
+            )
 
     def on_sampling_failed(self, message: SamplingFailed) -> None:
         if message.error != self._last_error:
@@ -199,19 +284,30 @@ class GputopApp(App[None]):
         self._source_closed = True
         if self.sampler is not None:
             self.sampler.stop()
+        if self.player is not None:
+            self.player.stop()
         self.source.close()
 
     # --- one tick -----------------------------------------------------------
 
     def ingest(self, snapshot: Snapshot) -> None:
         """Take one tick: append to history, run the hints, update every widget in one batch."""
+        self.ingest_many((snapshot,))
+
+    def ingest_many(self, snapshots: Sequence[Snapshot]) -> None:
+        """Take several ticks in order, each through history and the hints exactly as
+        live, then update every widget once, for the newest (fast replay)."""
+        if not snapshots:
+            return
         started = time.perf_counter()
         history = self.history
-        history.append(snapshot)
-        self.snapshot = snapshot
-        self.ticks_ingested += 1
         engine = self.engine
-        self.findings = engine.update(history)
+        for snapshot in snapshots:
+            history.append(snapshot)
+            self.findings = engine.update(history)
+        self.ticks_ingested += len(snapshots)
+        snapshot = snapshots[-1]
+        self.snapshot = snapshot
         hints = {
             proc.key: engine.worst_for_process(proc.pid, proc.gpu_index)
             for proc in snapshot.processes
@@ -219,6 +315,7 @@ class GputopApp(App[None]):
         with self.batch_update():
             self._sync_gpu_panels(snapshot)
             self.header.update_from(snapshot)
+            self._show_replay_status()
             self.banner.set_reason(snapshot.gpu_unavailable_reason)
             for index, panel in self._gpu_panels.items():
                 panel.update_from(
@@ -236,7 +333,34 @@ class GputopApp(App[None]):
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
                 screen.update_from(snapshot, history, self.paused, engine)
+                screen.query_one(HeaderBar).set_replay(self.header.replay)
         self.last_ingest_s = time.perf_counter() - started
+
+    def restart_history(self) -> None:
+        """Forget every tick and every hint: the next tick starts a fresh window.
+
+        For replay after a seek: time jumped, so the old window must not be
+        joined to the new one (nor a hint's "since" carried over)."""
+        self.history = History(self.window_s, self.interval_s)
+        self.engine = HintEngine(self.thresholds)
+        self.findings = ()
+
+    # --- replay ---------------------------------------------------------------
+
+    def replay_status(self) -> ReplayStatus | None:
+        """What the header says about the replay (None when not replaying)."""
+        replay = self.replay
+        if replay is None:
+            return None
+        return ReplayStatus(replay.speed, replay.start_time, replay.end_time, self.replay_ended)
+
+    def _show_replay_status(self) -> None:
+        status = self.replay_status()
+        if status is None:
+            return
+        self.header.set_replay(status)
+        for header in self.screen.query(HeaderBar):
+            header.set_replay(status)
 
     def _sync_gpu_panels(self, snapshot: Snapshot) -> None:
         """Mount or remove panels only when the set of GPUs changes."""
@@ -322,15 +446,94 @@ class GputopApp(App[None]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(replay=self.replay is not None))
 
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
+        if self.paused and self.replay_ended:
+            self.notify("End of recording: g goes back to the start, / seeks to a time.", timeout=4)
+            return
+        self._set_paused(not self.paused)
+
+    def _set_paused(self, paused: bool) -> None:
+        self.paused = paused
         if self.sampler is not None:
-            self.sampler.pause(self.paused)
-        self.header.set_paused(self.paused)
+            self.sampler.pause(paused)
+        if self.player is not None:
+            self.player.pause(paused)
+        self.header.set_paused(paused)
         for header in self.screen.query(HeaderBar):
-            header.set_paused(self.paused)
+            header.set_paused(paused)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Replay keys exist (and show in the footer) only when replaying.
+        if action in self.REPLAY_ACTIONS:
+            return self.replay is not None
+        return True
+
+    def action_replay_step(self) -> None:
+        """One recorded tick forward; pauses first if playing."""
+        if self.player is None:
+            return
+        if not self.paused:
+            self._set_paused(True)
+        self.player.step()
+
+    def action_replay_faster(self) -> None:
+        self._set_speed(2.0)
+
+    def action_replay_slower(self) -> None:
+        self._set_speed(0.5)
+
+    def _set_speed(self, factor: float) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        wanted = clamp_speed(replay.speed * factor)
+        if wanted == replay.speed:
+            limit = "fastest" if factor > 1 else "slowest"
+            self.notify(f"{speed_text(wanted)} is the {limit} replay speed.", timeout=2)
+            return
+        if self.player is not None:
+            self.player.set_speed(wanted)
+        else:
+            replay.speed = wanted
+        self._show_replay_status()
+
+    def action_replay_start(self) -> None:
+        if self.player is not None:
+            self.player.seek_start()
+
+    def action_replay_end(self) -> None:
+        if self.player is not None:
+            self.player.seek_end()
+
+    def action_replay_seek(self) -> None:
+        from gputop_hints.tui.seek_prompt import SeekPrompt
+
+        replay = self.replay
+        if replay is None or isinstance(self.screen, SeekPrompt):
+            return
+        here = self.snapshot.timestamp if self.snapshot is not None else None
+        self.push_screen(
+            SeekPrompt(span_text(replay.start_time, replay.end_time, here)), self.seek_to
+        )
+
+    def seek_to(self, text: str | None) -> None:
+        """Jump to the time ``text`` names (the seek prompt's answer); a bad one is
+        reported and the position kept."""
+        replay = self.replay
+        if text is None or replay is None:
+            return
+        position = self.snapshot.timestamp if self.snapshot is not None else replay.start_time
+        try:
+            target = parse_seek(
+                text, position=position, start=replay.start_time, end=replay.end_time
+            )
+        except SeekError as exc:
+            self.notify(str(exc), title="Seek", severity="error", timeout=6)
+            return
+        if self.player is not None:
+            self.player.seek(target)
 
     def action_cycle_sort(self) -> None:
         self.process_table.cycle_sort()
@@ -358,3 +561,4 @@ class GputopApp(App[None]):
         screen.call_after_refresh(
             screen.update_from, self.snapshot, self.history, self.paused, self.engine
         )
+        screen.call_after_refresh(self._show_replay_status)

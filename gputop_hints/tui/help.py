@@ -1,4 +1,5 @@
-"""The ``?`` screen: what each metric means (the packaged metrics guide) and what each hint means.
+"""The ``?`` screen: what each metric means (the packaged metrics guide), the replay
+keys, and what each hint means.
 
 The hints section is generated from the rule catalogue, so a new rule shows up
 here with no edit to this file.
@@ -85,9 +86,41 @@ def hints_help() -> str:
     return "\n".join(lines) + "\n"
 
 
-def help_text() -> str:
-    """Everything ``?`` shows: the metrics guide, then the hints."""
-    return load_metrics_doc().rstrip("\n") + "\n\n" + hints_help()
+def replay_help() -> str:
+    """The "Replay" section: the keys of ``gputop-hints replay FILE``."""
+    lines = [
+        "## Replay",
+        "",
+        "`gputop-hints replay FILE` plays a recording back in this monitor. The header "
+        "shows a REPLAY badge with the speed, the recorded date and time of the tick on "
+        "screen, and the recording's first and last tick. Hints are computed from the "
+        "recorded ticks exactly as they were live.",
+        "",
+        "| key | does |",
+        "|---|---|",
+        "| `space` / `p` | pause / resume |",
+        "| `n` | one recorded tick forward (pauses first) |",
+        "| `+` / `-` | speed ×2 / ÷2, from 1× (real time) to 64× |",
+        "| `g` / `G` | jump to the start / the end |",
+        "| `/` or `:` | seek to a time: `HH:MM:SS`, `YYYY-mm-dd HH:MM:SS`, or an offset "
+        "from the tick on screen such as `+10m`, `-30s`, `+1h30m` |",
+        "",
+        "At high speed several recorded ticks go through the hints per screen refresh "
+        "(at most four refreshes a second). After a jump, graphs and hints start over "
+        "from the window before the new position, so they are full at once. At the end "
+        "of the file playback pauses and says *end of recording*; the monitor stays "
+        "open. Arrows, `home` and `end` move in the process table as usual.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def help_text(replay: bool = False) -> str:
+    """Everything ``?`` shows: the metrics guide, the replay keys, then the hints
+    (the replay keys first when replaying)."""
+    metrics = load_metrics_doc().rstrip("\n") + "\n\n"
+    if replay:
+        return replay_help() + "\n" + metrics + hints_help()
+    return metrics + replay_help() + "\n" + hints_help()
 
 
 class HelpScreen(Screen[None]):
@@ -98,9 +131,13 @@ class HelpScreen(Screen[None]):
         Binding("question_mark", "app.pop_screen", "Back", key_display="?", show=False),
     ]
 
+    def __init__(self, replay: bool = False) -> None:
+        super().__init__()
+        self._replay = replay
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
-            yield Markdown(help_text(), id="help-doc")
+            yield Markdown(help_text(self._replay), id="help-doc")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -1,4 +1,4 @@
-"""Messages the sampler thread posts to the app (small, typed, immutable payloads)."""
+"""Messages the sampler and replay threads post to the app (small, typed, immutable payloads)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from gputop_hints.model import Snapshot
+from gputop_hints.tui.replay_player import ReplayBatch
 
 
 @dataclass
@@ -21,3 +22,10 @@ class SamplingFailed(Message):
     """``source.sample()`` raised; the monitor keeps running and says so."""
 
     error: str
+
+
+@dataclass
+class ReplayBatchReady(Message):
+    """The replay thread read recorded ticks: take them all, then repaint once."""
+
+    batch: ReplayBatch

@@ -1,10 +1,12 @@
-"""The top line (host, driver, interval, source, DEMO/PAUSED badges, sample time)
-and the banner shown when there are no GPUs to draw."""
+"""The top line (host, driver, interval, source, DEMO/REPLAY/PAUSED badges, sample
+time; in replay the recorded date and time and the recording's span) and the banner
+shown when there are no GPUs to draw."""
 
 from __future__ import annotations
 
 import textwrap
 import time
+from dataclasses import dataclass
 
 from rich.style import Style
 from textual.strip import Strip
@@ -12,6 +14,7 @@ from textual.strip import Strip
 from gputop_hints.model import Snapshot
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line, Piece, fit_pieces
+from gputop_hints.tui.replay_time import date_time_text, span_text, speed_text
 from gputop_hints.tui.widgets.base import StripWidget
 
 APP_NAME = "gputop-hints"
@@ -20,6 +23,21 @@ APP_NAME = "gputop-hints"
 def clock_text(timestamp: float) -> str:
     """The sample's own time of day (never the wall clock: snapshots stay reproducible)."""
     return time.strftime("%H:%M:%S", time.localtime(timestamp))
+
+
+END_OF_RECORDING = "end of recording"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStatus:
+    """What the header says about a replay besides the tick's own time."""
+
+    speed: float
+    start_time: float
+    end_time: float | None
+    """None until known (a compressed recording not yet read to its end)."""
+    ended: bool
+    """The last tick is on screen and playback stopped there."""
 
 
 class HeaderBar(StripWidget):
@@ -38,6 +56,12 @@ class HeaderBar(StripWidget):
         self.interval_s = interval_s
         self.paused = False
         self.source_kind = ""
+        self.replay: ReplayStatus | None = None
+
+    def set_replay(self, status: ReplayStatus | None) -> None:
+        if status != self.replay:
+            self.replay = status
+            self.invalidate()
 
     def update_from(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -53,10 +77,17 @@ class HeaderBar(StripWidget):
         left: list[Piece] = [Piece(f" {APP_NAME}", p.header_accent, 0)]
         right: list[Piece] = []
         source = snap.source if snap is not None else self.source_kind
+        replay = self.replay
         if source == "demo":
             right.append(Piece(" DEMO ", p.badge_demo, 0))
+        elif replay is not None:
+            right.append(Piece(f" REPLAY {speed_text(replay.speed)} ", p.badge_demo, 0))
+        elif source == "replay":
+            right.append(Piece(" REPLAY ", p.badge_demo, 0))
         if self.paused:
             right.append(Piece(" PAUSED ", p.badge_paused, 0))
+        if replay is not None and replay.ended:
+            right.append(Piece(END_OF_RECORDING, p.warning, 1))
         if snap is None:
             left.append(Piece("waiting for the first sample…", p.muted, 1))
         else:
@@ -69,9 +100,15 @@ class HeaderBar(StripWidget):
             detail = f" {snap.source_detail}" if snap.source_detail else ""
             left.append(Piece(f"every {snap.interval_s:g}s", p.text, 3))
             left.append(Piece(f"source {snap.source}{detail}", p.muted, 5))
-            right.append(Piece(clock_text(snap.timestamp) + " ", p.text, 2))
-        right_kept = fit_pieces(right, width)
-        right_width = sum(len(piece.text) for piece in right_kept) + len(right_kept)
+            if replay is None:
+                right.append(Piece(clock_text(snap.timestamp), p.text, 2))
+            else:
+                right.append(Piece(date_time_text(snap.timestamp), p.text, 2))
+                span = span_text(replay.start_time, replay.end_time, snap.timestamp)
+                right.append(Piece(f"/ {span}", p.muted, 6))
+        # One cell of margin at the right edge.
+        right_kept = fit_pieces(right, width - 1)
+        right_width = sum(len(piece.text) for piece in right_kept) + len(right_kept) + 1
         left_kept = fit_pieces(left, width - right_width - 1, separator=2)
         line = Line()
         for i, piece in enumerate(left_kept):
@@ -81,6 +118,8 @@ class HeaderBar(StripWidget):
         right_line = Line()
         for piece in right_kept:
             right_line.add(" ", base).add_text(piece.text, piece.style)
+        if right_kept:
+            right_line.add(" ", base)
         line.pad_to(width - right_line.cells, base)
         line.segments.extend(right_line.segments)
         line.cells += right_line.cells
@@ -122,7 +161,7 @@ class GpuUnavailableBanner(StripWidget):
         """The reason and the advice, word-wrapped to ``width`` (never cut off)."""
         inner = max(10, width - 2)
         reason = textwrap.wrap(self.LEAD + (self.reason or ""), inner) or [self.LEAD]
-        advice = textwrap.wrap(self.ADVICE, inner, break_long_words=False)
+        advice = textwrap.wrap(self.ADVICE, inner, break_long_words=False, break_on_hyphens=False)
         return reason, advice
 
     def height_for(self, width: int) -> int:
