@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from gputop_hints.hints.evaluate import format_table, run_corpus
+from gputop_hints.hints.evaluate import evaluate, format_table, run_corpus, run_scenario
 from gputop_hints.sources.demo import list_scenarios
 
 
@@ -37,6 +37,12 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--scenario", action="append", help="only these scenarios")
     parser.add_argument("--verbose", action="store_true", help="list every miss and false alarm")
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        help="also run 'mixed' on 8 GPUs x 64 processes (shared GPUs: inference replicas "
+        "beside training jobs) and print its table separately",
+    )
     args = parser.parse_args()
 
     names = args.scenario or [s.name for s in list_scenarios()]
@@ -72,6 +78,16 @@ def main() -> int:
         print(f"  [{'ok' if ok else 'FAIL'}] {text}")
     if args.verbose or not all(ok for _, ok in checks):
         for line in [*ev.misses, *ev.false_alarms]:
+            print("   ", line)
+    if args.big:
+        big = evaluate(
+            run_scenario("mixed", seed, args.duration, args.interval, gpus=8, processes=64)
+            for seed in args.seeds
+        )
+        print()
+        print("mixed, 8 GPUs x 64 processes (not part of the targets above):")
+        print(format_table(big))
+        for line in [*big.misses, *big.false_alarms]:
             print("   ", line)
     return 0 if all(ok for _, ok in checks) else 1
 
