@@ -88,9 +88,11 @@ RULE_NEEDS: dict[str, tuple[str, ...]] = {
 }
 """The metrics each rule reads; a rule whose metric a file lacks is "not evaluated"."""
 
-HINT_BUDGET = 80_000
-"""Auto stride: about this many (GPU + process) evaluations in all, i.e. ~1 000
-engine runs on an 8-GPU, 64-process recording, every tick on small ones."""
+HINT_BUDGET = 50_000
+"""Auto stride: about this many (GPU + process) evaluations in all -- ~680 engine
+runs (one every ~2 min) on a 24 h 8-GPU, 64-process recording, which keeps that
+report near 12 s on 2 cores; every tick on files under ~11 min at that size or
+~4.6 h on one GPU with a few processes."""
 
 GAP_FACTOR = 2.0
 """A spacing between ticks over this many intervals is a gap."""
