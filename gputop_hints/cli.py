@@ -377,6 +377,9 @@ def record_main(argv: Sequence[str]) -> int:
     )
     _add_source_args(parser)
     args = parser.parse_args(argv)
+    if args.list_scenarios:
+        _print_scenarios()
+        return EXIT_OK
     if args.demo is None and (args.gpus is not None or args.processes is not None):
         parser.error("--gpus and --processes only apply to --demo")
     from gputop_hints.recording import record
@@ -591,8 +594,11 @@ def _run_tui(
     thresholds: Thresholds,
     interval_s: float | None = None,
 ) -> int:
+    from gputop_hints.tui import glyphs
     from gputop_hints.tui.app import GputopApp
 
+    # Decided once: block characters only where the locale says UTF-8.
+    glyphs.configure(ascii=not glyphs.terminal_is_utf8())
     color = not (args.no_color or os.environ.get("NO_COLOR"))
     app = GputopApp(
         source,
@@ -602,5 +608,6 @@ def _run_tui(
         color=color,
         thresholds=thresholds,
     )
+    app.exit_on_signals = True
     app.run()
     return app.return_code or EXIT_OK

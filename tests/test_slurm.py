@@ -160,7 +160,6 @@ def test_unknown_job_is_refused(slurm_cluster: SlurmCluster) -> None:
 
 
 @pytest.mark.tmux
-@pytest.mark.xfail(strict=False, reason="header job badge pending")
 def test_monitor_in_a_pty_inside_the_job_shows_the_job(
     slurm_cluster: SlurmCluster, job: Job
 ) -> None:

@@ -23,8 +23,11 @@ hints start over from a pre-roll of the window before the target.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar
@@ -44,6 +47,7 @@ from gputop_hints.model import Snapshot
 from gputop_hints.sampler import Sampler
 from gputop_hints.sources import Source
 from gputop_hints.sources.replay import ReplaySource
+from gputop_hints.tui import glyphs, partial_output
 from gputop_hints.tui.detail import ProcessDetailScreen
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
 from gputop_hints.tui.replay_player import ReplayBatch, ReplayPlayer, clamp_speed
@@ -132,6 +136,8 @@ class GputopApp(App[None]):
         # Textual reads NO_COLOR itself (and greys everything out); we also switch
         # to the monochrome theme so shapes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
+        # Changed cells only, not whole lines: what a slow SSH link pays for.
+        partial_output.install()
         super().__init__()
         self.source = source
         self.interval_s = interval_s
@@ -157,6 +163,9 @@ class GputopApp(App[None]):
         self._gpu_panels: dict[int, GpuPanel] = {}
         self._last_error: str | None = None
         self._source_closed = False
+        self.exit_on_signals = False
+        """Quit cleanly on SIGTERM and SIGHUP (the CLI sets it; tests running the
+        app in-process leave the test runner's own handlers alone)."""
 
         theme_set = themes if themes is not None else load_themes()
         self.theme_errors = list(theme_set.errors)
@@ -199,6 +208,8 @@ class GputopApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.exit_on_signals:
+            self._handle_exit_signals()
         self.process_table.focus()
         if self.notes:
             # Reported once, together, rather than a toast per file.
@@ -277,6 +288,22 @@ class GputopApp(App[None]):
     def on_unmount(self) -> None:
         self.shutdown()
 
+    def _handle_exit_signals(self) -> None:
+        """SIGTERM (``kill``, a job ending) and SIGHUP (an SSH link dropping) quit like ``q``:
+        Textual restores the terminal -- main screen back, cursor shown -- and the
+        sampler stops, instead of the default death that leaves the alternate
+        screen up. The loop drops the handlers when it closes."""
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            # Not the main thread, or a platform without them: keep the defaults.
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(number, self._exit_on_signal, number)
+
+    def _exit_on_signal(self, number: signal.Signals) -> None:
+        # The sampler must not post more ticks to an app that is leaving.
+        self.shutdown()
+        self.exit(return_code=128 + int(number))
+
     def shutdown(self) -> None:
         """Stop sampling and release the source (idempotent)."""
         if self._source_closed:
@@ -319,16 +346,19 @@ class GputopApp(App[None]):
             self.banner.set_reason(snapshot.gpu_unavailable_reason)
             for index, panel in self._gpu_panels.items():
                 panel.update_from(
-                    snapshot.gpu(index), history.gpus.get(index), engine.for_gpu(index)
+                    snapshot.gpu(index),
+                    history.gpus.get(index),
+                    engine.for_gpu(index),
+                    ticks=history.ticks,
                 )
-            self.cpu_panel.update_from(snapshot.host)
+            self.cpu_panel.update_from(snapshot.host, snapshot.job)
             table = self.process_table
             table.note = (
                 "no GPU processes (no GPUs: see the banner above)"
                 if snapshot.gpu_unavailable_reason
                 else ""
             )
-            table.update_from(snapshot.processes, hints)
+            table.update_from(snapshot.processes, hints, snapshot.job)
             self._apply_layout()
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
@@ -463,6 +493,10 @@ class GputopApp(App[None]):
         self.header.set_paused(paused)
         for header in self.screen.query(HeaderBar):
             header.set_paused(paused)
+
+    def get_key_display(self, binding: Binding) -> str:
+        # The footer's own symbols (the Enter key's) must not reach an ASCII terminal.
+        return glyphs.shown(super().get_key_display(binding))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Replay keys exist (and show in the footer) only when replaying.

@@ -12,20 +12,38 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-BLOCKS = "▁▂▃▄▅▆▇█"
+from gputop_hints.tui.glyphs import to_ascii
+
+UNICODE_BLOCKS = "▁▂▃▄▅▆▇█"
+ASCII_BLOCKS = ".:-=+*#@"
+"""The sparkline levels where the terminal cannot show block characters."""
+BLOCKS = UNICODE_BLOCKS
 """Sparkline levels, lowest to highest; even 0 draws the lowest block."""
 GAP = " "
 """What an unknown value (None) draws: nothing, so it cannot be mistaken for 0."""
-_EIGHTHS = ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")
+UNICODE_EIGHTHS = ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")
+ASCII_EIGHTHS = ("", ":", ":", ":", "+", "+", "+", "+")
+_EIGHTHS = UNICODE_EIGHTHS
 BAR_FULL = "█"
 BAR_TRACK = "─"
 LIMIT_MARK = "│"
+_ascii = False
+
+
+def use_glyphs(ascii: bool) -> None:
+    """Draw with ASCII only (True) or with block characters (False); see ``glyphs``."""
+    global BLOCKS, _EIGHTHS, BAR_FULL, BAR_TRACK, LIMIT_MARK, _ascii
+    _ascii = ascii
+    BLOCKS = ASCII_BLOCKS if ascii else UNICODE_BLOCKS
+    _EIGHTHS = ASCII_EIGHTHS if ascii else UNICODE_EIGHTHS
+    BAR_FULL, BAR_TRACK, LIMIT_MARK = ("#", "-", "|") if ascii else ("█", "─", "│")
 
 
 def level(value: float, high: float, low: float = 0.0) -> str:
@@ -58,6 +76,36 @@ def sparkline(values: Sequence[float | None], width: int, high: float, low: floa
             index = math.ceil((value - low) / span * 8) - 1
             append(BLOCKS[top if index > top else 0 if index < 0 else index])
     return "".join(chars)
+
+
+def samples_per_cell(samples: int, width: int) -> int:
+    """How many samples one sparkline cell stands for, so ``width`` cells span ``samples``."""
+    if width <= 0:
+        return 1
+    return max(1, math.ceil(samples / width))
+
+
+def bucketed(values: Sequence[float | None], per_cell: int, ticks: int) -> list[float | None]:
+    """Mean of each completed bucket of ``per_cell`` samples, oldest first.
+
+    ``values`` are the newest samples and ``ticks`` counts every sample ever
+    taken, so buckets sit at fixed positions in time: the line moves one cell
+    when a bucket completes instead of every tick, and the samples of the
+    bucket still filling are left out. An unknown sample counts for nothing;
+    a bucket with none known is unknown (a gap).
+    """
+    if per_cell <= 1:
+        return list(values)
+    filling = ticks % per_cell
+    done = values[: len(values) - filling] if filling else values
+    cells: list[float | None] = []
+    end = len(done)
+    while end > 0:
+        known = [v for v in done[max(0, end - per_cell) : end] if v is not None and v == v]
+        cells.append(sum(known) / len(known) if known else None)
+        end -= per_cell
+    cells.reverse()
+    return cells
 
 
 def bar(fraction: float | None, width: int) -> tuple[str, str]:
@@ -113,6 +161,8 @@ class Line:
 
     def add(self, text: str, style: Style | None = None) -> Line:
         """Append text made of single-cell characters (digits, blocks, ASCII)."""
+        if _ascii and not text.isascii():
+            text = to_ascii(text)
         if text:
             self.segments.append(Segment(text, style))
             self.cells += len(text)
@@ -120,6 +170,8 @@ class Line:
 
     def add_text(self, text: str, style: Style | None = None) -> Line:
         """Append text of any width (user names, command lines)."""
+        if _ascii and not text.isascii():
+            text = to_ascii(text)
         if text:
             self.segments.append(Segment(text, style))
             self.cells += cell_len(text)
@@ -131,10 +183,61 @@ class Line:
         return self
 
     def strip(self, width: int, style: Style | None = None) -> Strip:
-        strip = Strip(self.segments, self.cells)
+        strip = Strip(merge_segments(self.segments, style), self.cells)
         if self.cells != width:
             strip = strip.adjust_cell_length(width, style)
         return strip
+
+
+_SHOWS_ON_BLANKS = ("underline", "underline2", "strike", "reverse", "overline", "blink", "blink2")
+"""Attributes that make a blank cell look different; spaces with them keep their style."""
+
+
+@lru_cache(maxsize=1024)
+def _blank_safe(style: Style) -> bool:
+    return not any(getattr(style, name) for name in _SHOWS_ON_BLANKS)
+
+
+def merge_segments(segments: Sequence[Segment], base: Style | None = None) -> list[Segment]:
+    """Fewer, longer segments that look the same: fewer style changes on the wire.
+
+    Every segment costs an escape sequence (often 20+ bytes) when written to
+    the terminal, so: spaces take the style of a neighbour with the same
+    background (a foreground colour or bold does not show on a blank), and
+    neighbours with equal styles are joined. ``base`` stands for segments
+    without a style (the widget's own style is applied to them later).
+    """
+    merged: list[Segment] = []
+    for segment in segments:
+        text, style, control = segment
+        if control or not text:
+            merged.append(segment)
+            continue
+        own = style if style is not None else base
+        if merged:
+            last_text, last_style, last_control = merged[-1]
+            last_own = last_style if last_style is not None else base
+            if not last_control:
+                if last_style is style or last_own is own or last_own == own:
+                    merged[-1] = Segment(last_text + text, last_style)
+                    continue
+                blank = not text.strip(" ")
+                last_blank = not blank and not last_text.strip(" ")
+                if (
+                    (blank or last_blank)
+                    and own is not None
+                    and last_own is not None
+                    and own.bgcolor == last_own.bgcolor
+                    and _blank_safe(own)
+                    and _blank_safe(last_own)
+                ):
+                    if blank:
+                        merged[-1] = Segment(last_text + text, last_style)
+                    else:
+                        merged[-1] = Segment(last_text + text, style)
+                    continue
+        merged.append(Segment(text, style))
+    return merged
 
 
 @dataclass(frozen=True, slots=True)

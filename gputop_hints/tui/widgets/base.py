@@ -1,16 +1,25 @@
 """The one pattern every live widget follows: cached strips, rebuilt lazily.
 
-A widget stores the data it was last given and marks itself dirty; its lines
-are rebuilt on the next paint (not on every update, and not at all while it
-is hidden behind another screen), then served from the cache until the data,
-the size or the theme changes. This is what keeps a 1 Hz refresh of a full
-160x50 screen at a few percent of one core (see DESIGN.md, "Performance notes").
+A widget stores the data it was last given and rebuilds its lines once per
+update, then serves them from the cache until the data, the size or the theme
+changes. This is what keeps a 1 Hz refresh of a full 160x50 screen at a few
+percent of one core (see DESIGN.md, "Performance notes").
+
+Only what changed is repainted: when new data arrives on a widget that is on
+screen, the new lines are compared with the cached ones and only the cells
+that differ (from the first to the last changed cell of each line) are
+refreshed, so a steady table row or an unchanged title costs no terminal
+bytes at all -- what matters over a slow SSH link. A widget that is hidden,
+not laid out yet, or whose size or style changed is rebuilt lazily on its next
+paint and repainted whole, as before.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -35,9 +44,56 @@ class StripWidget(Widget):
         """How many times the lines were rebuilt (for tests and profiling)."""
 
     def invalidate(self) -> None:
-        """The data changed: rebuild on the next paint."""
-        self._dirty = True
-        self.refresh()
+        """The data changed: repaint the cells that differ (or everything, lazily).
+
+        On the active screen, with lines already built for the current size,
+        the lines are rebuilt now and compared with the cached ones, and only
+        the changed spans are refreshed. Otherwise the lines are rebuilt on the
+        next paint and the whole widget is repainted.
+        """
+        if self._dirty or not self._can_diff():
+            self._dirty = True
+            self.refresh()
+            return
+        size = self.size
+        old = self._lines
+        new = self._build(size)
+        width = size.width
+        regions = []
+        for y in range(max(len(old), len(new))):
+            before = old[y] if y < len(old) else None
+            after = new[y] if y < len(new) else None
+            if before is after:
+                continue
+            if before is None or after is None:
+                regions.append(Region(0, y, width, 1))
+                continue
+            span = changed_span(before, after)
+            if span is not None:
+                start, end = span
+                regions.append(Region(start, y, max(1, end - start), 1))
+        if regions:
+            self.refresh(*regions)
+
+    def _can_diff(self) -> bool:
+        """True when the painted lines are exactly the cached ones, for this size."""
+        if not self.is_mounted or not self.display or self._built_for != self.size:
+            return False
+        if self.size.width <= 0 or self.size.height <= 0:
+            return False
+        try:
+            return self.screen is self.app.screen
+        except Exception:  # no screen or app yet: mounting or shutting down
+            return False
+
+    def _build(self, size: Size) -> list[Strip]:
+        width, height = size
+        base = self.rich_style
+        self._lines = self.build_lines(width, height, base, on_base(self.palette, base))
+        self._built_for = size
+        self._dirty = False
+        self.builds += 1
+        return self._lines
 
     @property
     def palette(self) -> Palette:
@@ -58,12 +114,7 @@ class StripWidget(Widget):
     def render_line(self, y: int) -> Strip:
         size = self.size
         if self._dirty or size != self._built_for:
-            width, height = size
-            base = self.rich_style
-            self._lines = self.build_lines(width, height, base, on_base(self.palette, base))
-            self._built_for = size
-            self._dirty = False
-            self.builds += 1
+            self._build(size)
         if 0 <= y < len(self._lines):
             return self._lines[y]
         return Strip.blank(size.width, self.rich_style)
@@ -74,3 +125,35 @@ class StripWidget(Widget):
         if width <= 0 or height <= 0:
             return []
         return [self.render_line(y).text for y in range(height)]
+
+
+def changed_span(before: Strip, after: Strip) -> tuple[int, int] | None:
+    """The cells ``[start, end)`` where two strips of one line differ; None if equal.
+
+    Compared segment by segment from both ends, so the span may be a little
+    wider than the cells that really changed (never narrower).
+    """
+    old: list[Segment] = list(before)
+    new: list[Segment] = list(after)
+    if old == new:
+        return None
+    start = 0
+    matched = 0
+    for a, b in zip(old, new, strict=False):
+        if a != b:
+            break
+        start += cell_len(a.text)
+        matched += 1
+    end_old = before.cell_length
+    end_new = after.cell_length
+    limit = min(len(old), len(new)) - matched
+    for i in range(1, limit + 1):
+        a = old[-i]
+        if a != new[-i]:
+            break
+        end_old -= cell_len(a.text)
+        end_new -= cell_len(a.text)
+    end = max(end_old, end_new)
+    if end <= start:
+        end = start + 1
+    return start, end

@@ -5,6 +5,11 @@ many columns as fit. Compact shape: one block character per core (a 64-core
 node fits on one 80-column line), wrapped when narrower. The cores this job
 may run on (``HostSample.allowed_cores``) are drawn in the ``core-allowed``
 colour; the others are muted, since the job cannot use them.
+
+Attached to a job (``Snapshot.job``), the summary names the job's cores and
+their load apart from the rest of the node -- ``job cores 8-15 96% · rest of
+node 12%`` -- and, when known, how much of the job's cores processes outside
+the job use (``others on job cores 30%``): another job oversubscribing them.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import math
 from rich.style import Style
 from textual.strip import Strip
 
-from gputop_hints.model import HostSample
+from gputop_hints.model import HostSample, JobInfo
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
     Line,
@@ -29,6 +34,10 @@ from gputop_hints.units import UNKNOWN, human_bytes, percent
 
 _BAR = 5
 _COMPACT_LABEL = " cores "
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _cell_width(cores: int) -> int:
@@ -61,11 +70,20 @@ class CpuPanel(StripWidget):
     def __init__(self) -> None:
         super().__init__(id="cpu")
         self.host: HostSample | None = None
+        self.job: JobInfo | None = None
         self.compact = False
 
-    def update_from(self, host: HostSample | None) -> None:
+    def update_from(self, host: HostSample | None, job: JobInfo | None = None) -> None:
         self.host = host
+        self.job = job
         self.invalidate()
+
+    def job_cores(self) -> tuple[int, ...]:
+        """The cores drawn as the job's: its cpuset, else what this process may use."""
+        host = self.host
+        if self.job is not None and self.job.cpus:
+            return self.job.cpus
+        return host.allowed_cores if host is not None else ()
 
     def set_compact(self, compact: bool) -> None:
         if compact != self.compact:
@@ -79,7 +97,7 @@ class CpuPanel(StripWidget):
                 Line().add(" CPU: waiting for the first sample", palette.muted).strip(width, base)
             ]
         lines = [self._summary(host, width, base, palette)]
-        allowed = set(host.allowed_cores)
+        allowed = set(self.job_cores())
         # A panel squeezed below its natural height falls back to the compact shape.
         compact = self.compact or height < lines_needed(host.core_count, width, False)
         per_row = cores_per_row(host.core_count, width, compact)
@@ -109,6 +127,22 @@ class CpuPanel(StripWidget):
             lines.append(line.strip(width, base))
         return lines
 
+    def _job_pieces(self, host: HostSample, job: JobInfo, p: Palette) -> list[Piece]:
+        cores = set(self.job_cores())
+        per_core = list(enumerate(host.cpu_percent_per_core))
+        inside = [v for i, v in per_core if i in cores and v is not None]
+        outside = [v for i, v in per_core if i not in cores and v is not None]
+        text = f"job cores {format_core_ranges(cores)} {percent(_mean(inside))}"
+        if outside:
+            text += f" · rest of node {percent(_mean(outside))}"
+        pieces = [Piece(text, p.core_allowed, 1)]
+        if job.foreign_cpu_percent is not None:
+            style = p.warning if job.foreign_cpu_percent >= 10 else p.muted
+            pieces.append(
+                Piece(f"others on job cores {percent(job.foreign_cpu_percent)}", style, 2)
+            )
+        return pieces
+
     def _summary(self, host: HostSample, width: int, base: Style, p: Palette) -> Strip:
         allowed = host.allowed_cores
         known = [v for v in host.cpu_percent_per_core if v is not None]
@@ -117,7 +151,10 @@ class CpuPanel(StripWidget):
             Piece(" CPU", p.header_accent, 0),
             Piece(f"{host.core_count} cores {percent(mean_all)}", p.text, 1),
         ]
-        if allowed and len(allowed) != host.core_count:
+        job = self.job
+        if job is not None:
+            pieces.extend(self._job_pieces(host, job, p))
+        elif allowed and len(allowed) != host.core_count:
             pieces.append(
                 Piece(
                     f"job may use {len(allowed)}: {format_core_ranges(allowed)}"

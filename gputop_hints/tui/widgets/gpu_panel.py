@@ -33,7 +33,9 @@ from gputop_hints.tui.render import (
     Piece,
     add_pieces,
     bar,
+    bucketed,
     fit_pieces,
+    samples_per_cell,
     short_gpu_name,
     sparkline,
 )
@@ -97,17 +99,50 @@ class GpuPanel(StripWidget):
         self.history: GpuHistory | None = None
         self.findings: tuple[Finding, ...] = ()
         """This GPU's visible GPU-level findings, worst first (from the hint engine)."""
+        self.ticks = 0
+        """Samples taken since the history started: where the sparkline buckets fall."""
+        self._cells: dict[tuple[str, int], tuple[int, list[float | None]]] = {}
 
     def update_from(
         self,
         gpu: GpuSample | None,
         history: GpuHistory | None,
         findings: tuple[Finding, ...] = (),
+        ticks: int | None = None,
     ) -> None:
+        """``ticks``: the history's sample count (None: count the calls, as a test would)."""
+        if history is not self.history:
+            self._cells.clear()
         self.gpu = gpu
         self.history = history
         self.findings = findings
+        self.ticks = self.ticks + 1 if ticks is None else ticks
         self.invalidate()
+
+    def sparkline_values(self, name: str, width: int) -> list[float | None]:
+        """What ``width`` sparkline cells show of a series: the whole window.
+
+        Each cell is the mean of ``window / width`` samples (one sample per
+        cell when the panel is wider than the window), so the line spans the
+        full ``--window`` at any width and moves only when a bucket completes.
+        """
+        history = self.history
+        if history is None or width <= 0:
+            return []
+        series = getattr(history, name)
+        per_cell = samples_per_cell(series.capacity, width)
+        if per_cell == 1:
+            values: list[float | None] = series.last(width)
+            return values
+        # Unchanged until the next bucket completes: reuse, and skip the work.
+        bucket = self.ticks // per_cell
+        cached = self._cells.get((name, width))
+        if cached is not None and cached[0] == bucket:
+            return cached[1]
+        filling = self.ticks % per_cell
+        cells = bucketed(series.last(width * per_cell + filling), per_cell, self.ticks)[-width:]
+        self._cells[(name, width)] = (bucket, cells)
+        return cells
 
     def overlap_text(self, gpu: GpuSample) -> str | None:
         """The overlap finding's label while the sum is over 100, else the plain note."""
@@ -187,16 +222,11 @@ class GpuPanel(StripWidget):
         return line.strip(width, base)
 
     def _rich(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> list[Strip]:
-        history = self.history
         note_width = _NOTE if width >= 60 else 0
         spark_width = max(1, width - _LABEL - _VALUE - note_width - 1)
 
         def last(name: str, n: int = spark_width) -> list[float | None]:
-            if history is None:
-                return []
-            series = getattr(history, name)
-            values: list[float | None] = series.last(n)
-            return values
+            return self.sparkline_values(name, n)
 
         lines = [self._title(gpu, width, base, p)]
         lines.append(
@@ -288,7 +318,7 @@ class GpuPanel(StripWidget):
         line.add(LIMIT_MARK, p.critical)
         if trend_width:
             line.add(" ")
-            values = self.history.vram_used_bytes.last(trend_width) if self.history else []
+            values = self.sparkline_values("vram_used_bytes", trend_width)
             line.add(sparkline(values, trend_width, float(total or 0)), p.vram)
         line.add(human_bytes(gpu.vram_used_bytes).rjust(_VALUE), p.text)
         if note_width:

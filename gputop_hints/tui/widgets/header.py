@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from rich.style import Style
 from textual.strip import Strip
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import JobInfo, Snapshot
 from gputop_hints.tui.palette import Palette
-from gputop_hints.tui.render import Line, Piece, fit_pieces
+from gputop_hints.tui.render import Line, Piece, fit_pieces, format_core_ranges
 from gputop_hints.tui.replay_time import date_time_text, span_text, speed_text
 from gputop_hints.tui.widgets.base import StripWidget
 
@@ -38,6 +38,27 @@ class ReplayStatus:
     """None until known (a compressed recording not yet read to its end)."""
     ended: bool
     """The last tick is on screen and playback stopped there."""
+
+
+def job_text(job: JobInfo) -> str:
+    """'job 1234.0 (train)': the id, the step and the name when known."""
+    text = f"job {job.job_id}"
+    if job.step_id and job.step_id not in ("batch", "extern", "interactive"):
+        text += f".{job.step_id}"
+    if job.name:
+        text += f" ({job.name})"
+    return text
+
+
+def job_pieces(job: JobInfo, p: Palette) -> list[Piece]:
+    """The job, its cores and its GPUs, for the header (least important dropped first)."""
+    pieces = [Piece(job_text(job), p.core_allowed, 1)]
+    if job.cpus:
+        pieces.append(Piece(f"cores {format_core_ranges(job.cpus)}", p.text, 3))
+    if job.gpu_indices is not None:
+        gpus = ",".join(str(i) for i in job.gpu_indices) if job.gpu_indices else "none"
+        pieces.append(Piece(f"GPUs {gpus}", p.text, 3))
+    return pieces
 
 
 class HeaderBar(StripWidget):
@@ -92,6 +113,8 @@ class HeaderBar(StripWidget):
             left.append(Piece("waiting for the first sample…", p.muted, 1))
         else:
             left.append(Piece(f"host {snap.host.hostname}", p.text, 1))
+            if snap.job is not None:
+                left.extend(job_pieces(snap.job, p))
             if snap.driver_version:
                 cuda = f" · CUDA {snap.cuda_driver_version}" if snap.cuda_driver_version else ""
                 left.append(Piece(f"driver {snap.driver_version}{cuda}", p.text, 4))

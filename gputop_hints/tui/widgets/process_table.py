@@ -35,7 +35,8 @@ from textual.message import Message
 from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
-from gputop_hints.model import GpuProcess
+from gputop_hints.model import GpuProcess, JobInfo, WorkerProcess
+from gputop_hints.tui.glyphs import shown as shown_text
 from gputop_hints.tui.hint_text import SEVERITY_STYLE, fit_text, hint_text
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line
@@ -176,11 +177,16 @@ _BY_KEY = {c.key: c for c in COLUMNS}
 
 
 def sort_processes(
-    processes: Sequence[GpuProcess], key: str, hints: Hints | None = None
+    processes: Sequence[GpuProcess],
+    key: str,
+    hints: Hints | None = None,
+    job_first: bool = False,
 ) -> list[GpuProcess]:
     """Processes ordered by column ``key``; unknown values always sort last.
 
     Ties fall back to (GPU, PID) so the order never shuffles between ticks.
+    ``job_first``: the attached job's processes (``in_job``) come before the
+    others, each group in that order.
     """
     column = _BY_KEY[key]
     get = column.sort_value
@@ -197,7 +203,10 @@ def sort_processes(
     known.sort(key=lambda item: (item[1].gpu_index, item[1].pid))
     known.sort(key=lambda item: item[0], reverse=column.descending)
     unknown.sort(key=lambda proc: (proc.gpu_index, proc.pid))
-    return [proc for _, proc in known] + unknown
+    ordered = [proc for _, proc in known] + unknown
+    if job_first:
+        ordered.sort(key=lambda proc: proc.in_job is not True)  # stable: keeps the order
+    return ordered
 
 
 def visible_columns(width: int) -> list[Column]:
@@ -260,38 +269,50 @@ class ProcessTable(StripWidget, can_focus=True):
         self.hints: dict[ProcessKey, Finding] = {}
         """Each process's HINT-cell finding (processes with nothing to say are absent)."""
         self._cells: dict[ProcessKey, tuple[str, ...]] = {}
-        self._row_cache: dict[ProcessKey, tuple[tuple[str, ...], bool, Strip]] = {}
+        self._row_cache: dict[ProcessKey, tuple[tuple[str, ...], tuple[bool, bool], Strip]] = {}
         self._cache_for: tuple[int, Style, int] | None = None
         self.cursor = 0
         self.top = 0
         self._selected_key: ProcessKey | None = None
         self.note = ""
         """Shown instead of rows when there are none (e.g. why there are no GPUs)."""
+        self.job: JobInfo | None = None
+        """The attached job: its processes first; with ``--all`` the others marked."""
 
     # --- data ---------------------------------------------------------------
 
-    def update_from(self, processes: Sequence[GpuProcess], hints: Hints | None = None) -> None:
+    def update_from(
+        self,
+        processes: Sequence[GpuProcess],
+        hints: Hints | None = None,
+        job: JobInfo | None = None,
+    ) -> None:
         """Take a tick's processes and the finding to show beside each (from the engine).
 
         Cells are plain strings; a row's strip is rebuilt only when one of its
         cells changed, so a hint that holds for minutes costs nothing per tick.
+        ``job``: the attached job, whose processes are listed first (and, when
+        there are no GPU processes, shown by name with their CPU %).
         """
         shown = {key: f for key, f in (hints or {}).items() if f is not None}
         self.hints = shown
-        self.rows = sort_processes(processes, self.sort_key, shown)
+        self.job = job
+        self.rows = sort_processes(processes, self.sort_key, shown, job_first=job is not None)
         self._cells = {p.key: self._cells_of(p) for p in self.rows}
         self._restore_selection()
         self.invalidate()
 
     def _cells_of(self, proc: GpuProcess) -> tuple[str, ...]:
         finding = self.hints.get(proc.key)
-        return tuple(c.cell(proc, finding) for c in COLUMNS)
+        return tuple(shown_text(c.cell(proc, finding)) for c in COLUMNS)
 
     def cycle_sort(self) -> str:
         """Move to the next sort key (``s``); returns its name."""
         position = SORT_KEYS.index(self.sort_key)
         self.sort_key = SORT_KEYS[(position + 1) % len(SORT_KEYS)]
-        self.rows = sort_processes(self.rows, self.sort_key, self.hints)
+        self.rows = sort_processes(
+            self.rows, self.sort_key, self.hints, job_first=self.job is not None
+        )
         self._restore_selection()
         self.invalidate()
         return self.sort_key
@@ -389,21 +410,56 @@ class ProcessTable(StripWidget, can_focus=True):
         if not self.rows:
             note = self.note or "no GPU processes"
             lines.append(Line().add_text(f" {note}", palette.muted).strip(width, base))
+            if self.job is not None and self.job.processes:
+                lines.extend(self._job_lines(self.job, width, height - 2, base, palette))
             return lines
-        seen: dict[ProcessKey, tuple[tuple[str, ...], bool, Strip]] = {}
+        seen: dict[ProcessKey, tuple[tuple[str, ...], tuple[bool, bool], Strip]] = {}
         for row in range(self.top, min(len(self.rows), self.top + max(0, height - 1))):
             proc = self.rows[row]
             cells = self._cells.get(proc.key) or self._cells_of(proc)
             selected = row == self.cursor
+            state = (selected, self._foreign(proc))
             cached = self._row_cache.get(proc.key)
-            if cached is not None and cached[0] == cells and cached[1] == selected:
+            if cached is not None and cached[0] == cells and cached[1] == state:
                 strip = cached[2]
             else:
                 strip = self._row(proc, cells, columns, indices, selected, width, base, palette)
-            seen[proc.key] = (cells, selected, strip)
+            seen[proc.key] = (cells, state, strip)
             lines.append(strip)
         self._row_cache = seen
         return lines
+
+    def _foreign(self, proc: GpuProcess) -> bool:
+        """A row outside the attached job, shown because of ``--all``."""
+        job = self.job
+        return job is not None and not job.filtered and proc.in_job is not True
+
+    def _job_lines(
+        self, job: JobInfo, width: int, room: int, base: Style, p: Palette
+    ) -> list[Strip]:
+        """The job's own processes, for when none holds a GPU (CPU-only mode)."""
+        if room <= 0:
+            return []
+        total = percent(job.cpu_percent)
+        count = len(job.processes)
+        lines = [
+            Line()
+            .add_text(f" job {job.job_id}: {count} processes, CPU {total}", p.core_allowed)
+            .strip(width, base)
+        ]
+        shown_procs: list[WorkerProcess] = list(job.processes[: max(0, room - 1)])
+        if len(shown_procs) < count and shown_procs:
+            shown_procs = shown_procs[:-1]
+        for proc in shown_procs:
+            line = Line().add(f" {proc.pid:>7} ", p.text)
+            line.add(f"{percent(proc.cpu_percent):>6} ", p.cpu)
+            line.add(f"{proc.state or '?':<2}", p.muted)
+            line.add_text(proc.name or "", p.text)
+            lines.append(line.strip(width, base))
+        hidden = count - len(shown_procs)
+        if hidden > 0:
+            lines.append(Line().add(f"  +{hidden} more", p.muted).strip(width, base))
+        return lines[:room]
 
     def _header(self, columns: list[Column], width: int, base: Style, p: Palette) -> Strip:
         line = Line().add(" ")
@@ -418,6 +474,10 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add_text(text[: column.width], style).add(" ")
         line.add("COMMAND", p.label)
         shown = f"sort: {self.sort_title} (s)  {len(self.rows)} processes"
+        job = self.job
+        if job is not None and not job.filtered:
+            in_job = sum(1 for proc in self.rows if proc.in_job)
+            shown = f"{in_job} in job {job.job_id} first, others dimmed  " + shown
         if self.rows and len(self.rows) > max(1, self.size.height - 1):
             last = min(len(self.rows), self.top + max(1, self.size.height - 1))
             shown += f"  {self.top + 1}-{last}"
@@ -444,19 +504,23 @@ class ProcessTable(StripWidget, can_focus=True):
                 line.add_text(_aligned(cells[index], column), row_style).add(" ", row_style)
             line.add_text(proc.command or proc.name or "", row_style)
             return line.pad_to(width, row_style).strip(width, row_style)
-        line.add(" ")
+        # With --all inside a job, the other users' rows are dimmed and marked.
+        foreign = self._foreign(proc)
+        line.add(shown_text("·") if foreign else " ", p.muted)
         finding = self.hints.get(proc.key)
         for column, index in zip(columns, indices, strict=True):
             text = cells[index]
             style: Style
-            if column.severity_styled and finding is not None:
+            if foreign:
+                style = p.muted
+            elif column.severity_styled and finding is not None:
                 style = getattr(p, SEVERITY_STYLE[finding.severity])
             else:
                 style = getattr(p, column.style)
             if text == UNKNOWN:
                 style = p.muted
             line.add_text(_aligned(text, column), style).add(" ")
-        line.add_text(proc.command or proc.name or "", p.text)
+        line.add_text(proc.command or proc.name or "", p.muted if foreign else p.text)
         return line.strip(width, base)
 
 
