@@ -12,12 +12,13 @@ from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.detail import ProcessDetailScreen
 from gputop_hints.tui.messages import SnapshotReady
-from gputop_hints.tui.render import BLOCKS, GAP, bar, format_core_ranges, sparkline
+from gputop_hints.tui.render import BLOCKS, GAP, bar, sparkline
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
 from gputop_hints.tui.widgets.header import GpuUnavailableBanner, HeaderBar
 from gputop_hints.tui.widgets.process_table import SORT_KEYS, ProcessTable, sort_processes
+from gputop_hints.units import core_ranges
 
 
 class ClosingDemo(DemoSource):
@@ -89,7 +90,7 @@ def test_bar_and_core_ranges() -> None:
     filled, track = bar(0.5, 4)
     assert filled == "██" and len(track) == 2
     assert bar(None, 3) == ("", "───")
-    assert format_core_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert core_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
 
 
 # --- the app ---------------------------------------------------------------------

@@ -10,7 +10,7 @@ sparkline.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -121,23 +121,6 @@ def bar(fraction: float | None, width: int) -> tuple[str, str]:
     full, part = divmod(eighths, 8)
     filled = BAR_FULL * full + _EIGHTHS[part]
     return filled, BAR_TRACK * (width - len(filled))
-
-
-def format_core_ranges(cores: Iterable[int]) -> str:
-    """(0, 1, 2, 3, 8, 10, 11) -> '0-3,8,10-11'."""
-    ordered = sorted(set(cores))
-    if not ordered:
-        return "none"
-    parts: list[str] = []
-    start = prev = ordered[0]
-    for core in ordered[1:]:
-        if core == prev + 1:
-            prev = core
-            continue
-        parts.append(f"{start}-{prev}" if prev > start else str(start))
-        start = prev = core
-    parts.append(f"{start}-{prev}" if prev > start else str(start))
-    return ",".join(parts)
 
 
 def short_gpu_name(name: str | None) -> str:

@@ -26,11 +26,10 @@ from gputop_hints.tui.render import (
     Piece,
     bar,
     fit_pieces,
-    format_core_ranges,
     level,
 )
 from gputop_hints.tui.widgets.base import StripWidget
-from gputop_hints.units import UNKNOWN, human_bytes, percent
+from gputop_hints.units import UNKNOWN, core_ranges, human_bytes, percent
 
 _BAR = 5
 _COMPACT_LABEL = " cores "
@@ -132,7 +131,7 @@ class CpuPanel(StripWidget):
         per_core = list(enumerate(host.cpu_percent_per_core))
         inside = [v for i, v in per_core if i in cores and v is not None]
         outside = [v for i, v in per_core if i not in cores and v is not None]
-        text = f"job cores {format_core_ranges(cores)} {percent(_mean(inside))}"
+        text = f"job cores {core_ranges(cores)} {percent(_mean(inside))}"
         if outside:
             text += f" · rest of node {percent(_mean(outside))}"
         pieces = [Piece(text, p.core_allowed, 1)]
@@ -157,7 +156,7 @@ class CpuPanel(StripWidget):
         elif allowed and len(allowed) != host.core_count:
             pieces.append(
                 Piece(
-                    f"job may use {len(allowed)}: {format_core_ranges(allowed)}"
+                    f"job may use {len(allowed)}: {core_ranges(allowed)}"
                     f" busy {percent(host.allowed_cores_busy_percent())}",
                     p.core_allowed,
                     2,

@@ -13,9 +13,10 @@ from textual.strip import Strip
 
 from gputop_hints.model import JobInfo, Snapshot
 from gputop_hints.tui.palette import Palette
-from gputop_hints.tui.render import Line, Piece, fit_pieces, format_core_ranges
+from gputop_hints.tui.render import Line, Piece, fit_pieces
 from gputop_hints.tui.replay_time import date_time_text, span_text, speed_text
 from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.units import core_ranges
 
 APP_NAME = "gputop-hints"
 
@@ -54,7 +55,7 @@ def job_pieces(job: JobInfo, p: Palette) -> list[Piece]:
     """The job, its cores and its GPUs, for the header (least important dropped first)."""
     pieces = [Piece(job_text(job), p.core_allowed, 1)]
     if job.cpus:
-        pieces.append(Piece(f"cores {format_core_ranges(job.cpus)}", p.text, 3))
+        pieces.append(Piece(f"cores {core_ranges(job.cpus)}", p.text, 3))
     if job.gpu_indices is not None:
         gpus = ",".join(str(i) for i in job.gpu_indices) if job.gpu_indices else "none"
         pieces.append(Piece(f"GPUs {gpus}", p.text, 3))
