@@ -89,6 +89,7 @@ class Tmux:
         settings = [f"-u{k}" for k in unset] + [f"{k}={v}" for k, v in env.items()]
         line = " ".join(shlex.quote(part) for part in ["env", *settings, *command])
         self.run("respawn-pane", "-k", "-t", "t", line)
+        self.command_pid = self.pid()
 
     def screen(self, escapes: bool = False) -> str:
         """The pane's text; with ``escapes`` also its colours and attributes (``-e``)."""
@@ -121,6 +122,10 @@ class Tmux:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.pane("#{pane_dead}") == "1":
+                # tmux marks the pane dead when the terminal closes; the process may still
+                # be finishing (under load) -- its status is known only once it is gone.
+                while os.path.exists(f"/proc/{self.command_pid}") and time.monotonic() < end:
+                    time.sleep(0.1)
                 status = self.pane("#{pane_dead_status}")
                 # tmux may mark the pane dead before it has the status (slower under load);
                 # remain-on-exit also prints it on the pane: "Pane is dead (status N, ...)".
