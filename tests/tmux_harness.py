@@ -10,11 +10,11 @@ that is a failure instead.
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -88,8 +88,14 @@ class Tmux:
         # on the command line, so the command sees exactly what a user's shell would.
         settings = [f"-u{k}" for k in unset] + [f"{k}={v}" for k, v in env.items()]
         line = " ".join(shlex.quote(part) for part in ["env", *settings, *command])
+        # The pane's shell stays to write the command's exit status to a file: tmux's
+        # own #{pane_dead_status} was sometimes missing when a command exited fast
+        # or under load, so the status comes from the shell instead.
+        self.status_file = os.path.join(
+            tempfile.gettempdir(), f"{self.socket}-{uuid.uuid4().hex[:6]}.status"
+        )
+        line = f"{line}; echo $? > {shlex.quote(self.status_file)}"
         self.run("respawn-pane", "-k", "-t", "t", line)
-        self.command_pid = self.pid()
 
     def screen(self, escapes: bool = False) -> str:
         """The pane's text; with ``escapes`` also its colours and attributes (``-e``)."""
@@ -99,8 +105,19 @@ class Tmux:
         self.run("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
 
     def pid(self) -> int:
-        """The pane's process: the command itself (tmux runs it without a shell when it can)."""
-        return int(self.pane("#{pane_pid}"))
+        """The command's process: the child of the pane's shell (``env`` execs the command)."""
+        shell = int(self.pane("#{pane_pid}"))
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            try:
+                with open(f"/proc/{shell}/task/{shell}/children", encoding="ascii") as f:
+                    children = f.read().split()
+            except OSError:
+                children = []
+            if children:
+                return int(children[0])
+            time.sleep(0.05)
+        raise AssertionError(f"the pane's shell {shell} has no child process")
 
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", "t", *keys)
@@ -119,30 +136,17 @@ class Tmux:
         raise AssertionError(f"{text!r} never appeared; screen was:\n{screen}")
 
     def wait_until_exited(self, timeout: float = 10.0) -> int:
+        """Wait for the command to exit; its exit status (128 + N when killed by signal N)."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if self.pane("#{pane_dead}") == "1":
-                # tmux marks the pane dead when the terminal closes; the process may still
-                # be finishing (under load) -- its status is known only once it is gone.
-                while os.path.exists(f"/proc/{self.command_pid}") and time.monotonic() < end:
-                    time.sleep(0.1)
-                status = self.pane("#{pane_dead_status}")
-                # tmux may mark the pane dead before it has the status (slower under load);
-                # remain-on-exit also prints it on the pane: "Pane is dead (status N, ...)".
-                for _ in range(50):
-                    if status:
-                        break
-                    time.sleep(0.1)
-                    status = self.pane("#{pane_dead_status}")
-                    if not status:
-                        found = re.search(r"Pane is dead \(status (\d+)", self.screen())
-                        status = found.group(1) if found else ""
-                if not status:
-                    signal = self.pane("#{pane_dead_signal}")
-                    raise AssertionError(
-                        f"gputop-hints was killed by signal {signal}; screen:\n{self.screen()}"
-                    )
-                return int(status)
+            try:
+                with open(self.status_file, encoding="ascii") as f:
+                    text = f.read().strip()
+            except OSError:
+                text = ""
+            if text:
+                os.unlink(self.status_file)
+                return int(text)
             time.sleep(0.1)
         raise AssertionError(f"gputop-hints did not exit; screen:\n{self.screen()}")
 
