@@ -103,13 +103,12 @@ COARSE_INTERVAL_S = 2.0
 # --- constant-memory statistics ----------------------------------------------------
 
 
-class PercentStats:
-    """Mean, peak and quantiles of a 0-100 quantity, from 0.5-point bins."""
+class _BinnedStats:
+    """Count, mean and peak of a quantity, and quantiles from bins (subclasses bin)."""
 
-    __slots__ = ("_peak", "bins", "count", "total")
+    __slots__ = ("_peak", "count", "total")
 
     def __init__(self) -> None:
-        self.bins = [0] * 201
         self.count = 0
         self.total = 0.0
         self._peak = -math.inf
@@ -118,6 +117,32 @@ class PercentStats:
     def peak(self) -> float | None:
         return self._peak if self.count else None
 
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def quantile(self, q: float) -> float | None:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "mean": self.mean,
+            "p50": self.quantile(0.5),
+            "p95": self.quantile(0.95),
+            "max": self.peak,
+            "samples": self.count,
+        }
+
+
+class PercentStats(_BinnedStats):
+    """Mean, peak and quantiles of a 0-100 quantity, from 0.5-point bins."""
+
+    __slots__ = ("bins",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bins = [0] * 201
+
     def add(self, value: float) -> None:
         self.count += 1
         self.total += value
@@ -125,10 +150,6 @@ class PercentStats:
             self._peak = value
         i = int(value * 2.0)
         self.bins[0 if i < 0 else 200 if i > 200 else i] += 1
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
 
     def quantile(self, q: float) -> float | None:
         """Lower edge of the bin holding the q-quantile (within 0.5 points)."""
@@ -142,34 +163,19 @@ class PercentStats:
                 return i / 2.0
         return 100.0
 
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {
-            "mean": self.mean,
-            "p50": self.quantile(0.5),
-            "p95": self.quantile(0.95),
-            "max": self.peak,
-            "samples": self.count,
-        }
-
 
 _LOG_RATIO = math.log(1.02)
 _INV_LOG_RATIO = 1.0 / _LOG_RATIO
 
 
-class RateStats:
+class RateStats(_BinnedStats):
     """Mean, peak and quantiles of a non-negative rate (bytes/s), from 2 %-wide log bins."""
 
-    __slots__ = ("_peak", "bins", "count", "total")
+    __slots__ = ("bins",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.bins: dict[int, int] = {}
-        self.count = 0
-        self.total = 0.0
-        self._peak = -math.inf
-
-    @property
-    def peak(self) -> float | None:
-        return self._peak if self.count else None
 
     def add(self, value: float) -> None:
         self.count += 1
@@ -179,10 +185,6 @@ class RateStats:
         i = -1 if value < 1.0 else int(math.log(value) * _INV_LOG_RATIO)
         bins = self.bins
         bins[i] = bins.get(i, 0) + 1
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
 
     def quantile(self, q: float) -> float | None:
         """Lower edge of the bin holding the q-quantile (within 2 %; 0 below 1 B/s)."""
@@ -195,15 +197,6 @@ class RateStats:
             if seen >= rank:
                 return 0.0 if i < 0 else math.exp(i * _LOG_RATIO)
         return self.peak
-
-    def to_dict(self) -> dict[str, float | int | None]:
-        return {
-            "mean": self.mean,
-            "p50": self.quantile(0.5),
-            "p95": self.quantile(0.95),
-            "max": self.peak,
-            "samples": self.count,
-        }
 
 
 @dataclass
