@@ -117,39 +117,34 @@ def percent(cell: str) -> float | None:
     return value
 
 
-def byte_count(cell: str, default_scale: float) -> int | None:
+def _scaled(cell: str, default_scale: float, units: dict[str, float], what: str) -> float | None:
+    """A non-negative number with an optional unit from ``units``, in base units."""
     parsed = number(cell)
     if parsed is None:
         return None
     value, unit = parsed
     scale = default_scale
     if unit:
-        found = BYTE_UNITS.get(unit.lower())
+        found = units.get(unit.lower())
         if found is None:
-            raise CellError(f"unknown size unit {unit!r}")
+            raise CellError(f"unknown {what} unit {unit!r}")
         scale = found
     if value < 0:
-        raise CellError(f"negative size {value:g}")
-    result = value * scale
+        raise CellError(f"negative {what} {value:g}")
+    return value * scale
+
+
+def byte_count(cell: str, default_scale: float) -> int | None:
+    result = _scaled(cell, default_scale, BYTE_UNITS, "size")
+    if result is None:
+        return None
     if result > 2.0**60:
-        raise CellError(f"implausible size {value:g}{unit}")
+        raise CellError(f"implausible size {cell.strip()!r}")
     return round(result)
 
 
 def rate(cell: str, default_scale: float) -> float | None:
-    parsed = number(cell)
-    if parsed is None:
-        return None
-    value, unit = parsed
-    scale = default_scale
-    if unit:
-        found = RATE_UNITS.get(unit.lower())
-        if found is None:
-            raise CellError(f"unknown rate unit {unit!r}")
-        scale = found
-    if value < 0:
-        raise CellError(f"negative rate {value:g}")
-    return value * scale
+    return _scaled(cell, default_scale, RATE_UNITS, "rate")
 
 
 def plain(cell: str, units: tuple[str, ...], low: float, high: float) -> float | None:
