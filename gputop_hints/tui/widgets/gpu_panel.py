@@ -103,6 +103,9 @@ class GpuPanel(StripWidget):
         self.ticks = 0
         """Samples taken since the history started: where the sparkline buckets fall."""
         self._cells: dict[tuple[str, int], tuple[int, list[float | None]]] = {}
+        self._rows: dict[str, tuple[tuple[object, ...], Strip]] = {}
+        """Each metric row's last strip and what it was built from: a row whose inputs
+        did not change this tick (a steady PCIe or VRAM line) is not rebuilt."""
 
     def update_from(
         self,
@@ -218,6 +221,54 @@ class GpuPanel(StripWidget):
         note_width: int,
         width: int,
         note_style: Style | None = None,
+    ) -> Strip:
+        key = (
+            tuple(values),
+            high,
+            value_text,
+            note,
+            style,
+            base,
+            id(p),
+            spark_width,
+            note_width,
+            width,
+            note_style,
+        )
+        cached = self._rows.get(label)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strip = self._build_metric_row(
+            label,
+            values,
+            high,
+            value_text,
+            note,
+            style,
+            base,
+            p,
+            spark_width,
+            note_width,
+            width,
+            note_style,
+        )
+        self._rows[label] = (key, strip)
+        return strip
+
+    def _build_metric_row(
+        self,
+        label: str,
+        values: list[float | None],
+        high: float,
+        value_text: str,
+        note: str,
+        style: Style,
+        base: Style,
+        p: Palette,
+        spark_width: int,
+        note_width: int,
+        width: int,
+        note_style: Style | None,
     ) -> Strip:
         line = Line().add(f" {label:<{_LABEL - 1}}", p.label)
         line.add(sparkline(values, spark_width, high), style)
