@@ -54,6 +54,12 @@ arrows/Enter open a process, Esc back.
 """
 
 
+def _usage_error(exc: BaseException) -> int:
+    """Say what was wrong with the input (file, line, key where known) and exit 2."""
+    print(f"gputop-hints: {exc}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def _interval(text: str) -> float:
     try:
         value = float(text)
@@ -290,8 +296,7 @@ def config_main(argv: Sequence[str]) -> int:
         try:
             path, how = config.find_config(None)
         except config.ConfigError as exc:
-            print(f"gputop-hints: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_error(exc)
         print(f"in effect               {path or 'built-in defaults'} ({how})")
         return EXIT_OK
     try:
@@ -299,8 +304,7 @@ def config_main(argv: Sequence[str]) -> int:
             raise config.ConfigError(args.check, None, None, "no such file (given with --check)")
         config.load_file(Path(args.check))
     except config.ConfigError as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     print(f"{args.check}: OK")
     return EXIT_OK
 
@@ -388,8 +392,7 @@ def record_main(argv: Sequence[str]) -> int:
     try:
         source = _open_source(args)
     except (SourceUnavailable, ValueError) as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     try:
         return record(
             source,
@@ -425,8 +428,7 @@ def report_main(argv: Sequence[str]) -> int:
         thresholds = load(args.config)
         stream = _open_input(args)
     except _input_errors() as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     try:
         report = build_report(stream, thresholds)
     finally:
@@ -479,8 +481,7 @@ def replay_main(argv: Sequence[str]) -> int:
             args.file if is_recording else (lambda: _open_input(args)), speed=args.speed
         )
     except _input_errors() as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     reason = _terminal_unusable()
     if reason is not None:
         source.close()
@@ -527,19 +528,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         thresholds = load(args.config)
     except ConfigError as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
 
     from gputop_hints.sources import SourceUnavailable
 
     try:
         source = _open_source(args)
     except SourceUnavailable as exc:
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
     except ValueError as exc:  # unknown demo scenario and the like
-        print(f"gputop-hints: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _usage_error(exc)
 
     once = args.once or args.json
     if not once:

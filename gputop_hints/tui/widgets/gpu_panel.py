@@ -238,45 +238,15 @@ class GpuPanel(StripWidget):
         cached = self._rows.get(label)
         if cached is not None and cached[0] == key:
             return cached[1]
-        strip = self._build_metric_row(
-            label,
-            values,
-            high,
-            value_text,
-            note,
-            style,
-            base,
-            p,
-            spark_width,
-            note_width,
-            width,
-            note_style,
-        )
-        self._rows[label] = (key, strip)
-        return strip
-
-    def _build_metric_row(
-        self,
-        label: str,
-        values: list[float | None],
-        high: float,
-        value_text: str,
-        note: str,
-        style: Style,
-        base: Style,
-        p: Palette,
-        spark_width: int,
-        note_width: int,
-        width: int,
-        note_style: Style | None,
-    ) -> Strip:
         line = Line().add(f" {label:<{_LABEL - 1}}", p.label)
         line.add(sparkline(values, spark_width, high), style)
         line.add(value_text.rjust(_VALUE), p.text)
         if note_width:
             line.add(" ")
             line.add_text(note[: note_width - 1], note_style or p.muted)
-        return line.strip(width, base)
+        strip = line.strip(width, base)
+        self._rows[label] = (key, strip)
+        return strip
 
     def _rich(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> list[Strip]:
         note_width = _NOTE if width >= 60 else 0
