@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from gputop_hints.hints.evaluate import evaluate, format_table, run_corpus, run_scenario
+from gputop_hints.outputs.evaluate import evaluate, format_table, run_corpus, run_scenario
 from gputop_hints.sources.demo import list_scenarios
 
 

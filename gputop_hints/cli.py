@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING
 
 from gputop_hints import __version__
 from gputop_hints.history import DEFAULT_WINDOW_S
-from gputop_hints.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, collect
+from gputop_hints.sampling.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S, collect
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
     from gputop_hints.model import JobInfo, Snapshot
     from gputop_hints.sources import Source
-    from gputop_hints.sources.stream import SnapshotStream
+    from gputop_hints.sources.files.stream import SnapshotStream
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -222,7 +222,7 @@ def _open_source(args: argparse.Namespace) -> Source:
             interval_s=args.interval,
             job=_demo_job(args),
         )
-    from gputop_hints.sources.live import LiveSource
+    from gputop_hints.sources.live.source import LiveSource
 
     return LiveSource(
         args.interval, require_gpu=args.require_gpu, job=args.job, all_processes=args.all
@@ -231,7 +231,7 @@ def _open_source(args: argparse.Namespace) -> Source:
 
 def _demo_job(args: argparse.Namespace) -> JobInfo | None:
     """The SLURM job the demo runs in, if any: the header shows it, the GPUs stay simulated."""
-    from gputop_hints.jobs import detect_job
+    from gputop_hints.sources.live.slurm import detect_job
 
     context = detect_job(job_id=args.job)
     if context is None:
@@ -338,7 +338,7 @@ def _add_input_args(parser: argparse.ArgumentParser) -> None:
 
 
 def _open_input(args: argparse.Namespace) -> SnapshotStream:
-    from gputop_hints.importers import open_stream, parse_mapping
+    from gputop_hints.sources.files import open_stream, parse_mapping
 
     mapping = parse_mapping(args.map) if args.map else None
     return open_stream(args.file, format=args.format, interval_s=args.interval, mapping=mapping)
@@ -346,7 +346,7 @@ def _open_input(args: argparse.Namespace) -> SnapshotStream:
 
 def _input_errors() -> tuple[type[BaseException], ...]:
     from gputop_hints.hints.config import ConfigError
-    from gputop_hints.sources.stream import UnrecognisedFormat
+    from gputop_hints.sources.files.stream import UnrecognisedFormat
 
     return (UnrecognisedFormat, ConfigError, ValueError, OSError)
 
@@ -568,7 +568,7 @@ def _demo_preroll_s(source: Source) -> float:
 
 
 def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
-    from gputop_hints.summary import Summary
+    from gputop_hints.outputs.summary import Summary
 
     context: list[Snapshot] = []
     if source.simulated:

@@ -55,6 +55,17 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x0400, "reliability"),
 )
 
+HOLDING_CLOCK_REASONS: dict[str, str] = {
+    "sw_power_cap": "power",
+    "hw_power_brake": "power",
+    "sw_thermal": "thermal",
+    "hw_thermal": "thermal",
+    "hw_slowdown": "thermal",
+}
+"""Clock event reasons that hold a busy GPU's clocks down, and the cause each
+names (power or heat). The rest (gpu_idle, application or display clock
+settings, sync boost) are harmless bookkeeping."""
+
 
 def pcie_link_bytes_per_s(generation: int | None, width: int | None) -> float | None:
     """Theoretical one-direction bandwidth of a PCIe link, or None if unknown."""
@@ -151,6 +162,13 @@ class GpuSample:
         if self.sm_percent is None or self.memory_access_percent is None:
             return None
         return self.sm_percent + self.memory_access_percent
+
+    @property
+    def clocks_held_by(self) -> tuple[str, ...]:
+        """The reported clock event reasons that hold clocks down for power or heat."""
+        if not self.throttle_reasons:
+            return ()
+        return tuple(r for r in self.throttle_reasons if r in HOLDING_CLOCK_REASONS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from gputop_hints.model import (
     WorkerProcess,
 )
 from gputop_hints.sources import Source
-from gputop_hints.sources.stream import StreamInfo, UnrecognisedFormat, note_bad_line
+from gputop_hints.sources.files.stream import StreamInfo, UnrecognisedFormat, note_bad_line
 
 FORMAT = "gputop-hints-recording"
 SCHEMA_VERSION = 1

@@ -51,7 +51,7 @@ from gputop_hints.recording import (
     RecordingStream,
     count_ticks,
 )
-from gputop_hints.sources.stream import (
+from gputop_hints.sources.files.stream import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,

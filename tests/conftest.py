@@ -1,21 +1,56 @@
-"""Shared fixtures: the single-node SLURM cluster (tests/slurm_cluster.py).
+"""Fixtures every test shares.
 
-Started once per session, only when a test asks for it. Where SLURM is not
-installed (or we are not root) the tests that need it skip with the reason --
-except in CI (``CI=true``), where that is a failure: CI installs slurm-wlm and
-munge and must run them.
+- ``isolated_environment`` (autouse): no test sees the user's configuration,
+  themes, colour preference or time zone. A user theme named ``dark.yaml`` or a
+  broken theme in ``~/.config/gputop-hints`` must not change a snapshot; a user's
+  ``NO_COLOR`` must not change what a test asserts about colour; dates render in
+  UTC. Tests that need one of these set it themselves with ``monkeypatch``.
+- ``slurm_cluster``: the single-node SLURM cluster (tests/support/slurm_cluster.py),
+  started once per session, only when a test asks for it. Where SLURM is not
+  installed (or we are not root) the tests that need it skip with the reason --
+  except in CI, where that is a failure: CI installs slurm-wlm and munge and must
+  run them.
 """
 
 from __future__ import annotations
 
-import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.slurm_cluster import SlurmCluster, unavailable_reason
+from tests.support.ci import IN_CI
+from tests.support.slurm_cluster import SlurmCluster, unavailable_reason
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# Variables through which the user's machine could leak into a test's outcome.
+USER_ENVIRONMENT = (
+    "GPUTOP_HINTS_CONFIG",
+    "GPUTOP_HINTS_ASCII",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TEXTUAL",
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_STEP_ID",
+    "CUDA_VISIBLE_DEVICES",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """An empty config home, none of the user's overrides, and UTC."""
+    config_home = tmp_path_factory.mktemp("xdg-config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    for name in USER_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield config_home
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture(scope="session")

@@ -14,18 +14,18 @@ import pytest
 TEXTUAL_FREE = [
     "gputop_hints.model",
     "gputop_hints.history",
-    "gputop_hints.sampler",
+    "gputop_hints.sampling.sampler",
     "gputop_hints.units",
-    "gputop_hints.summary",
+    "gputop_hints.outputs.summary",
     "gputop_hints.sources",
-    "gputop_hints.sources.live",
+    "gputop_hints.sources.live.source",
     "gputop_hints.sources.demo",
     "gputop_hints.cli",
     "gputop_hints.hints.engine",
     "gputop_hints.hints.config",
-    "gputop_hints.hints.evaluate",
-    "gputop_hints.sources.stream",
-    "gputop_hints.importers",
+    "gputop_hints.outputs.evaluate",
+    "gputop_hints.sources.files.stream",
+    "gputop_hints.sources.files",
 ]
 
 

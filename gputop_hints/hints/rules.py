@@ -20,17 +20,10 @@ from collections.abc import Callable
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
-from gputop_hints.model import GpuProcess
+from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess
 
 Rule = Callable[[Window, Thresholds], list[Finding]]
 
-BAD_THROTTLE_REASONS = {
-    "sw_power_cap": "power",
-    "hw_power_brake": "power",
-    "sw_thermal": "thermal",
-    "hw_thermal": "thermal",
-    "hw_slowdown": "thermal",
-}
 
 
 def _gib(value: float | None) -> str:
@@ -683,13 +676,13 @@ def compute_bound(win: Window, t: Thresholds) -> list[Finding]:
 def throttled(win: Window, t: Thresholds) -> list[Finding]:
     c = t.throttled
     out: list[Finding] = []
-    reasons = frozenset(BAD_THROTTLE_REASONS)
+    reasons = frozenset(HOLDING_CLOCK_REASONS)
     for gpu in win.latest.gpus:
         fraction, seen = win.throttle_fraction(gpu.index, reasons)
         sm = win.gpu_sm_mean(gpu.index)
         if fraction < c.min_fraction or sm is None or sm < c.busy_sm_above_percent:
             continue
-        kinds = sorted({BAD_THROTTLE_REASONS[r] for r in seen})
+        kinds = sorted({HOLDING_CLOCK_REASONS[r] for r in seen})
         subtype = (
             "power"
             if kinds == ["power"]

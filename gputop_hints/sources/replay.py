@@ -34,7 +34,7 @@ from typing import Any
 
 from gputop_hints.model import Snapshot
 from gputop_hints.recording import DecoderState, LazyTick, RecordingStream, open_recording
-from gputop_hints.sources.stream import SnapshotStream
+from gputop_hints.sources.files.stream import SnapshotStream
 
 MIN_SPEED = 1.0
 MAX_SPEED = 64.0

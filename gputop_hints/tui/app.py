@@ -1,6 +1,6 @@
 """The monitor's Textual app.
 
-Data flow: a :class:`~gputop_hints.sampler.Sampler` thread calls
+Data flow: a :class:`~gputop_hints.sampling.sampler.Sampler` thread calls
 ``source.sample()`` and posts a :class:`SnapshotReady` message; its handler
 (:meth:`GputopApp.ingest`, also called directly by tests) appends the tick to
 the :class:`~gputop_hints.history.History`, runs the
@@ -13,7 +13,7 @@ Everything time-related on screen comes from snapshot timestamps, so a run fed
 a fixed sequence of snapshots (``autostart=False``) draws the same every time.
 
 Replay (a :class:`~gputop_hints.sources.replay.ReplaySource`): a
-:class:`~gputop_hints.tui.replay_player.ReplayPlayer` thread takes the
+:class:`~gputop_hints.sampling.replay_player.ReplayPlayer` thread takes the
 sampler's place. It reads the recording, several ticks per refresh at high
 speed, and posts them as one :class:`ReplayBatchReady`; :meth:`GputopApp.ingest_many`
 puts each through history and the hints, as live, and repaints once. Pause,
@@ -44,14 +44,14 @@ from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
-from gputop_hints.sampler import Sampler
+from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer, clamp_speed
+from gputop_hints.sampling.replay_time import SeekError, parse_seek, span_text, speed_text
+from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
 from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui import glyphs, partial_output
 from gputop_hints.tui.detail import ProcessDetailScreen
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
-from gputop_hints.tui.replay_player import ReplayBatch, ReplayPlayer, clamp_speed
-from gputop_hints.tui.replay_time import SeekError, parse_seek, span_text, speed_text
 from gputop_hints.tui.themes import DEFAULT_THEME, MONOCHROME_THEME, ThemeSet, load_themes
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel, lines_needed

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from gputop_hints.model import Snapshot
-from gputop_hints.tui.replay_player import ReplayBatch
+from gputop_hints.sampling.replay_player import ReplayBatch
 
 
 @dataclass

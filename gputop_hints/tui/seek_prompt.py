@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from gputop_hints.tui.replay_time import SEEK_FORMATS_TEXT
+from gputop_hints.sampling.replay_time import SEEK_FORMATS_TEXT
 
 
 class SeekPrompt(ModalScreen[str | None]):

@@ -23,7 +23,6 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
-from gputop_hints.hints.rules import BAD_THROTTLE_REASONS
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import GpuSample
 from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
@@ -184,7 +183,7 @@ class GpuPanel(StripWidget):
             pieces.append(Piece(f"{gpu.sm_clock_mhz}MHz", p.muted + bar_bg, 6))
         if gpu.throttle_reasons:
             # Power and heat hold a busy GPU back; gpu_idle and friends are harmless.
-            holding = [r for r in gpu.throttle_reasons if r in BAD_THROTTLE_REASONS]
+            holding = gpu.clocks_held_by
             if holding:
                 pieces.append(Piece("throttle: " + ",".join(holding), p.warning + bar_bg, 1))
             else:
@@ -408,7 +407,7 @@ class GpuPanel(StripWidget):
             groups.append((2, [Piece(f"Σ{gpu.utilization_sum_percent:.0f}%", p.info)]))
         if gpu.temperature_c is not None:
             groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
-        if gpu.throttle_reasons and any(r in BAD_THROTTLE_REASONS for r in gpu.throttle_reasons):
+        if gpu.clocks_held_by:
             groups.append((4, [Piece("throttled", p.warning)]))
         marker = findings_text(self.findings, compact=True)
         if marker:

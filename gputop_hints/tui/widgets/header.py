@@ -12,9 +12,9 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gputop_hints.model import JobInfo, Snapshot
+from gputop_hints.sampling.replay_time import date_time_text, span_text, speed_text
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line, Piece, fit_pieces
-from gputop_hints.tui.replay_time import date_time_text, span_text, speed_text
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.units import core_ranges
 

@@ -1,0 +1,59 @@
+"""The SnapshotStream the importers hand out: lazy, closable, one pass per iteration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import TracebackType
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files._text import TextSource
+from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+
+Reader = Callable[[TextSource], Iterator[Snapshot]]
+
+
+class ImportedStream:
+    """Snapshots read lazily from a log file.
+
+    Each ``iter()`` re-reads the file from the start (bad-line counts are reset),
+    so a report can make two passes; memory stays constant either way."""
+
+    def __init__(self, path: Path, info: StreamInfo, reader: Reader) -> None:
+        self.path = path
+        self.info = info
+        self._reader = reader
+        self._source: TextSource | None = None
+
+    def _on_bad_line(self, line: int, reason: str) -> None:
+        note_bad_line(self.info, line, reason)
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        self.close()
+        self.info.bad_lines = 0
+        self.info.first_bad_line = None
+        self.info.first_bad_reason = None
+        source = TextSource(self.path, on_bad_line=self._on_bad_line)
+        self._source = source
+        try:
+            yield from self._reader(source)
+        finally:
+            source.close()
+            if self._source is source:
+                self._source = None
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    def __enter__(self) -> ImportedStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,373 @@
+"""The shared engine of the tabular importers (nvidia-smi CSV, dmon, generic CSV).
+
+A format-specific front end decides which column holds what (a list of
+:class:`Column` with a *role* and a unit scale); this module turns rows of cells
+into :class:`~gputop_hints.model.GpuSample` fields, groups the rows of one tick
+into a :class:`~gputop_hints.model.Snapshot`, and keeps time monotonic.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, HostSample, Snapshot
+from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files.stream import (
+    ALL_METRICS,
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+    StreamInfo,
+    note_bad_line,
+)
+
+MIB = 2.0**20
+
+
+ROLES = (
+    "time",
+    "date",  # dmon -o D: the date half of a split timestamp
+    "gpu",
+    "name",
+    "uuid",
+    "bus_id",
+    "sm",
+    "mem",
+    "vram_used",
+    "vram_total",
+    "vram_free",
+    "temp",
+    "power",
+    "power_limit",
+    "sm_clock",
+    "max_sm_clock",
+    "pcie_gen",
+    "pcie_width",
+    "pcie_rx",
+    "pcie_tx",
+    "throttle_mask",
+    "driver",
+)
+"""Column roles. Also ``throttle:<reason>`` (Active/Not Active) and
+``throttle_pct:<reason>`` (dmon's pviol/tviol: % of time, > 0 means active)."""
+
+ROLE_METRIC = {
+    "sm": METRIC_SM,
+    "mem": METRIC_MEMORY_ACCESS,
+    "vram_used": METRIC_VRAM,
+    "vram_total": METRIC_VRAM,
+    "vram_free": METRIC_VRAM,
+    "temp": METRIC_TEMPERATURE,
+    "power": METRIC_POWER,
+    "pcie_rx": METRIC_PCIE,
+    "pcie_tx": METRIC_PCIE,
+    "throttle_mask": METRIC_THROTTLE,
+}
+METRIC_ROLES = frozenset(ROLE_METRIC) | {"power_limit", "sm_clock", "max_sm_clock"}
+
+
+@dataclass
+class Column:
+    position: int
+    """0-based cell index."""
+    role: str
+    scale: float = 1.0
+    """Multiplier to SI for sizes/rates when the cell carries no unit."""
+    label: str = ""
+    """The header text (or "column N") for messages."""
+
+
+@dataclass
+class Row:
+    line: int
+    timestamp: float | None
+    absolute: bool
+    key: int | str | None
+    fields: dict[str, Any]
+
+
+def missing_for(roles: Iterable[str], *, host_cpu: bool = False) -> tuple[str, ...]:
+    present = {ROLE_METRIC[r] for r in roles if r in ROLE_METRIC}
+    present |= {METRIC_THROTTLE for r in roles if r.startswith("throttle")}
+    if host_cpu:
+        present.add("host_cpu")
+    return tuple(m for m in ALL_METRICS if m not in present)
+
+
+def _truthy_flag(cell: str) -> bool | None:
+    t = v.text(cell)
+    if t is None:
+        return None
+    low = t.lower()
+    if low in ("active", "1", "yes", "true"):
+        return True
+    if low in ("not active", "0", "no", "false"):
+        return False
+    raise v.CellError(f"expected Active/Not Active, got {t[:30]!r}")
+
+
+def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row:
+    """Cells -> Row; raises CellError (with the column label) when a cell is malformed."""
+    fields: dict[str, Any] = {}
+    ts: float | None = None
+    absolute = False
+    key: int | str | None = None
+    date_cell: str | None = None
+    time_cell: str | None = None
+    throttle: set[str] | None = None
+    has_gpu_column = False
+    has_date_column = False
+    for col in columns:
+        if col.role == "gpu":
+            has_gpu_column = True
+        elif col.role == "date":
+            has_date_column = True
+    for col in columns:
+        if col.position >= len(cells):
+            continue
+        cell = cells[col.position]
+        role = col.role
+        try:
+            if role == "time":
+                time_cell = cell
+            elif role == "date":
+                date_cell = cell
+            elif role == "gpu":
+                index = v.integer(cell, 0, 4095)
+                key = index
+            elif role in ("uuid", "bus_id"):
+                ident = v.text(cell)
+                fields[role] = ident
+                if key is None and ident is not None and not has_gpu_column:
+                    key = ident
+            elif role in ("name", "driver"):
+                fields[role] = v.text(cell)
+            elif role in ("sm", "mem"):
+                fields[role] = v.percent(cell)
+            elif role in ("vram_used", "vram_total", "vram_free"):
+                fields[role] = v.byte_count(cell, col.scale)
+            elif role in ("pcie_rx", "pcie_tx"):
+                fields[role] = v.rate(cell, col.scale)
+            elif role == "temp":
+                fields[role] = v.plain(cell, ("c",), -60.0, 200.0)
+            elif role in ("power", "power_limit"):
+                fields[role] = v.plain(cell, ("w",), 0.0, 20000.0)
+            elif role in ("sm_clock", "max_sm_clock"):
+                mhz = v.plain(cell, ("mhz",), 0.0, 100000.0)
+                fields[role] = None if mhz is None else round(mhz)
+            elif role == "pcie_gen":
+                fields[role] = v.integer(cell, 1, 16)
+            elif role == "pcie_width":
+                fields[role] = v.integer(cell, 1, 64)
+            elif role == "throttle_mask":
+                raw = v.text(cell)
+                if raw is not None:
+                    try:
+                        mask = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+                    except ValueError as exc:
+                        raise v.CellError(f"bad bitmask {raw[:30]!r}") from exc
+                    throttle = throttle or set()
+                    throttle.update(name for bit, name in CLOCK_EVENT_REASONS if mask & bit)
+            elif role.startswith("throttle:"):
+                flag = _truthy_flag(cell)
+                if flag is not None:
+                    throttle = throttle or set()
+                    if flag:
+                        throttle.add(role.split(":", 1)[1])
+            elif role.startswith("throttle_pct:"):
+                pct = v.plain(cell, ("%",), 0.0, 100.0)
+                if pct is not None:
+                    throttle = throttle or set()
+                    if pct > 0:
+                        throttle.add(role.split(":", 1)[1])
+        except v.CellError as exc:
+            raise v.CellError(f"{col.label or role}: {exc}") from None
+    if time_cell is not None:
+        try:
+            if has_date_column or _is_time_of_day(time_cell):
+                ts, absolute = v.dmon_datetime(date_cell, time_cell)
+            else:
+                parsed = v.timestamp(time_cell)
+                if parsed is not None:
+                    ts, absolute = parsed
+        except v.CellError as exc:
+            raise v.CellError(f"time: {exc}") from None
+    if throttle is not None:
+        fields["throttle"] = tuple(sorted(throttle))
+    return Row(line, ts, absolute, key, fields)
+
+
+def _is_time_of_day(cell: str) -> bool:
+    text = cell.strip()
+    return len(text) <= 12 and text.count(":") == 2 and "/" not in text and "-" not in text
+
+
+def gpu_sample(index: int, f: dict[str, Any]) -> GpuSample:
+    used = f.get("vram_used")
+    total = f.get("vram_total")
+    free = f.get("vram_free")
+    # Derived sizes are approximate: total = used + free + reserved on recent drivers.
+    if used is None and total is not None and free is not None and total >= free:
+        used = total - free
+    if total is None and used is not None and free is not None:
+        total = used + free
+    return GpuSample(
+        index=index,
+        name=f.get("name"),
+        uuid=f.get("uuid"),
+        sm_percent=f.get("sm"),
+        memory_access_percent=f.get("mem"),
+        vram_used_bytes=used,
+        vram_total_bytes=total,
+        pcie_rx_bytes_per_s=f.get("pcie_rx"),
+        pcie_tx_bytes_per_s=f.get("pcie_tx"),
+        pcie_generation=f.get("pcie_gen"),
+        pcie_width=f.get("pcie_width"),
+        temperature_c=f.get("temp"),
+        power_watts=f.get("power"),
+        power_limit_watts=f.get("power_limit"),
+        sm_clock_mhz=f.get("sm_clock"),
+        max_sm_clock_mhz=f.get("max_sm_clock"),
+        throttle_reasons=f.get("throttle"),
+    )
+
+
+def median_interval(times: Sequence[float]) -> float | None:
+    """Median spacing of distinct, increasing timestamps (None with fewer than two)."""
+    distinct = sorted(set(times))
+    gaps = [b - a for a, b in itertools.pairwise(distinct) if b > a]
+    if not gaps:
+        return None
+    return float(statistics.median(gaps))
+
+
+def probe_interval(rows: Sequence[Row]) -> float | None:
+    """The nominal interval from sampled rows: the spacing of one GPU's timestamps."""
+    timed = [r for r in rows if r.timestamp is not None]
+    if not timed:
+        return None
+    first_key = timed[0].key
+    times = [r.timestamp for r in timed if r.key == first_key and r.timestamp is not None]
+    return median_interval(times)
+
+
+class Clock:
+    """Turns raw row times into monotonic snapshot times.
+
+    Missing times are synthesised at the nominal interval from 0. A clock that
+    jumps backwards (a DST change in local-time stamps, two logs concatenated) is
+    stitched: later samples are shifted to follow on one interval later."""
+
+    def __init__(self, info: StreamInfo, interval: float) -> None:
+        self.info = info
+        self.interval = interval
+        self.offset = 0.0
+        self.last: float | None = None
+        self.count = 0
+
+    def next(self, raw: float | None) -> float:
+        if raw is None:
+            t = self.count * self.interval if self.last is None else self.last + self.interval
+        else:
+            t = raw + self.offset
+            if self.last is not None and t < self.last:
+                shift = self.last + self.interval - t
+                self.offset += shift
+                t += shift
+                jumps = self.info.header.get("clock_jumps_back", 0)
+                self.info.header["clock_jumps_back"] = int(jumps) + 1  # type: ignore[call-overload]
+        self.last = t
+        self.count += 1
+        return t
+
+
+class Assembler:
+    """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
+
+    def __init__(self, info: StreamInfo, interval: float, hostname: str, detail: str) -> None:
+        self.info = info
+        self.interval = interval
+        self.clock = Clock(info, interval)
+        self.host = HostSample(hostname=hostname, cpu_percent_per_core=(), allowed_cores=())
+        self.detail = detail
+        self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
+        self._rows: list[tuple[int, dict[str, Any]]] = []
+        self._keys: set[int | str] = set()
+        self._time: float | None = None
+        self._has_time = False
+        self._index_of: dict[str, int] = {}
+        self.driver: str | None = None
+
+    def _index(self, key: int | str | None) -> int:
+        if key is None:
+            return len(self._rows)
+        if isinstance(key, int):
+            return key
+        if key not in self._index_of:
+            self._index_of[key] = len(self._index_of)
+        return self._index_of[key]
+
+    def add(self, row: Row) -> Snapshot | None:
+        out: Snapshot | None = None
+        if self._rows:
+            new_tick = False
+            if row.key is not None and row.key in self._keys:
+                new_tick = True
+            elif row.timestamp is not None and self._time is not None:
+                new_tick = abs(row.timestamp - self._time) > self.tolerance
+            elif row.key is None and (row.timestamp is None or self._time is None):
+                new_tick = True  # no GPU column and no time: one row, one tick
+            if new_tick:
+                out = self.flush()
+        if not self._rows:
+            self._time = row.timestamp
+        if row.key is not None:
+            self._keys.add(row.key)
+        index = self._index(row.key)
+        if any(i == index for i, _ in self._rows):
+            index = max(i for i, _ in self._rows) + 1
+        self._rows.append((index, row.fields))
+        return out
+
+    def flush(self) -> Snapshot | None:
+        if not self._rows:
+            return None
+        t = self.clock.next(self._time)
+        gpus = tuple(sorted((gpu_sample(i, f) for i, f in self._rows), key=lambda g: g.index))
+        driver = next((f.get("driver") for _, f in self._rows if f.get("driver")), None)
+        self._rows = []
+        self._keys = set()
+        self._time = None
+        if self.info.gpu_count is None or len(gpus) > self.info.gpu_count:
+            self.info.gpu_count = len(gpus)
+        return Snapshot(
+            timestamp=t,
+            interval_s=self.interval,
+            host=self.host,
+            gpus=gpus,
+            source="replay",
+            source_detail=self.detail,
+            driver_version=driver,
+        )
+
+
+def assemble(rows: Iterable[Row], assembler: Assembler) -> Iterator[Snapshot]:
+    for row in rows:
+        snap = assembler.add(row)
+        if snap is not None:
+            yield snap
+    last = assembler.flush()
+    if last is not None:
+        yield last
+
+
+def bad(info: StreamInfo, line: int, reason: str) -> None:
+    note_bad_line(info, line, reason)

@@ -1,0 +1,137 @@
+"""``nvidia-smi dmon`` output, for any ``-s`` selection and ``-o D/T/DT``.
+
+The column names come from the ``# gpu pwr gtemp ...`` line (and units from the
+``# Idx W C ...`` line under it); dmon prints that pair again every so often, so
+header lines may appear anywhere. ``-`` means the value is not available.
+dmon says "MB" for fb/bar1 and "MB/s" for rxpci/txpci; NVML counts those in
+binary units, so we read them as MiB and MiB/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._table import MIB, Assembler, Column, Row, assemble, bad, parse_row
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.stream import StreamInfo
+
+FORMAT = "nvidia-smi-dmon"
+
+DMON_COLUMNS: dict[str, tuple[str, float]] = {
+    "date": ("date", 1.0),
+    "time": ("time", 1.0),
+    "gpu": ("gpu", 1.0),
+    "pwr": ("power", 1.0),
+    "gtemp": ("temp", 1.0),
+    "sm": ("sm", 1.0),
+    "mem": ("mem", 1.0),
+    "pclk": ("sm_clock", 1.0),
+    "pviol": ("throttle_pct:sw_power_cap", 1.0),
+    "tviol": ("throttle_pct:sw_thermal", 1.0),
+    "fb": ("vram_used", MIB),
+    "rxpci": ("pcie_rx", MIB),
+    "txpci": ("pcie_tx", MIB),
+}
+KNOWN_DMON = {
+    *DMON_COLUMNS,
+    "mtemp",
+    "enc",
+    "dec",
+    "jpg",
+    "ofa",
+    "mclk",
+    "bar1",
+    "ccpm",
+    "sbecc",
+    "dbecc",
+    "pci",
+    "nvlink",
+}
+
+
+@dataclass
+class DmonPlan:
+    columns: list[Column]
+    ncols: int
+    names: list[str]
+    rows: list[Row] = field(default_factory=list)
+
+
+def header_names(line: str) -> list[str] | None:
+    """'# gpu pwr sm' -> ['gpu', 'pwr', 'sm']; None for a units line or anything else."""
+    stripped = line.strip()
+    if not stripped.startswith("#"):
+        return None
+    names = [t.lower() for t in stripped[1:].split()]
+    if "gpu" not in names or names.count("gpu") != 1:
+        return None
+    return names
+
+
+def columns_for(names: list[str]) -> list[Column]:
+    return [
+        Column(i, DMON_COLUMNS[n][0], DMON_COLUMNS[n][1], n)
+        for i, n in enumerate(names)
+        if n in DMON_COLUMNS
+    ]
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> DmonPlan | str:
+    lines = head.nonblank
+    if not lines:
+        return "empty file"
+    names = header_names(lines[0])
+    if names is None:
+        return "first line is not a '# gpu ...' dmon header"
+    if "pid" in names:
+        return "this is nvidia-smi pmon (per-process) output, not dmon"
+    unknown = [n for n in names if n not in KNOWN_DMON]
+    if len(unknown) * 2 > len(names):
+        return f"unknown dmon columns: {', '.join(unknown[:5])}"
+    columns = columns_for(names)
+    if not any(c.role not in ("gpu", "date", "time") for c in columns):
+        return "no dmon column we can use (need one of sm, mem, fb, pwr, gtemp, rxpci ...)"
+    plan = DmonPlan(columns, len(names), names)
+    for number, line in enumerate(lines[1:80], start=2):
+        if line.lstrip().startswith("#"):
+            continue
+        cells = line.split()
+        if len(cells) != plan.ncols:
+            continue
+        try:
+            plan.rows.append(parse_row(cells, columns, number))
+        except v.CellError:
+            continue
+    if len(lines) > 2 and not plan.rows:
+        return "no line parses as dmon values"
+    return plan
+
+
+def read(
+    source: TextSource, plan: DmonPlan, info: StreamInfo, assembler: Assembler
+) -> Iterator[Snapshot]:
+    def rows() -> Iterator[Row]:
+        columns = plan.columns
+        ncols = plan.ncols
+        for line, text in source.lines():
+            if not text.strip():
+                continue
+            if text.lstrip().startswith("#"):
+                names = header_names(text)
+                if names is not None and names != plan.names:
+                    columns = columns_for(names)
+                    ncols = len(names)
+                continue  # header, units line or comment
+            cells = text.split()
+            if len(cells) != ncols:
+                bad(info, line, f"expected {ncols} fields, found {len(cells)}")
+                continue
+            try:
+                yield parse_row(cells, columns, line)
+            except v.CellError as exc:
+                bad(info, line, str(exc))
+
+    yield from assemble(rows(), assembler)

@@ -1,0 +1,423 @@
+"""``nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits] -l 1`` logs.
+
+With a header the columns are named by their query fields (``utilization.gpu
+[%]``). Without one they are inferred from what the values look like --
+nvidia-smi's timestamp, a small GPU index, a GPU name, ``GPU-...`` UUIDs, PCI
+bus ids, and values with units (``%``, ``MiB``, ``W``, ``MHz``); what stays
+ambiguous (bare numbers under ``nounits``) needs ``--map``, except a lone numeric
+column 0-100, which is taken as utilization.gpu.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._csvio import records
+from gputop_hints.sources.files._table import (
+    MIB,
+    Assembler,
+    Column,
+    Row,
+    assemble,
+    bad,
+    parse_row,
+    probe_interval,
+)
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
+from gputop_hints.sources.files.stream import StreamInfo
+
+FORMAT = "nvidia-smi-csv"
+
+_REASONS = {
+    "gpu_idle": "gpu_idle",
+    "applications_clocks_setting": "applications_clocks_setting",
+    "sw_power_cap": "sw_power_cap",
+    "hw_slowdown": "hw_slowdown",
+    "hw_thermal_slowdown": "hw_thermal",
+    "hw_power_brake_slowdown": "hw_power_brake",
+    "sw_thermal_slowdown": "sw_thermal",
+    "sync_boost": "sync_boost",
+}
+
+NVSMI_FIELDS: dict[str, str] = {
+    "timestamp": "time",
+    "index": "gpu",
+    "name": "name",
+    "gpu_name": "name",
+    "uuid": "uuid",
+    "gpu_uuid": "uuid",
+    "pci.bus_id": "bus_id",
+    "gpu_bus_id": "bus_id",
+    "driver_version": "driver",
+    "utilization.gpu": "sm",
+    "utilization.memory": "mem",
+    "memory.total": "vram_total",
+    "memory.used": "vram_used",
+    "memory.free": "vram_free",
+    "temperature.gpu": "temp",
+    "power.draw": "power",
+    "power.draw.average": "power",
+    "power.draw.instant": "power",
+    "power.limit": "power_limit",
+    "enforced.power.limit": "power_limit",
+    "clocks.sm": "sm_clock",
+    "clocks.current.sm": "sm_clock",
+    "clocks.max.sm": "max_sm_clock",
+    "clocks.max.sm_clock": "max_sm_clock",
+    "pcie.link.gen.current": "pcie_gen",
+    "pcie.link.gen.gpucurrent": "pcie_gen",
+    "pcie.link.width.current": "pcie_width",
+    "clocks_throttle_reasons.active": "throttle_mask",
+    "clocks_event_reasons.active": "throttle_mask",
+    "clocks_throttle_reasons.supported": "",
+    "clocks_event_reasons.supported": "",
+}
+for _prefix in ("clocks_throttle_reasons", "clocks_event_reasons"):
+    for _field, _reason in _REASONS.items():
+        NVSMI_FIELDS[f"{_prefix}.{_field}"] = f"throttle:{_reason}"
+
+_FIELD_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+_HEADER_CELL_RE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(?:\[([^\]]*)\])?\s*$")
+_UUID_RE = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]{8,}$")
+_BUS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$")
+_UNIT_VALUE_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?\s+(%|MiB|W|MHz)$")
+_NUMERIC_RE = re.compile(r"^[-+]?\d+(?:\.\d+)?$")
+
+
+@dataclass
+class CsvPlan:
+    columns: list[Column]
+    ncols: int
+    header: list[str] | None
+    delimiter: str = ","
+    notes: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    units: bool = False
+
+
+def split_simple(line: str, delimiter: str = ",") -> list[str]:
+    return [c.strip() for c in line.split(delimiter)]
+
+
+def trim_trailing(cells: list[str], ncols: int) -> list[str]:
+    while len(cells) > ncols and not cells[-1].strip():
+        cells.pop()
+    return cells
+
+
+def header_columns(cells: list[str]) -> tuple[list[Column], bool] | None:
+    """Columns from an nvidia-smi header line; None when it is not one."""
+    columns: list[Column] = []
+    seen: set[str] = set()
+    known = 0
+    units = False
+    cells = trim_trailing(list(cells), 1)
+    for i, cell in enumerate(cells):
+        m = _HEADER_CELL_RE.match(cell)
+        if m is None or not _FIELD_RE.match(m.group(1)):
+            return None
+        name = m.group(1)
+        units = units or m.group(2) is not None
+        role = NVSMI_FIELDS.get(name)
+        if role is None:
+            continue
+        known += 1
+        if not role or role in seen:  # a field queried twice: the first one counts
+            continue
+        seen.add(role)
+        columns.append(Column(i, role, MIB, cell.strip()))
+    if known == 0:
+        return None
+    return columns, units
+
+
+def _shape(cell: str) -> str:
+    c = cell.strip()
+    if v.is_unknown(c):
+        return "na"
+    if v.NVSMI_TIME_RE.match(c):
+        return "time"
+    if _UUID_RE.match(c):
+        return "uuid"
+    if _BUS_RE.match(c):
+        return "bus_id"
+    m = _UNIT_VALUE_RE.match(c)
+    if m is not None:
+        return m.group(1)
+    if _NUMERIC_RE.match(c):
+        return "num"
+    if c.lower().startswith("0x"):
+        return "hex"
+    if any(ch.isalpha() for ch in c):
+        return "text"
+    return "?"
+
+
+def _mib(cell: str) -> float | None:
+    try:
+        parsed = v.number(cell)
+    except v.CellError:
+        return None
+    return None if parsed is None else parsed[0]
+
+
+def _row_max(row: list[str], i: int, others: list[int]) -> bool:
+    mine = _mib(row[i])
+    if mine is None:
+        return True
+    return all((x := _mib(row[j])) is None or mine >= x for j in others if j != i)
+
+
+def infer_headerless(rows: list[list[str]]) -> tuple[list[Column], list[str]] | str:
+    """Guess the columns of a noheader file from value shapes (a reason when we cannot)."""
+    ncols = len(rows[0])
+    shapes: list[str] = []
+    for i in range(ncols):
+        kinds = {_shape(r[i]) for r in rows} - {"na"}
+        shapes.append(kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "na"))
+    columns: list[Column] = []
+    notes: list[str] = []
+    order = {
+        "%": ["sm", "mem"],
+        "MiB": [],
+        "W": ["power", "power_limit"],
+        "MHz": ["sm_clock", "max_sm_clock"],
+    }
+    simple = {
+        "time": "time",
+        "uuid": "uuid",
+        "bus_id": "bus_id",
+        "text": "name",
+        "hex": "throttle_mask",
+    }
+    used_simple: set[str] = set()
+    mib_cols: list[int] = []
+    plain_cols: list[int] = []
+    for i, shape in enumerate(shapes):
+        if shape in simple and simple[shape] not in used_simple:
+            used_simple.add(simple[shape])
+            columns.append(Column(i, simple[shape], MIB, f"column {i + 1}"))
+        elif shape in ("%", "W", "MHz"):
+            if order[shape]:
+                role = order[shape].pop(0)
+                columns.append(Column(i, role, MIB, f"column {i + 1} ({shape})"))
+                if role in ("sm", "mem") and ncols > 1:
+                    notes.append(f"column {i + 1}: % values taken as {role}")
+        elif shape == "MiB":
+            mib_cols.append(i)
+        elif shape == "num":
+            plain_cols.append(i)
+    # MiB columns: the one always the largest is memory.total; the rest in the
+    # conventional order used, free.
+    if mib_cols:
+        total = None
+        if len(mib_cols) >= 2:
+            # memory.total is the column never below any other MiB column in any row.
+            for i in mib_cols:
+                if all(_row_max(r, i, mib_cols) for r in rows):
+                    total = i
+                    break
+        rest = [i for i in mib_cols if i != total]
+        if total is not None:
+            columns.append(Column(total, "vram_total", MIB, f"column {total + 1} (MiB)"))
+        for i, role in zip(rest, ("vram_used", "vram_free"), strict=False):
+            columns.append(Column(i, role, MIB, f"column {i + 1} (MiB)"))
+        notes.append(
+            "MiB columns read as "
+            + ", ".join(
+                f"{c.label.split(' ')[1]}={c.role}" for c in columns if c.role.startswith("vram")
+            )
+        )
+    # A small integer right at the start (or after the timestamp) is the GPU index.
+    if plain_cols:
+        first = plain_cols[0]
+        lead = first == 0 or (first == 1 and shapes[0] == "time")
+        ints = [float(r[first]) for r in rows if _NUMERIC_RE.match(r[first].strip())]
+        metric_known = any(c.role not in ("time", "uuid", "bus_id", "name") for c in columns)
+        if lead and ints and metric_known and all(x == int(x) and 0 <= x <= 15 for x in ints):
+            columns.append(Column(first, "gpu", MIB, f"column {first + 1}"))
+            plain_cols.pop(0)
+    metric_known = any(c.role not in ("time", "uuid", "bus_id", "name", "gpu") for c in columns)
+    if not metric_known and len(plain_cols) == 1:
+        i = plain_cols[0]
+        bare = [float(r[i]) for r in rows if _NUMERIC_RE.match(r[i].strip())]
+        if bare and all(0 <= x <= 100 for x in bare):
+            columns.append(Column(i, "sm", MIB, f"column {i + 1}"))
+            notes.append(
+                f"column {i + 1}: bare numbers 0-100 taken as utilization.gpu (override with --map)"
+            )
+            plain_cols = []
+    if plain_cols:
+        notes.append(
+            "unidentified columns "
+            + ", ".join(str(i + 1) for i in plain_cols)
+            + " (bare numbers; name them with --map, e.g. --map temp=5)"
+        )
+    if not any(c.role not in ("time", "uuid", "bus_id", "name", "gpu") for c in columns):
+        return (
+            f"no header and {ncols} column(s) of bare numbers: cannot tell which metric is "
+            "which; say so with --map sm=1,vram_used=2 (1-based column numbers)"
+        )
+    return columns, notes
+
+
+def apply_mapping(
+    columns: list[Column],
+    mapping: Mapping[str, str] | None,
+    header: list[str] | None,
+    ncols: int,
+    unit_scale: Mapping[str, float],
+) -> tuple[list[Column], list[str]]:
+    """Put --map entries over the guessed columns. Returns (columns, notes)."""
+    notes: list[str] = []
+    for role, spec in normalise(mapping).items():
+        if role == "vram_total" and constant_size(spec) is not None:
+            continue  # a constant, applied by the stream
+        found = resolve(spec, header, ncols)
+        if found is None:
+            raise KeyError(f"--map {role}={spec}: no such column")
+        pos, unit = found
+        scale = MIB
+        if unit is not None:
+            scale = unit_scale.get(unit, v.BYTE_UNITS.get(unit, v.RATE_UNITS.get(unit, MIB)))
+        label = header[pos] if header is not None and pos < len(header) else f"column {pos + 1}"
+        columns = [c for c in columns if c.role != role and c.position != pos]
+        columns.append(Column(pos, role, scale, label))
+        notes.append(f"--map {role}={spec}")
+    return columns, notes
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
+    lines = head.nonblank
+    if not lines:
+        return "empty file"
+    first = lines[0]
+    if first.lstrip().startswith(("{", "#", "[")):
+        return "first line is not CSV"
+    cells = split_simple(first)
+    parsed = header_columns(cells)
+    if parsed is not None:
+        if "," in first and ", " not in first:
+            return (
+                "header uses nvidia-smi field names but not its ', ' separator "
+                "(a hand-made CSV: tried as generic CSV)"
+            )
+        columns, units = parsed
+        header = [c.strip() for c in trim_trailing(cells, 1)]
+        ncols = len(header)
+        plan = CsvPlan(columns, ncols, header, units=units)
+        data = lines[1:]
+    else:
+        data = lines
+        rows = [trim_trailing(split_simple(line), 1) for line in data[:50]]
+        if not rows:
+            return "no data"
+        counts = {len(r) for r in rows}
+        ncols = max(counts, key=[len(r) for r in rows].count)
+        good = [r for r in rows if len(r) == ncols]
+        if len(good) < max(1, len(rows) * 3 // 4):
+            return "lines have differing numbers of fields"
+        result = infer_headerless(good)
+        if isinstance(result, str):
+            if not mapping:
+                return result
+            result = ([], [])
+        plan = CsvPlan(result[0], ncols, None, notes=list(result[1]))
+        header = None
+    try:
+        plan.columns, notes = apply_mapping(plan.columns, mapping, header, ncols, {})
+    except KeyError as exc:
+        return str(exc.args[0])
+    plan.notes += notes
+    if not any(
+        c.role not in ("time", "uuid", "bus_id", "name", "gpu", "driver") for c in plan.columns
+    ):
+        return "no metric columns"
+    time_cols = [c.position for c in plan.columns if c.role == "time"]
+    sample = [trim_trailing(split_simple(line), ncols) for line in data[:50]]
+    sample = [cells for cells in sample if len(cells) == ncols]
+    for cells in sample:
+        cell = cells[time_cols[0]] if time_cols else ""
+        if time_cols and not v.is_unknown(cell) and not v.NVSMI_TIME_RE.match(cell.strip()):
+            return (
+                f"timestamp {cell.strip()[:30]!r} is not nvidia-smi's 'YYYY/MM/DD HH:MM:SS.mmm'"
+                " (a hand-made CSV: tried as generic CSV)"
+            )
+    plan.rows = parse_sample(sample, plan.columns, 2 if header else 1)
+    if data and not plan.rows:
+        return "no line parses as nvidia-smi CSV values"
+    return plan
+
+
+def parse_sample(data: list[list[str]], columns: list[Column], first_line: int) -> list[Row]:
+    """Rows of the sniffed head that parse (for the interval and GPU count)."""
+    parsed = (_try_row(cells, columns, n) for n, cells in enumerate(data, start=first_line))
+    return [row for row in parsed if row is not None]
+
+
+def _try_row(cells: list[str], columns: list[Column], line: int) -> Row | None:
+    try:
+        return parse_row(cells, columns, line)
+    except v.CellError:
+        return None
+
+
+def nvsmi_reheader(cells: list[str]) -> list[Column] | None:
+    if not cells or not cells[0][:1].isalpha():
+        return None
+    found = header_columns(cells)
+    return None if found is None else found[0]
+
+
+def read(
+    source: TextSource,
+    plan: CsvPlan,
+    info: StreamInfo,
+    assembler: Assembler,
+    vram_total: int | None = None,
+    reheader: Callable[[list[str]], list[Column] | None] | None = nvsmi_reheader,
+) -> Iterator[Snapshot]:
+    def rows() -> Iterator[Row]:
+        columns = plan.columns
+        ncols = plan.ncols
+        header_norm = [h.lower() for h in plan.header] if plan.header else None
+        skipped_header = plan.header is None
+        for line, cells in records(source.lines(), plan.delimiter, lambda n, r: bad(info, n, r)):
+            cells = trim_trailing([c.strip() for c in cells], ncols)
+            if not any(cells):
+                continue
+            if not skipped_header:
+                skipped_header = True
+                if [c.lower() for c in cells] == header_norm:
+                    continue
+            if header_norm is not None and [c.lower() for c in cells] == header_norm:
+                continue  # the header repeated mid-file (logs appended with >>)
+            again = reheader(cells) if reheader is not None else None
+            if again is not None:
+                if plan.header is not None:  # a different query appended: follow it
+                    columns = again
+                    ncols = len(cells)
+                    header_norm = [c.lower() for c in cells]
+                continue
+            if len(cells) != ncols:
+                bad(info, line, f"expected {ncols} fields, found {len(cells)}")
+                continue
+            try:
+                row = parse_row(cells, columns, line)
+            except v.CellError as exc:
+                bad(info, line, str(exc))
+                continue
+            if vram_total is not None and row.fields.get("vram_total") is None:
+                row.fields["vram_total"] = vram_total
+            yield row
+
+    yield from assemble(rows(), assembler)
+
+
+def plan_interval(plan: CsvPlan) -> float | None:
+    return probe_interval(plan.rows)

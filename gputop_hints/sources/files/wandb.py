@@ -1,0 +1,259 @@
+"""Weights & Biases system metrics: ``wandb-events.jsonl`` (one JSON object a line).
+
+Keys used (``system.`` prefix, ``N`` = GPU index):
+
+* ``gpu.N.gpu`` -> SM %; ``gpu.N.memory`` -> memory-access %;
+  ``gpu.N.temp``; ``gpu.N.powerWatts``; ``gpu.N.enforcedPowerLimitWatts``;
+  ``gpu.N.smClock``; ``gpu.N.memoryAllocatedBytes`` -> VRAM used.
+* ``gpu.N.memoryAllocated`` is a *percentage* of VRAM. Bytes follow only when
+  the total is known -- from ``memoryAllocatedBytes`` (total = bytes / share) or
+  from ``--map vram_total=24GiB``. Otherwise VRAM bytes stay None (the VRAM
+  rules cannot run) and the share is summarised per GPU in
+  ``StreamInfo.header["vram_allocated_percent"]``.
+* ``cpu.N.cpu_percent`` (newer SDKs) -> per-core host CPU. The bare
+  ``system.cpu`` is one number -- whole-host CPU % in old SDKs, this process's
+  share of all cores in newer ones -- so it is *not* spread over pseudo-cores
+  (which would make "all cores busy" rules lie); it is summarised in
+  ``StreamInfo.header["system_cpu_percent"]`` and host per-core CPU stays unknown.
+* ``gpu.process.N.*`` (the same GPU seen from the run's process) is ignored.
+* ``_timestamp`` (epoch seconds) is the time; failing that ``_runtime``
+  (seconds since the run started).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.sources.files._table import Clock, median_interval
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files._values import epoch_number
+from gputop_hints.sources.files.stream import (
+    ALL_METRICS,
+    METRIC_HOST_CPU,
+    METRIC_MEMORY_ACCESS,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_VRAM,
+    StreamInfo,
+    note_bad_line,
+)
+
+FORMAT = "wandb"
+
+_GPU_KEY = re.compile(r"^system\.gpu\.(\d{1,4})\.([A-Za-z_]+)$")
+_CPU_KEY = re.compile(r"^system\.cpu\.(\d{1,4})\.cpu_percent$")
+
+_PERCENT = {"gpu": "sm", "memory": "mem", "memoryAllocated": "vram_pct"}
+_PLAIN = {
+    "temp": ("temp", -60.0, 200.0),
+    "powerWatts": ("power", 0.0, 20000.0),
+    "enforcedPowerLimitWatts": ("power_limit", 0.0, 20000.0),
+    "smClock": ("sm_clock", 0.0, 100000.0),
+    "memoryAllocatedBytes": ("vram_bytes", 0.0, 2.0**50),
+}
+
+
+@dataclass
+class WandbPlan:
+    gpu_count: int
+    times: list[float] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    per_core: bool = False
+
+
+def _json_object(line: str) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def _time(obj: dict[str, Any]) -> float | None:
+    for key in ("_timestamp", "_runtime", "timestamp"):
+        t = _number(obj.get(key))
+        if t is not None and t >= 0:
+            return epoch_number(t)[0]
+    return None
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> WandbPlan | str:
+    lines = head.nonblank
+    if not lines:
+        return "empty file"
+    objects = []
+    for line in lines[:50]:
+        obj = _json_object(line)
+        if obj is not None:
+            objects.append(obj)
+    if not objects:
+        return "not JSON lines"
+    if any(o.get("format") == "gputop-hints-recording" for o in objects[:1]):
+        return "a gputop-hints recording, not W&B"
+    with_system = [o for o in objects if any(str(k).startswith("system.") for k in o)]
+    if not with_system:
+        return "JSON lines without W&B 'system.*' keys"
+    plan = WandbPlan(0)
+    indices: set[int] = set()
+    for o in with_system:
+        for k in o:
+            m = _GPU_KEY.match(str(k))
+            if m is not None:
+                indices.add(int(m.group(1)))
+                plan.keys.add(m.group(2))
+            if _CPU_KEY.match(str(k)):
+                plan.per_core = True
+        t = _time(o)
+        if t is not None:
+            plan.times.append(t)
+    plan.gpu_count = max(indices) + 1 if indices else 0
+    return plan
+
+
+def missing(plan: WandbPlan, vram_known: bool) -> tuple[str, ...]:
+    present = set()
+    if "gpu" in plan.keys:
+        present.add(METRIC_SM)
+    if "memory" in plan.keys:
+        present.add(METRIC_MEMORY_ACCESS)
+    if "memoryAllocatedBytes" in plan.keys or vram_known:
+        present.add(METRIC_VRAM)
+    if "temp" in plan.keys:
+        present.add(METRIC_TEMPERATURE)
+    if "powerWatts" in plan.keys:
+        present.add(METRIC_POWER)
+    if plan.per_core:
+        present.add(METRIC_HOST_CPU)
+    return tuple(m for m in ALL_METRICS if m not in present)
+
+
+def plan_interval(plan: WandbPlan) -> float | None:
+    return median_interval(plan.times)
+
+
+class _Stats:
+    """Running mean/min/max kept in StreamInfo.header (constant memory)."""
+
+    def __init__(self, target: dict[str, object], key: str) -> None:
+        self.target = target
+        self.key = key
+
+    def add(self, name: str, value: float) -> None:
+        bucket = self.target.setdefault(self.key, {})
+        assert isinstance(bucket, dict)
+        s = bucket.setdefault(name, {"n": 0, "mean": 0.0, "min": value, "max": value})
+        n = s["n"] + 1
+        s["mean"] = s["mean"] + (value - s["mean"]) / n
+        s["n"] = n
+        s["min"] = min(s["min"], value)
+        s["max"] = max(s["max"], value)
+
+
+def read(
+    source: TextSource,
+    info: StreamInfo,
+    interval: float,
+    detail: str,
+    vram_total: int | None,
+) -> Iterator[Snapshot]:
+    clock = Clock(info, interval)
+    empty_host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+    vram_stats = _Stats(info.header, "vram_allocated_percent")
+    cpu_stats = _Stats(info.header, "system_cpu_percent")
+    for line, text in source.lines():
+        if not text.strip():
+            continue
+        obj = _json_object(text)
+        if obj is None:
+            note_bad_line(info, line, "not a JSON object")
+            continue
+        per_gpu: dict[int, dict[str, float]] = {}
+        cores: dict[int, float] = {}
+        for key, value in obj.items():
+            m = _GPU_KEY.match(str(key))
+            if m is not None:
+                x = _number(value)
+                if x is None:
+                    continue
+                metric = m.group(2)
+                slot = per_gpu.setdefault(int(m.group(1)), {})
+                if metric in _PERCENT:
+                    if 0.0 <= x <= 100.0:
+                        slot[_PERCENT[metric]] = x
+                elif metric in _PLAIN:
+                    name, low, high = _PLAIN[metric]
+                    if low <= x <= high:
+                        slot[name] = x
+                continue
+            c = _CPU_KEY.match(str(key))
+            if c is not None:
+                x = _number(value)
+                if x is not None and 0.0 <= x <= 100.0:
+                    cores[int(c.group(1))] = x
+        if not per_gpu and not cores and not any(str(k).startswith("system.") for k in obj):
+            note_bad_line(info, line, "no system metrics in this line")
+            continue
+        cpu = _number(obj.get("system.cpu"))
+        if cpu is not None and 0.0 <= cpu <= 100.0:
+            cpu_stats.add("all", cpu)
+        gpus = []
+        for index in sorted(per_gpu):
+            s = per_gpu[index]
+            pct = s.get("vram_pct")
+            used_bytes = s.get("vram_bytes")
+            total: int | None = vram_total
+            used: int | None = None
+            if pct is not None:
+                vram_stats.add(str(index), pct)
+            if used_bytes is not None:
+                used = round(used_bytes)
+                if total is None and pct is not None and pct > 0:
+                    total = round(used_bytes / (pct / 100.0) / 2**20) * 2**20
+            elif pct is not None and total is not None:
+                used = round(total * pct / 100.0)
+            clock_mhz = s.get("sm_clock")
+            gpus.append(
+                GpuSample(
+                    index=index,
+                    sm_percent=s.get("sm"),
+                    memory_access_percent=s.get("mem"),
+                    vram_used_bytes=used,
+                    vram_total_bytes=total,
+                    temperature_c=s.get("temp"),
+                    power_watts=s.get("power"),
+                    power_limit_watts=s.get("power_limit"),
+                    sm_clock_mhz=None if clock_mhz is None else round(clock_mhz),
+                )
+            )
+        host = empty_host
+        if cores:
+            n = max(cores) + 1
+            host = HostSample(
+                hostname="unknown",
+                cpu_percent_per_core=tuple(cores.get(i) for i in range(n)),
+                allowed_cores=tuple(range(n)),
+            )
+        if info.gpu_count is None or len(gpus) > info.gpu_count:
+            info.gpu_count = len(gpus)
+        yield Snapshot(
+            timestamp=clock.next(_time(obj)),
+            interval_s=interval,
+            host=host,
+            gpus=tuple(gpus),
+            source="replay",
+            source_detail=detail,
+        )

@@ -1,0 +1,246 @@
+"""The post-mortem report: statistics, time in findings, data quality, exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.history import DEFAULT_WINDOW_S, History
+from gputop_hints.model import Snapshot
+from gputop_hints.recording import RecordingWriter, open_recording
+from gputop_hints.report import PercentStats, RateStats, build_report, choose_hint_stride
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files.stream import StreamInfo
+
+
+def record_demo(path: Path, scenario: str, n: int, **kwargs: float) -> list[Snapshot]:
+    source = DemoSource(scenario, **kwargs)  # type: ignore[arg-type]
+    snaps = [source.sample() for _ in range(n)]
+    with RecordingWriter(path) as writer:
+        for s in snaps:
+            writer.write(s)
+    return snaps
+
+
+def engine_times(snapshots: list[Snapshot]) -> dict[tuple[str, str], float]:
+    """Seconds each (rule/subtype, subject) is visible when the engine sees every tick."""
+    engine = HintEngine()
+    history = History(window_s=DEFAULT_WINDOW_S, interval_s=snapshots[0].interval_s)
+    out: dict[tuple[str, str], float] = {}
+    for snap in snapshots:
+        history.append(snap)
+        for f in engine.update(history):
+            key = (f.rule, str(f.subject))
+            out[key] = out.get(key, 0.0) + snap.interval_s
+    return out
+
+
+def report_times(path: Path, stride: int) -> dict[tuple[str, str], float]:
+    report = build_report(open_recording(path), hint_stride=stride)
+    return {(ft.finding.rule, str(ft.finding.subject)): ft.seconds for ft in report.findings}
+
+
+def test_percent_and_rate_histograms() -> None:
+    values = [float(v % 101) for v in range(1000)]
+    ps = PercentStats()
+    for v in values:
+        ps.add(v)
+    ordered = sorted(values)
+    assert ps.mean == pytest.approx(sum(values) / len(values))
+    for q in (0.5, 0.95):
+        exact = ordered[math.ceil(q * len(values)) - 1]
+        got = ps.quantile(q)
+        assert got is not None and exact - 0.5 <= got <= exact
+    rs = RateStats()
+    for v in (0.0, 1e3, 1e6, 1e9, 5e9):
+        rs.add(v)
+    assert rs.peak == 5e9
+    p50 = rs.quantile(0.5)
+    assert p50 is not None and 1e6 / 1.02 <= p50 <= 1e6
+
+
+def test_statistics_match_the_snapshots(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    snaps = record_demo(path, "mixed", 120, gpus=8, processes=16)
+    report = build_report(open_recording(path), hint_stride=1)
+    assert report.samples == 120
+    assert report.interval_s == 1.0
+    assert report.start == snaps[0].timestamp and report.end == snaps[-1].timestamp
+    for g in report.gpus:
+        sm = [s.gpus[g.index].sm_percent for s in snaps]
+        known = [v for v in sm if v is not None]
+        assert g.sm.mean == pytest.approx(sum(known) / len(known))
+        exact_p95 = sorted(known)[math.ceil(0.95 * len(known)) - 1]
+        p95 = g.sm.quantile(0.95)
+        assert p95 is not None and exact_p95 - 0.5 <= p95 <= exact_p95
+        assert g.vram_peak_bytes == max(s.gpus[g.index].vram_used_bytes or 0 for s in snaps)
+        rx = [s.gpus[g.index].pcie_rx_bytes_per_s or 0.0 for s in snaps]
+        assert g.pcie_rx.peak == max(rx)
+        assert g.pcie_rx.mean == pytest.approx(sum(rx) / len(rx))
+
+
+@pytest.mark.parametrize("scenario", ["mixed", "starved-loader", "idle-vram"])
+def test_every_tick_report_equals_the_live_engine(tmp_path: Path, scenario: str) -> None:
+    path = tmp_path / "run.jsonl"
+    snaps = record_demo(path, scenario, 200)
+    assert report_times(path, 1) == engine_times(snaps)
+
+
+@pytest.mark.parametrize(
+    "scenario", ["mixed", "starved-loader", "small-batch", "pcie-thrash", "straggler"]
+)
+def test_strided_report_finds_what_the_live_engine_finds(tmp_path: Path, scenario: str) -> None:
+    path = tmp_path / "run.jsonl"
+    snaps = record_demo(path, scenario, 300)
+    live = engine_times(snaps)
+    strided = report_times(path, 5)
+    # Findings shown for more than a minute live are found, and their time agrees
+    # within the stride's granularity (a few strides per episode).
+    steady = {k for k, s in live.items() if s >= 60}
+    assert steady <= set(strided)
+    for key in steady:
+        assert strided[key] == pytest.approx(live[key], abs=30)
+    # Nothing steady appears that live never showed.
+    assert {k for k, s in strided.items() if s >= 60} <= set(live)
+
+
+def test_exit_codes_follow_fail_on(tmp_path: Path) -> None:
+    path = tmp_path / "idle.jsonl"
+    record_demo(path, "idle-vram", 60)
+    report = build_report(open_recording(path), hint_stride=1)
+    assert report.exit_code(None) == 0
+    assert report.exit_code("warning") == 1
+    healthy = tmp_path / "healthy.jsonl"
+    record_demo(healthy, "healthy", 60)
+    calm = build_report(open_recording(healthy), hint_stride=1)
+    assert calm.exit_code("warning") == 0
+    assert calm.exit_code("critical") == 0
+    with pytest.raises(ValueError):
+        calm.exit_code("loud")
+
+
+def test_json_is_plain_json_with_documented_keys(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, "mixed", 60)
+    doc = build_report(open_recording(path)).to_json()
+    text = json.dumps(doc, allow_nan=False)
+    assert json.loads(text)["schema_version"] == 1
+    assert set(doc) >= {
+        "file",
+        "sampling",
+        "gpus",
+        "hints",
+        "findings",
+        "missing",
+        "notes",
+        "worst_severity",
+    }
+    assert {"seconds", "percent", "episodes", "evidence", "advice"} <= set(doc["findings"][0])
+    assert {"mean", "p50", "p95", "max"} <= set(doc["gpus"][0]["sm_percent"])
+
+
+def test_text_report_names_the_parts(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    record_demo(path, "starved-loader", 120)
+    text = build_report(open_recording(path)).to_text(120)
+    assert "120 samples every 1 s" in text
+    assert "Time in each finding" in text
+    assert "input-starved" in text
+    assert "advice:" in text
+
+
+def test_coarse_sampling_is_called_out(tmp_path: Path) -> None:
+    path = tmp_path / "coarse.jsonl"
+    source = DemoSource("starved-loader", interval_s=60.0)
+    with RecordingWriter(path) as writer:
+        for _ in range(10):
+            snap = source.sample()
+            coarse = [dataclasses.replace(g, sm_samples=()) for g in snap.gpus]
+            writer.write(dataclasses.replace(snap, gpus=tuple(coarse)))
+    report = build_report(open_recording(path))
+    assert any("1 sample per 60 s: too coarse to see input stalls" in n for n in report.notes)
+
+
+class _Imported:
+    """A stream like an importer's: per-GPU numbers only, no processes or host CPU."""
+
+    def __init__(self, snapshots: list[Snapshot]) -> None:
+        self.snapshots = snapshots
+        self.info = StreamInfo(
+            path="smi.csv",
+            format="nvidia-smi-csv",
+            interval_s=1.0,
+            missing=("processes", "host_cpu", "pcie"),
+        )
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        return iter(self.snapshots)
+
+    def close(self) -> None:
+        pass
+
+
+def test_missing_metrics_are_absent_and_rules_not_evaluated() -> None:
+    source = DemoSource("healthy")
+    snaps = []
+    for _ in range(30):
+        s = source.sample()
+        gpus = tuple(
+            dataclasses.replace(g, pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None)
+            for g in s.gpus
+        )
+        host = dataclasses.replace(s.host, cpu_percent_per_core=())
+        snaps.append(dataclasses.replace(s, gpus=gpus, processes=(), host=host))
+    report = build_report(_Imported(snaps))
+    assert "input-starved" in report.not_evaluated
+    assert set(report.not_evaluated["input-starved"]) == {"processes", "host_cpu"}
+    assert report.not_evaluated["pcie-thrash"][0] == "pcie"
+    assert all(g.pcie_rx.count == 0 for g in report.gpus)
+    text = report.to_text(120)
+    assert "not evaluated: input-starved (no processes, host_cpu in this file)" in text
+    assert "n/a" in text  # PCIe: absent, not 0
+
+
+def test_empty_truncated_and_damaged_files(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    report = build_report(open_recording(empty))
+    assert report.samples == 0
+    assert report.exit_code("warning") == 0
+    assert "no samples" in report.to_text(100)
+
+    path = tmp_path / "run.jsonl"
+    record_demo(path, "healthy", 20)
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(5, b"garbage {{{")
+    data = b"\n".join(lines)
+    path.write_bytes(data[: len(data) - 30])
+    report = build_report(open_recording(path))
+    assert report.samples == 19
+    assert any("malformed line(s) skipped, the first at line 6" in n for n in report.notes)
+    assert any("ends mid-line" in n for n in report.notes)
+
+
+def test_gaps_are_noted(tmp_path: Path) -> None:
+    path = tmp_path / "gappy.jsonl"
+    snaps = record_demo(path, "healthy", 30)
+    with RecordingWriter(path) as writer:
+        for i, s in enumerate(snaps):
+            writer.write(dataclasses.replace(s, timestamp=s.timestamp + (100 if i >= 15 else 0)))
+    report = build_report(open_recording(path))
+    assert report.gaps == 1
+    assert report.longest_gap_s == pytest.approx(101)
+
+
+def test_auto_stride_scales_with_size() -> None:
+    assert choose_hint_stride(600, 73) == 1  # ten minutes at 8 x 64: every tick
+    # a day at 8 GPUs x 64 processes: about every two minutes (bench/report_speed.py)
+    assert choose_hint_stride(86_400, 73) == 127
+    assert choose_hint_stride(86_400, 3) == 6
+    assert choose_hint_stride(0, 10) == 1

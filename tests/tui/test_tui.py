@@ -1,0 +1,390 @@
+"""Behaviour of the Textual app, driven through Pilot with deterministic demo ticks."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.detail import ProcessDetailScreen
+from gputop_hints.tui.messages import SnapshotReady
+from gputop_hints.tui.render import BLOCKS, GAP, bar, sparkline
+from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.tui.widgets.cpu_panel import CpuPanel
+from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+from gputop_hints.tui.widgets.header import GpuUnavailableBanner, HeaderBar
+from gputop_hints.tui.widgets.process_table import SORT_KEYS, ProcessTable, sort_processes
+from gputop_hints.units import core_ranges
+from tests.support.screen import screen_text
+
+
+class ClosingDemo(DemoSource):
+    """A demo source that remembers whether the app closed it."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+def make_app(
+    scenario: str = "mixed", gpus: int | None = 8, processes: int | None = 64, **kwargs: object
+) -> tuple[GputopApp, ClosingDemo]:
+    source = ClosingDemo(scenario, gpus=gpus, processes=processes, seed=0)
+    app = GputopApp(source, autostart=False, **kwargs)  # type: ignore[arg-type]
+    return app, source
+
+
+def feed(app: GputopApp, source: DemoSource, ticks: int) -> None:
+    for _ in range(ticks):
+        app.ingest(source.sample())
+
+
+def lines_of(widget: StripWidget) -> list[str]:
+    return widget.text_lines()
+
+
+def is_paused(app: GputopApp) -> bool:
+    return app.paused
+
+
+# --- fixed-scale rendering ------------------------------------------------------
+
+
+def test_flat_low_and_flat_full_sparklines_differ() -> None:
+    low = sparkline([5.0] * 10, 10, 100.0)
+    full = sparkline([100.0] * 10, 10, 100.0)
+    assert low == BLOCKS[0] * 10
+    assert full == BLOCKS[-1] * 10
+    assert low != full
+
+
+def test_sparkline_scale_is_fixed_not_fitted_to_the_data() -> None:
+    # Stock Sparkline would stretch 40..50 over the full height; here 50 % is mid-height.
+    line = sparkline([40.0, 50.0], 2, 100.0)
+    assert line[1] == BLOCKS[3]
+    assert line[0] == BLOCKS[3]
+
+
+def test_unknown_is_a_gap_not_zero() -> None:
+    line = sparkline([0.0, None, 0.0], 3, 100.0)
+    assert line == BLOCKS[0] + GAP + BLOCKS[0]
+    assert BLOCKS[0] != GAP
+
+
+def test_sparkline_is_right_aligned_and_exactly_width() -> None:
+    assert sparkline([100.0], 4, 100.0) == "   " + BLOCKS[-1]
+    assert len(sparkline([1.0] * 50, 8, 100.0)) == 8
+    assert sparkline([250.0, -5.0], 2, 100.0) == BLOCKS[-1] + BLOCKS[0]
+
+
+def test_bar_and_core_ranges() -> None:
+    filled, track = bar(0.5, 4)
+    assert filled == "██" and len(track) == 2
+    assert bar(None, 3) == ("", "───")
+    assert core_ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+
+
+# --- the app ---------------------------------------------------------------------
+
+
+async def test_header_shows_demo_badge_host_and_interval() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 3)
+        await pilot.pause()
+        header = lines_of(app.query_one(HeaderBar))[0]
+        assert "DEMO" in header
+        assert "demo-node" in header or source.sample().host.hostname in header
+        assert "every 1s" in header
+        assert "driver" in header
+
+
+async def test_rich_panels_at_160x50_and_compact_lines_at_80x24() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 10)
+        await pilot.pause()
+        panel = app.query_one("#gpu-0", GpuPanel)
+        assert panel.size.height == 6
+        text = lines_of(panel)
+        assert [line.split()[0] for line in text[1:]] == ["SM", "MEM", "VRAM", "RX", "TX"]
+
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.query_one("#gpus").has_class("-compact")
+        panel = app.query_one("#gpu-0", GpuPanel)
+        assert panel.size.height == 1
+        line = lines_of(panel)[0]
+        assert "SM" in line and "MEM" in line and "VRAM" in line
+        # Every GPU and the process table are on screen at once.
+        visible = screen_text(app)
+        assert all(f"\n {i} SM" in visible for i in range(8))
+        assert "PID" in visible
+
+
+async def test_resizing_down_to_40x10_and_back_does_not_break() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 5)
+        for size in [(80, 24), (40, 10), (20, 5), (40, 10), (160, 50)]:
+            await pilot.resize_terminal(*size)
+            feed(app, source, 1)
+            await pilot.pause()
+            assert "DEMO" in screen_text(app)
+        assert app.query_one("#gpu-0", GpuPanel).size.height == 6
+        assert not app.query_one("#gpus").has_class("-compact")
+
+
+async def test_s_cycles_the_sort_key_and_reorders_rows() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 5)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        assert table.sort_key == SORT_KEYS[0] == "gpu"
+        await pilot.press("s")
+        assert table.sort_key == "hint"
+        await pilot.press("s")
+        assert table.sort_key == "vram"
+        header = lines_of(table)[0]
+        assert "VRAM▼" in header and "sort: VRAM" in header
+        vram = [p.vram_bytes or 0 for p in table.rows]
+        assert vram == sorted(vram, reverse=True)
+        await pilot.press("s")
+        assert table.sort_key == "sm"
+        known = [p.sm_percent for p in table.rows if p.sm_percent is not None]
+        assert known == sorted(known, reverse=True)
+        # Unknown SM % sorts last rather than as zero.
+        seen_unknown = False
+        for proc in table.rows:
+            if proc.sm_percent is None:
+                seen_unknown = True
+            else:
+                assert not seen_unknown
+
+
+def test_unknown_values_sort_last_whatever_the_direction() -> None:
+    procs = [
+        GpuProcess(pid=1, gpu_index=0, sm_percent=None),
+        GpuProcess(pid=2, gpu_index=0, sm_percent=10.0),
+        GpuProcess(pid=3, gpu_index=0, sm_percent=90.0),
+    ]
+    assert [p.pid for p in sort_processes(procs, "sm")] == [3, 2, 1]
+    assert [p.pid for p in sort_processes(procs, "pid")] == [1, 2, 3]
+
+
+async def test_p_pauses_and_sampler_ticks_are_dropped() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 3)
+        await pilot.press("p")
+        assert is_paused(app)
+        assert "PAUSED" in lines_of(app.query_one(HeaderBar))[0]
+        before = (app.ticks_ingested, len(app.history))
+        app.post_message(SnapshotReady(source.sample()))
+        await pilot.pause()
+        assert (app.ticks_ingested, len(app.history)) == before
+        await pilot.press("p")
+        assert not is_paused(app)
+        assert "PAUSED" not in lines_of(app.query_one(HeaderBar))[0]
+        app.post_message(SnapshotReady(source.sample()))
+        await pilot.pause()
+        assert app.ticks_ingested == before[0] + 1
+
+
+async def test_pause_stops_a_running_sampler() -> None:
+    source = ClosingDemo("healthy", gpus=1, processes=1, interval_s=0.25)
+    app = GputopApp(source, interval_s=0.25, autostart=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(40):
+            await asyncio.sleep(0.05)
+            if app.ticks_ingested >= 2:
+                break
+        assert app.ticks_ingested >= 2
+        await pilot.press("p")
+        assert app.sampler is not None and app.sampler.paused
+        frozen = app.ticks_ingested
+        await asyncio.sleep(0.8)
+        await pilot.pause()
+        assert app.ticks_ingested == frozen
+    assert source.closed
+
+
+async def test_t_cycles_themes_and_back() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(app, source, 2)
+        assert app.theme == "dark"
+        seen = [app.theme]
+        for _ in range(len(app.theme_names)):
+            await pilot.press("t")
+            seen.append(app.theme)
+        assert set(seen) >= {"dark", "light", "high-contrast", "monochrome"}
+        assert seen[-1] == "dark"
+
+
+async def test_no_color_forces_monochrome() -> None:
+    app, _ = make_app(color=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.theme == "monochrome"
+        await pilot.press("t")
+        assert app.theme == "monochrome"
+
+
+async def test_no_color_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    app, _ = make_app()
+    assert app.theme == "monochrome"
+
+
+async def test_unknown_theme_falls_back_to_dark_with_a_note() -> None:
+    app, _ = make_app(theme="no-such-theme")
+    assert app.theme == "dark"
+    assert any("no-such-theme" in note for note in app.notes)
+
+
+async def test_arrows_and_enter_open_the_selected_process_and_esc_returns() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 20)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        await pilot.press("down", "down")
+        assert table.cursor == 2
+        selected = table.selected
+        assert selected is not None
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ProcessDetailScreen)
+        assert (screen.pid, screen.gpu_index) == (selected.pid, selected.gpu_index)
+        text = screen_text(app)
+        assert f"PID {selected.pid}" in text
+        for label in ("SM %", "main CPU %", "workers CPU %", "VRAM", "WORKERS"):
+            assert label in text
+        # The detail screen keeps updating from new ticks.
+        feed(app, source, 1)
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProcessDetailScreen)
+        assert app.query_one(ProcessTable).selected == table.selected
+
+
+async def test_selection_follows_the_process_across_resorts() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 3)
+        await pilot.press("down", "down", "down")
+        table = app.query_one(ProcessTable)
+        chosen = table.selected
+        assert chosen is not None
+        await pilot.press("s")
+        assert table.selected is not None and table.selected.key == chosen.key
+
+
+async def test_question_mark_opens_the_metrics_help_and_escape_closes_it() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        feed(app, source, 2)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from textual.widgets import Markdown
+
+        from gputop_hints.tui.help import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)
+        assert app.screen.query_one(Markdown) is not None
+        assert "SM %" in screen_text(app)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_q_quits_and_closes_the_source() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(app, source, 1)
+        await pilot.press("q")
+        await pilot.pause()
+    assert source.closed
+
+
+def _no_gpu_snapshot() -> Snapshot:
+    return Snapshot(
+        timestamp=1_700_000_000.0,
+        interval_s=1.0,
+        host=HostSample(
+            hostname="cpu-only",
+            cpu_percent_per_core=(10.0, None, 30.0, 40.0),
+            allowed_cores=(0, 1),
+        ),
+        source="live",
+        gpu_unavailable_reason="NVML could not be loaded: libnvidia-ml.so.1 not found",
+    )
+
+
+async def test_cpu_only_banner_says_why_and_suggests_demo() -> None:
+    source = ClosingDemo("healthy", gpus=1, processes=1)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        app.ingest(_no_gpu_snapshot())
+        await pilot.pause()
+        banner = app.query_one(GpuUnavailableBanner)
+        assert banner.display
+        text = " ".join(lines_of(banner))
+        assert "libnvidia-ml.so.1 not found" in text
+        assert "--demo" in text
+        assert not app.query(GpuPanel)
+        assert "DEMO" not in lines_of(app.query_one(HeaderBar))[0]
+        cpu = lines_of(app.query_one(CpuPanel))
+        assert "iowait n/a" in cpu[0]
+        assert "job may use 2: 0-1" in cpu[0]
+
+
+async def test_unknown_values_show_as_na_not_zero() -> None:
+    app, source = make_app(gpus=1, processes=1)
+    async with app.run_test(size=(160, 50)) as pilot:
+        snap = source.sample()
+        gpu = GpuSample(index=0, name="Mystery GPU")
+        proc = dataclasses.replace(snap.processes[0], sm_percent=None, cpu_percent=None)
+        app.ingest(dataclasses.replace(snap, gpus=(gpu,), processes=(proc,)))
+        await pilot.pause()
+        panel = lines_of(app.query_one("#gpu-0", GpuPanel))
+        sm_line = next(line for line in panel if line.strip().startswith("SM"))
+        assert "n/a" in sm_line and "0%" not in sm_line
+        assert "n/a" in next(line for line in panel if line.strip().startswith("VRAM"))
+        row = lines_of(app.query_one(ProcessTable))[1]
+        assert row.count("n/a") >= 2
+
+        await pilot.resize_terminal(80, 12)
+        app.ingest(dataclasses.replace(snap, gpus=(gpu,), processes=(proc,)))
+        await pilot.pause()
+        compact = lines_of(app.query_one("#gpu-0", GpuPanel))[0]
+        assert "n/a" in compact and " 0%" not in compact
+
+
+async def test_sm_plus_memory_above_100_is_shown_unclamped() -> None:
+    app, source = make_app(gpus=1, processes=1)
+    async with app.run_test(size=(160, 50)) as pilot:
+        snap = source.sample()
+        gpu = dataclasses.replace(snap.gpus[0], sm_percent=96.0, memory_access_percent=88.0)
+        app.ingest(dataclasses.replace(snap, gpus=(gpu,)))
+        await pilot.pause()
+        assert any("184%" in line for line in lines_of(app.query_one("#gpu-0", GpuPanel)))
+
+
+async def test_idle_ticks_do_not_remount_widgets() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 2)
+        await pilot.pause()
+        panels = list(app.query(GpuPanel))
+        feed(app, source, 5)
+        await pilot.pause()
+        assert list(app.query(GpuPanel)) == panels

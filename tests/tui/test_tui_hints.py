@@ -1,0 +1,315 @@
+"""The hints in the views: HINT column, GPU panels, the Enter screen and ``?``.
+
+Driven through Pilot with demo ticks fed by hand (``autostart=False``), and read
+back from what is drawn -- the table's rendered lines, the panels' lines, the
+detail screen's text -- not only from the engine's state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from gputop_hints.hints.catalogue import CATALOGUE
+from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.detail import FindingsView, ProcessDetailScreen
+from gputop_hints.tui.help import HelpScreen, help_text, hints_help
+from gputop_hints.tui.hint_text import (
+    GPU_LEVEL_PREFIX,
+    SEVERITY_MARK,
+    duration_text,
+    fit_text,
+)
+from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+from gputop_hints.tui.widgets.process_table import (
+    HINT_WIDTH,
+    visible_columns,
+)
+from tests.support.screen import screen_text
+
+TICKS = 30
+"""Enough for every demo scenario's finding to pass its raise-after time."""
+
+
+def make_app(
+    scenario: str, thresholds: Thresholds | None = None, **demo: Any
+) -> tuple[GputopApp, DemoSource]:
+    source = DemoSource(scenario, seed=0, **demo)
+    return GputopApp(source, autostart=False, thresholds=thresholds), source
+
+
+def feed(app: GputopApp, source: DemoSource, ticks: int = TICKS) -> None:
+    for _ in range(ticks):
+        app.ingest(source.sample())
+
+
+def table_rows(app: GputopApp) -> list[str]:
+    """The process table as drawn: header first, then one line per visible row."""
+    return app.process_table.text_lines()
+
+
+def hint_cells(app: GputopApp) -> list[str]:
+    """The HINT column's text in every drawn row, cut at the header's HINT position."""
+    header, *rows = table_rows(app)
+    start = header.index("HINT")
+    return [row[start : start + HINT_WIDTH].strip() for row in rows]
+
+
+def row_of(app: GputopApp, pid: int) -> str:
+    for row in table_rows(app)[1:]:
+        if row.split()[0] == str(pid):
+            return row
+    raise AssertionError(f"no row for pid {pid} in {table_rows(app)}")
+
+
+# --- the HINT column ------------------------------------------------------------
+
+
+async def test_starved_loader_row_says_num_workers_0() -> None:
+    app, source = make_app("starved-loader")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        row = row_of(app, 4000)
+        assert "starved: num_workers=0?" in row
+        assert f"{SEVERITY_MARK[Severity.WARNING]} starved: num_workers=0?" in hint_cells(app)
+        assert app.findings and app.findings[0].rule == "input-starved"
+        assert app.engine.last_cost_s > 0
+
+
+@pytest.mark.parametrize(
+    ("scenario", "label"),
+    [
+        ("small-batch", "small batch"),
+        ("idle-vram", "idle "),
+        ("pcie-thrash", "PCIe thrash"),
+    ],
+)
+async def test_process_findings_show_in_the_hint_column(scenario: str, label: str) -> None:
+    app, source = make_app(scenario)
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        cells = hint_cells(app)
+        assert any(label in cell for cell in cells), cells
+        # Process-level: no GPU-level prefix.
+        assert not any(GPU_LEVEL_PREFIX in cell for cell in cells)
+
+
+async def test_idle_vram_label_says_how_much_vram_is_held() -> None:
+    app, source = make_app("idle-vram")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        assert "holds 40G" in row_of(app, 4000)
+
+
+async def test_memory_bound_is_a_gpu_level_finding_in_panel_and_column() -> None:
+    app, source = make_app("memory-bound")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        assert any(f.rule == "memory-bound" for f in app.engine.for_gpu(0))
+        panel = app.query_one("#gpu-0", GpuPanel)
+        title, _sm_row, mem_row = panel.text_lines()[:3]
+        assert "! memory-bound kernels" in title
+        # SM % + memory % is over 100: the MEM row explains the sum.
+        assert "overlap" in mem_row and "SM+mem" in mem_row
+        # The process's cell carries the GPU's warning, marked as GPU-level.
+        assert "! GPU: memory-bound kernels" in hint_cells(app)
+
+
+async def test_memory_bound_marker_in_compact_panels() -> None:
+    app, source = make_app("memory-bound", gpus=8)
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        assert app.query_one("#gpus").has_class("-compact")
+        line = app.query_one("#gpu-0", GpuPanel).text_lines()[0]
+        assert "!memory-bound" in line
+        assert "Σ" in line
+
+
+async def test_healthy_has_no_warning_in_any_hint_cell() -> None:
+    app, source = make_app("healthy")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        cells = hint_cells(app)
+        assert cells and all(cell == "" for cell in cells), cells
+        assert all(f.severity is Severity.INFO for f in app.findings)
+        # The GPU's healthy note stays in its panel.
+        title = app.query_one("#gpu-0", GpuPanel).text_lines()[0]
+        assert "compute-bound: healthy" in title
+
+
+async def test_raised_threshold_makes_the_starved_hint_disappear() -> None:
+    defaults = Thresholds.defaults()
+    strict = dataclasses.replace(
+        defaults,
+        input_starved=dataclasses.replace(defaults.input_starved, sm_mean_below_percent=5),
+    )
+    app, source = make_app("starved-loader", thresholds=strict)
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        assert app.engine.thresholds is strict
+        assert "num_workers=0" not in row_of(app, 4000)
+        assert not any(f.rule == "input-starved" for f in app.findings)
+
+
+async def test_hint_sort_puts_findings_first() -> None:
+    app, source = make_app("mixed")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.press("s")
+        assert app.process_table.sort_key == "hint"
+        await pilot.pause()
+        cells = hint_cells(app)
+        filled = [bool(cell) for cell in cells]
+        assert filled[0] and filled == sorted(filled, reverse=True)
+        assert "HINT▼" in table_rows(app)[0]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 160])
+def test_hint_column_survives_narrow_terminals(width: int) -> None:
+    keys = [column.key for column in visible_columns(width)]
+    assert "hint" in keys
+    if width <= 100:
+        # USER and RSS give way first.
+        assert "user" not in keys and "rss" not in keys
+    if width >= 160:
+        assert "user" in keys and "rss" in keys and "workers" in keys
+
+
+async def test_hint_column_at_80x24() -> None:
+    app, source = make_app("mixed")
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        header = table_rows(app)[0]
+        assert "HINT" in header and "USER" not in header
+        assert "! starved: num_workers=0?" in hint_cells(app)
+        assert all(len(row) == 80 for row in table_rows(app))
+
+
+def test_long_labels_are_cut_with_an_ellipsis() -> None:
+    assert fit_text("x" * 30, 10) == "x" * 9 + "…"
+    assert fit_text("short", 10) == "short"
+    assert duration_text(45) == "45s"
+    assert duration_text(725) == "12m05s"
+    assert duration_text(11000) == "3h03m"
+
+
+# --- the Enter screen -------------------------------------------------------------
+
+
+async def test_detail_shows_evidence_scopes_and_advice_for_starved_loader() -> None:
+    app, source = make_app("starved-loader")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ProcessDetailScreen)
+        view = app.screen.query_one(FindingsView)
+        text = "\n".join(view.text_lines())
+        assert "starved: num_workers=0?" in text
+        assert "WARNING" in text
+        evidence = [line for line in view.text_lines() if line.rstrip().endswith(SCOPES)]
+        scopes = {line.split()[-1] for line in evidence}
+        assert {"process", "host", "device"} <= scopes, evidence
+        assert "num_workers=" in text and "DataLoader(" in text
+        assert "docs/hints.md#input-starved" in text
+        assert "since " in text and "(20s)" in text
+        # yes / no / context markers for met.
+        assert any(" yes " in line for line in evidence)
+        assert any(" no " in line for line in evidence)
+        # And it is on screen, not only in the widget's buffer.
+        assert "starved: num_workers=0?" in screen_text(app)
+        # Ticks keep the detail live.
+        feed(app, source, 2)
+        await pilot.pause()
+        assert "(22s)" in "\n".join(view.text_lines())
+
+
+SCOPES = ("process", "device", "host")
+
+
+async def test_detail_says_sm_evidence_is_device_level_without_process_util() -> None:
+    app, source = make_app("starved-no-process-util")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        view = app.screen.query_one(FindingsView)
+        sm_rows = [line for line in view.text_lines() if line.strip().startswith("SM % (mean)")]
+        assert sm_rows and sm_rows[0].split()[-1] == "device", sm_rows
+        text = "\n".join(view.text_lines())
+        assert "GPU-side evidence: the whole device" in text
+        assert "per-process SM % not reported" in text
+
+
+async def test_detail_of_a_healthy_process_says_no_hints_and_what_was_checked() -> None:
+    app, source = make_app("healthy")
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        text = "\n".join(app.screen.query_one(FindingsView).text_lines())
+        assert "No hints for this process" in text
+        assert "Input starved" in text and "Small batch" in text
+        # Its GPU's whole-device findings are still listed.
+        assert "WHOLE-DEVICE" in text and "compute-bound: healthy" in text
+
+
+async def test_detail_of_a_gpu_level_finding_lists_it_under_the_gpu() -> None:
+    app, source = make_app("memory-bound")
+    async with app.run_test(size=(80, 24)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        view = app.screen.query_one(FindingsView)
+        text = "\n".join(view.text_lines())
+        assert "No hints for this process" in text
+        assert "memory-bound kernels" in text and "docs/hints.md#memory-bound" in text
+        assert all(len(line) <= view.scrollable_content_region.width for line in view.text_lines())
+        # Long content scrolls.
+        assert view.virtual_size.height > view.size.height
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.scroll_offset.y > 0
+
+
+# --- help -------------------------------------------------------------------------
+
+
+def test_help_explains_every_rule_and_how_to_read_the_column() -> None:
+    text = hints_help()
+    for info in CATALOGUE:
+        assert info.title in text and info.sentence in text
+    for mark in SEVERITY_MARK.values():
+        assert f"`{mark}`" in text
+    assert GPU_LEVEL_PREFIX.strip() in text
+    assert "gputop-hints config --print-defaults" in text and "docs/config.md" in text
+    assert help_text().endswith(text)
+
+
+async def test_question_mark_shows_the_hints_section() -> None:
+    app, source = make_app("healthy")
+    async with app.run_test(size=(100, 40)) as pilot:
+        feed(app, source, 2)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("end")
+        await pilot.pause()
+        assert "Straggler" in screen_text(app)
