@@ -289,9 +289,6 @@ class Snapshot:
                 return g
         return None
 
-    def processes_on(self, gpu_index: int) -> tuple[GpuProcess, ...]:
-        return tuple(p for p in self.processes if p.gpu_index == gpu_index)
-
 
 # --- dictionary / JSON form -------------------------------------------------
 

@@ -25,7 +25,6 @@ from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess
 Rule = Callable[[Window, Thresholds], list[Finding]]
 
 
-
 def _gib(value: float | None) -> str:
     return "n/a" if value is None else f"{value / GIB:.1f} GiB"
 

@@ -276,7 +276,3 @@ class Timeline:
         if b <= a:
             raise ValueError("empty window")
         return (self.cumulative(b, lane) - self.cumulative(a, lane)) / (b - a)
-
-    def steady_mean(self, lane: int) -> float:
-        """Average level of ``lane`` over one period: what the steady state converges to."""
-        return self._period.totals[lane] / self._period.duration
