@@ -26,6 +26,16 @@ DEFAULT_SNAPSHOTS_S = 15.0
 """Whole snapshots are kept for this long only (the hints look back a few seconds);
 the per-metric series cover the full window at a fraction of the memory."""
 
+MAX_GONE_PROCESSES = 256
+"""How many processes that have left keep their history (for up to a window).
+
+A process that ends stays visible to the hints and the detail view for a
+window, so a crash or an exit can still be explained. Jobs that start many
+short-lived GPU processes (a test suite, a hyper-parameter sweep, a server
+forking per request) would otherwise keep thousands of histories alive: past
+this many, the ones gone longest are dropped first. Live processes are never
+dropped."""
+
 
 class Series:
     """A ring of ``float | None`` with a fixed capacity."""
@@ -314,11 +324,18 @@ class History:
                     proc, self.capacity, prefill, snapshot.timestamp
                 )
             ph.append(proc, snapshot.timestamp, threshold)
+        gone: list[ProcessHistory] = []
         for key, ph in list(self.processes.items()):
             if key not in seen:
                 ph.append(None, snapshot.timestamp, threshold)
                 if snapshot.timestamp - ph.last_seen > self.window_s:
                     del self.processes[key]
+                else:
+                    gone.append(ph)
+        if len(gone) > MAX_GONE_PROCESSES:
+            gone.sort(key=lambda ph: ph.last_seen)
+            for ph in gone[: len(gone) - MAX_GONE_PROCESSES]:
+                del self.processes[(ph.pid, ph.gpu_index)]
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:
         for s in snapshots:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputop_hints.history import History, Series
+from gputop_hints.history import MAX_GONE_PROCESSES, History, Series
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot, UtilizationSample
 
 
@@ -112,3 +112,27 @@ def test_whole_snapshots_are_kept_for_a_shorter_span_than_the_series() -> None:
     assert len(h.snapshots) == 11
     assert len(h.gpus[0].sm_percent) == 60
     assert h.window()[0].timestamp == 49.0
+
+
+def test_a_flood_of_short_lived_processes_keeps_memory_bounded() -> None:
+    # 200 new GPU processes a second, each living one tick: without a bound the
+    # history kept every one for a whole window (24 000 at 120 s).
+    h = History(window_s=120.0, interval_s=1.0)
+    for tick in range(60):
+        h.append(_snap(float(tick), 50.0, pids=(1, *range(1000 + tick * 200, 1200 + tick * 200))))
+    assert len(h.processes) <= MAX_GONE_PROCESSES + 201
+    # The long-lived process and the ones that just ended are still there ...
+    assert h.process(1, 0) is not None
+    assert h.process(1000 + 58 * 200, 0) is not None
+    # ... and the ones gone longest were dropped first.
+    assert h.process(1000, 0) is None
+
+
+def test_a_process_that_just_ended_is_kept_for_the_window() -> None:
+    h = History(window_s=10.0, interval_s=1.0)
+    h.append(_snap(0.0, 50.0, pids=(1, 2)))
+    for t in range(1, 8):
+        h.append(_snap(float(t), 50.0, pids=(1,)))
+    gone = h.process(2, 0)
+    assert gone is not None
+    assert gone.cpu_percent.last(2) == [None, None]
