@@ -386,7 +386,7 @@ def record_main(argv: Sequence[str]) -> int:
         return EXIT_OK
     if args.demo is None and (args.gpus is not None or args.processes is not None):
         parser.error("--gpus and --processes only apply to --demo")
-    from gputop_hints.recording import record
+    from gputop_hints.sampling.record import record
     from gputop_hints.sources import SourceUnavailable
 
     try:

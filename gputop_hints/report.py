@@ -36,7 +36,7 @@ from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import (
+from gputop_hints.recording.format import (
     G_INDEX,
     G_MEM,
     G_POWER,
@@ -47,10 +47,8 @@ from gputop_hints.recording import (
     G_THROTTLE,
     G_TX,
     G_VRAM_USED,
-    LazyTick,
-    RecordingStream,
-    count_ticks,
 )
+from gputop_hints.sources.files.recording import LazyTick, RecordingStream, count_ticks
 from gputop_hints.sources.files.stream import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
@@ -818,7 +816,7 @@ def report_file(
     hint_stride: int | None = None,
 ) -> Report:
     """Open a recording and build its report (closes the file)."""
-    from gputop_hints.recording import open_recording
+    from gputop_hints.sources.files.recording import open_recording
 
     stream = open_recording(path)
     try:

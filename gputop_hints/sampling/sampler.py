@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from gputop_hints.model import Snapshot
+from gputop_hints.sampling.pace import Deadlines
 from gputop_hints.sources import Source
 
 log = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ class Sampler:
         self._paused = threading.Event()
         self._thread: threading.Thread | None = None
         self.ticks = 0
-        self.skipped_deadlines = 0
+        self._deadlines: Deadlines | None = None
 
     def start(self) -> None:
         if self._thread is not None:
@@ -80,8 +81,13 @@ class Sampler:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def skipped_deadlines(self) -> int:
+        """Deadlines skipped because a tick overran (they are not caught up)."""
+        return 0 if self._deadlines is None else self._deadlines.skipped
+
     def _run(self) -> None:
-        deadline = self._clock()
+        self._deadlines = deadlines = Deadlines(self.interval_s, self._clock)
         while not self._stop.is_set():
             if not self._paused.is_set():
                 try:
@@ -94,13 +100,7 @@ class Sampler:
                     self.ticks += 1
                     if not self._stop.is_set():
                         self._on_snapshot(snapshot)
-            deadline += self.interval_s
-            now = self._clock()
-            if deadline <= now:
-                missed = int((now - deadline) // self.interval_s) + 1
-                self.skipped_deadlines += missed
-                deadline += missed * self.interval_s
-            self._stop.wait(deadline - now)
+            self._stop.wait(deadlines.wait_s())
 
 
 def collect(source: Source, duration_s: float, interval_s: float) -> list[Snapshot]:

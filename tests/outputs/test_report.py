@@ -13,9 +13,10 @@ import pytest
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import RecordingWriter, open_recording
+from gputop_hints.recording import RecordingWriter
 from gputop_hints.report import PercentStats, RateStats, build_report, choose_hint_stride
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.files.stream import StreamInfo
 
 

@@ -16,15 +16,10 @@ from typing import Any
 import pytest
 
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import (
-    FORMAT,
-    RecordingWriter,
-    count_ticks,
-    looks_like_recording,
-    open_recording,
-    record,
-)
+from gputop_hints.recording import FORMAT, RecordingWriter
+from gputop_hints.sampling.record import record
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files.recording import count_ticks, looks_like_recording, open_recording
 from gputop_hints.sources.files.stream import UnrecognisedFormat
 from tests.support.paths import REPO
 
@@ -204,7 +199,7 @@ def test_nan_and_infinity_are_written_as_unknown(tmp_path: Path) -> None:
 
 RECORDER = """
 import sys
-from gputop_hints.recording import record
+from gputop_hints.sampling.record import record
 from gputop_hints.sources.demo import DemoSource
 sys.exit(record(DemoSource("mixed", gpus=2, processes=6), sys.argv[1], interval_s=0.25))
 """
