@@ -422,7 +422,7 @@ def report_main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(argv)
     from gputop_hints.hints.config import load
-    from gputop_hints.report import build_report
+    from gputop_hints.outputs.report import build_report, report_json_text, report_text
 
     try:
         thresholds = load(args.config)
@@ -433,11 +433,7 @@ def report_main(argv: Sequence[str]) -> int:
         report = build_report(stream, thresholds)
     finally:
         stream.close()
-    if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=2, allow_nan=False)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(report.to_text())
+    sys.stdout.write(report_json_text(report) if args.json else report_text(report))
     sys.stdout.flush()
     return report.exit_code(args.fail_on)
 
