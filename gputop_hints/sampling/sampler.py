@@ -101,21 +101,3 @@ class Sampler:
                     if not self._stop.is_set():
                         self._on_snapshot(snapshot)
             self._stop.wait(deadlines.wait_s())
-
-
-def collect(source: Source, duration_s: float, interval_s: float) -> list[Snapshot]:
-    """Take samples for ``duration_s`` (at least two), for ``--once``/``--json``.
-
-    Live sources are sampled in real time; simulated ones advance their own clock
-    and return at once.
-    """
-    count = max(2, round(duration_s / interval_s) + 1)
-    out: list[Snapshot] = []
-    start = time.monotonic()
-    for i in range(count):
-        if i and not source.simulated:
-            wait = start + i * interval_s - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-        out.append(source.sample())
-    return out

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from gputop_hints.model import HostSample, Snapshot
-from gputop_hints.sampling.sampler import Sampler, collect
+from gputop_hints.sampling.once import collect
+from gputop_hints.sampling.sampler import Sampler
 
 
 class SlowSource:
