@@ -50,14 +50,23 @@ class Sampler:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
         self.ticks = 0
         self._deadlines: Deadlines | None = None
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="gputop-hints-sampler", daemon=True)
-        self._thread.start()
+        """Start the sampling thread; a second call (from any thread) does nothing.
+
+        The lock makes the check and the start one step: two threads starting at
+        once must not each start a sampling thread, or ticks would overlap.
+        """
+        with self._start_lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name="gputop-hints-sampler", daemon=True
+            )
+            self._thread.start()
 
     def pause(self, paused: bool) -> None:
         """Stop taking samples while paused (the source's clock stands still too)."""

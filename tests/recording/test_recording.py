@@ -270,7 +270,6 @@ def test_record_stops_after_duration_and_reports(tmp_path: Path) -> None:
         path,
         interval_s=1.0,
         duration_s=5.0,
-        pace=False,
         on_tick=seen.append,
         stderr=err,
     )
@@ -291,7 +290,6 @@ def test_record_to_an_unwritable_path_returns_1(tmp_path: Path) -> None:
         blocker / "sub" / "run.jsonl",
         interval_s=1.0,
         duration_s=2.0,
-        pace=False,
         stderr=err,
     )
     assert code == 1
