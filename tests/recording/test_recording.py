@@ -321,3 +321,17 @@ def test_live_source_over_fake_nvml_round_trips_in_real_time(tmp_path: Path) -> 
     assert back[-1].source == "live"
     assert [p.pid for p in back[-1].processes] == [child.pid]
     assert back[-1].gpus[0].pcie_rx_bytes_per_s == 1000 * 1024
+
+
+def test_the_format_and_writer_stand_below_the_sources() -> None:
+    """recording/ depends only on the model: importing it loads no source, so the
+    reader in sources/ can build on it without an import cycle."""
+    code = (
+        "import sys, gputop_hints.recording\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gputop_hints.sources')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
