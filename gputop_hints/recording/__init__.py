@@ -10,7 +10,7 @@ The format and its compatibility promise are documented in
 
 from __future__ import annotations
 
-from gputop_hints.recording.format import FORMAT, SCHEMA_VERSION, TICK_COLUMNS, header_for
+from gputop_hints.recording.format import FORMAT, SCHEMA_VERSION
 from gputop_hints.recording.writer import RecordingWriter
 
-__all__ = ["FORMAT", "SCHEMA_VERSION", "TICK_COLUMNS", "RecordingWriter", "header_for"]
+__all__ = ["FORMAT", "SCHEMA_VERSION", "RecordingWriter"]
