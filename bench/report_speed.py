@@ -22,13 +22,13 @@ from pathlib import Path
 
 CHILD = """
 import json, resource, sys, time
-from gputop_hints.recording import open_recording
-from gputop_hints.report import build_report
+from gputop_hints.outputs.report import build_report, report_text
+from gputop_hints.sources.files.recording import open_recording
 stride = None if sys.argv[2] == "auto" else int(sys.argv[2])
 t0 = time.perf_counter(); c0 = time.process_time()
 stream = open_recording(sys.argv[1])
 report = build_report(stream, hint_stride=stride)
-text = report.to_text(120)
+text = report_text(report, 120)
 elapsed = time.perf_counter() - t0
 print(json.dumps({
     "wall_s": elapsed, "cpu_s": time.process_time() - c0,

@@ -10,6 +10,7 @@ No Textual here: this runs in batch jobs with no terminal at all.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -134,6 +135,10 @@ class Summary:
             "processes": processes,
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    def to_json_text(self) -> str:
+        """The JSON document as ``--json`` prints it (indented, newline-terminated)."""
+        return json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
 
     # --- text ---------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 
 from gputop_hints.model import Snapshot
+from gputop_hints.sampling.pace import Deadlines
 from gputop_hints.sources import Source
 
 log = logging.getLogger(__name__)
@@ -49,14 +50,23 @@ class Sampler:
         self._stop = threading.Event()
         self._paused = threading.Event()
         self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
         self.ticks = 0
-        self.skipped_deadlines = 0
+        self._deadlines: Deadlines | None = None
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="gputop-hints-sampler", daemon=True)
-        self._thread.start()
+        """Start the sampling thread; a second call (from any thread) does nothing.
+
+        The lock makes the check and the start one step: two threads starting at
+        once must not each start a sampling thread, or ticks would overlap.
+        """
+        with self._start_lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name="gputop-hints-sampler", daemon=True
+            )
+            self._thread.start()
 
     def pause(self, paused: bool) -> None:
         """Stop taking samples while paused (the source's clock stands still too)."""
@@ -80,8 +90,13 @@ class Sampler:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def skipped_deadlines(self) -> int:
+        """Deadlines skipped because a tick overran (they are not caught up)."""
+        return 0 if self._deadlines is None else self._deadlines.skipped
+
     def _run(self) -> None:
-        deadline = self._clock()
+        self._deadlines = deadlines = Deadlines(self.interval_s, self._clock)
         while not self._stop.is_set():
             if not self._paused.is_set():
                 try:
@@ -94,28 +109,4 @@ class Sampler:
                     self.ticks += 1
                     if not self._stop.is_set():
                         self._on_snapshot(snapshot)
-            deadline += self.interval_s
-            now = self._clock()
-            if deadline <= now:
-                missed = int((now - deadline) // self.interval_s) + 1
-                self.skipped_deadlines += missed
-                deadline += missed * self.interval_s
-            self._stop.wait(deadline - now)
-
-
-def collect(source: Source, duration_s: float, interval_s: float) -> list[Snapshot]:
-    """Take samples for ``duration_s`` (at least two), for ``--once``/``--json``.
-
-    Live sources are sampled in real time; simulated ones advance their own clock
-    and return at once.
-    """
-    count = max(2, round(duration_s / interval_s) + 1)
-    out: list[Snapshot] = []
-    start = time.monotonic()
-    for i in range(count):
-        if i and not source.simulated:
-            wait = start + i * interval_s - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-        out.append(source.sample())
-    return out
+            self._stop.wait(deadlines.wait_s())

@@ -33,7 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import DecoderState, LazyTick, RecordingStream, open_recording
+from gputop_hints.sources.files.recording import (
+    DecoderState,
+    LazyTick,
+    RecordingStream,
+    open_recording,
+)
 from gputop_hints.sources.files.stream import SnapshotStream
 
 MIN_SPEED = 1.0

@@ -13,9 +13,17 @@ import pytest
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import RecordingWriter, open_recording
-from gputop_hints.report import PercentStats, RateStats, build_report, choose_hint_stride
+from gputop_hints.outputs.report import (
+    PercentStats,
+    RateStats,
+    build_report,
+    choose_hint_stride,
+    report_json,
+    report_text,
+)
+from gputop_hints.recording import RecordingWriter
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.files.stream import StreamInfo
 
 
@@ -128,7 +136,7 @@ def test_exit_codes_follow_fail_on(tmp_path: Path) -> None:
 def test_json_is_plain_json_with_documented_keys(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     record_demo(path, "mixed", 60)
-    doc = build_report(open_recording(path)).to_json()
+    doc = report_json(build_report(open_recording(path)))
     text = json.dumps(doc, allow_nan=False)
     assert json.loads(text)["schema_version"] == 1
     assert set(doc) >= {
@@ -148,7 +156,7 @@ def test_json_is_plain_json_with_documented_keys(tmp_path: Path) -> None:
 def test_text_report_names_the_parts(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     record_demo(path, "starved-loader", 120)
-    text = build_report(open_recording(path)).to_text(120)
+    text = report_text(build_report(open_recording(path)), 120)
     assert "120 samples every 1 s" in text
     assert "Time in each finding" in text
     assert "input-starved" in text
@@ -202,7 +210,7 @@ def test_missing_metrics_are_absent_and_rules_not_evaluated() -> None:
     assert set(report.not_evaluated["input-starved"]) == {"processes", "host_cpu"}
     assert report.not_evaluated["pcie-thrash"][0] == "pcie"
     assert all(g.pcie_rx.count == 0 for g in report.gpus)
-    text = report.to_text(120)
+    text = report_text(report, 120)
     assert "not evaluated: input-starved (no processes, host_cpu in this file)" in text
     assert "n/a" in text  # PCIe: absent, not 0
 
@@ -213,7 +221,7 @@ def test_empty_truncated_and_damaged_files(tmp_path: Path) -> None:
     report = build_report(open_recording(empty))
     assert report.samples == 0
     assert report.exit_code("warning") == 0
-    assert "no samples" in report.to_text(100)
+    assert "no samples" in report_text(report, 100)
 
     path = tmp_path / "run.jsonl"
     record_demo(path, "healthy", 20)

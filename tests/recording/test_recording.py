@@ -16,15 +16,10 @@ from typing import Any
 import pytest
 
 from gputop_hints.model import Snapshot
-from gputop_hints.recording import (
-    FORMAT,
-    RecordingWriter,
-    count_ticks,
-    looks_like_recording,
-    open_recording,
-    record,
-)
+from gputop_hints.recording import FORMAT, RecordingWriter
+from gputop_hints.sampling.record import record
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files.recording import count_ticks, looks_like_recording, open_recording
 from gputop_hints.sources.files.stream import UnrecognisedFormat
 from tests.support.paths import REPO
 
@@ -204,7 +199,7 @@ def test_nan_and_infinity_are_written_as_unknown(tmp_path: Path) -> None:
 
 RECORDER = """
 import sys
-from gputop_hints.recording import record
+from gputop_hints.sampling.record import record
 from gputop_hints.sources.demo import DemoSource
 sys.exit(record(DemoSource("mixed", gpus=2, processes=6), sys.argv[1], interval_s=0.25))
 """
@@ -275,7 +270,6 @@ def test_record_stops_after_duration_and_reports(tmp_path: Path) -> None:
         path,
         interval_s=1.0,
         duration_s=5.0,
-        pace=False,
         on_tick=seen.append,
         stderr=err,
     )
@@ -296,7 +290,6 @@ def test_record_to_an_unwritable_path_returns_1(tmp_path: Path) -> None:
         blocker / "sub" / "run.jsonl",
         interval_s=1.0,
         duration_s=2.0,
-        pace=False,
         stderr=err,
     )
     assert code == 1
@@ -328,3 +321,17 @@ def test_live_source_over_fake_nvml_round_trips_in_real_time(tmp_path: Path) -> 
     assert back[-1].source == "live"
     assert [p.pid for p in back[-1].processes] == [child.pid]
     assert back[-1].gpus[0].pcie_rx_bytes_per_s == 1000 * 1024
+
+
+def test_the_format_and_writer_stand_below_the_sources() -> None:
+    """recording/ depends only on the model: importing it loads no source, so the
+    reader in sources/ can build on it without an import cycle."""
+    code = (
+        "import sys, gputop_hints.recording\n"
+        "print(sorted(m for m in sys.modules if m.startswith('gputop_hints.sources')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from gputop_hints.model import HostSample, Snapshot
-from gputop_hints.sampling.sampler import Sampler, collect
+from gputop_hints.sampling.once import collect
+from gputop_hints.sampling.sampler import Sampler
 
 
 class SlowSource:
@@ -56,11 +57,27 @@ def _wait_for(pred, timeout: float = 5.0) -> None:
         time.sleep(0.01)
 
 
-def test_slow_ticks_never_overlap_and_deadlines_are_skipped() -> None:
+def test_slow_ticks_under_concurrent_triggers_never_overlap() -> None:
+    """Ticks slower than the interval, while several threads start, pause and resume
+    the sampler at once (as the UI and a signal handler may): one tick at a time."""
     source = SlowSource(cost_s=0.4)
     got: list[Snapshot] = []
     sampler = Sampler(source, 0.25, got.append)
-    sampler.start()
+    triggers = 8
+    barrier = threading.Barrier(triggers)
+
+    def trigger() -> None:
+        barrier.wait()
+        sampler.start()
+        sampler.pause(True)
+        sampler.pause(False)
+        sampler.start()
+
+    threads = [threading.Thread(target=trigger) for _ in range(triggers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     _wait_for(lambda: len(got) >= 3)
     sampler.stop()
     assert source.max_active == 1

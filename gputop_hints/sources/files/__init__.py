@@ -74,7 +74,7 @@ def _sniff_recording(head: Head) -> str | None:
     Asks :func:`gputop_hints.recording.looks_like_recording` when that module is
     installed; checks the header line itself otherwise."""
     try:
-        from gputop_hints.recording import looks_like_recording
+        from gputop_hints.sources.files.recording import looks_like_recording
     except ImportError:
         pass
     else:
@@ -97,7 +97,7 @@ def _sniff_recording(head: Head) -> str | None:
 
 def _open_recording(path: Path) -> SnapshotStream:
     try:
-        from gputop_hints.recording import open_recording
+        from gputop_hints.sources.files.recording import open_recording
     except ImportError as exc:
         raise UnrecognisedFormat(
             f"{path}: a gputop-hints recording, but this installation cannot read "

@@ -1,0 +1,173 @@
+"""What the subcommands share on their command lines: argument types that say
+what was wrong, the argument groups several commands take, and the exit codes.
+
+Kept light (no sources, no Textual): every ``gputop-hints`` run imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from gputop_hints.sampling.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+"""A usage error: bad arguments, a broken config, a file that cannot be read."""
+
+
+def usage_error(exc: BaseException) -> int:
+    """Say what was wrong with the input (file, line, key where known); return 2."""
+    print(f"gputop-hints: {exc}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# --- argument types ----------------------------------------------------------------------
+
+
+def interval(text: str) -> float:
+    """Seconds between samples, within what the sampler allows."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"{value:g} s is outside the allowed range {MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g} s"
+        )
+    return value
+
+
+def positive(text: str) -> float:
+    """A number above zero (a duration, a window)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value:g}")
+    return value
+
+
+def count(low: int, high: int) -> Callable[[str], int]:
+    """A whole number from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}-{high}")
+        return value
+
+    return parse
+
+
+INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)"
+
+
+# --- argument groups ---------------------------------------------------------------------
+
+
+def add_source_args(parser: argparse.ArgumentParser) -> None:
+    """What to watch: this machine (live), a SLURM job on it, or the demo."""
+    src = parser.add_argument_group("what to watch")
+    src.add_argument(
+        "--demo",
+        nargs="?",
+        const="",
+        metavar="SCENARIO",
+        help="simulated training jobs instead of this machine's GPUs "
+        "(default scenario: mixed; see --list-scenarios)",
+    )
+    src.add_argument(
+        "--list-scenarios", action="store_true", help="list the demo scenarios and exit"
+    )
+    src.add_argument(
+        "--gpus", type=count(1, 8), metavar="N", help="demo: number of simulated GPUs (1-8)"
+    )
+    src.add_argument(
+        "--processes",
+        type=count(1, 256),
+        metavar="N",
+        help="demo: number of simulated GPU processes",
+    )
+    src.add_argument("--seed", type=int, default=0, help="demo: random seed (default 0)")
+    src.add_argument(
+        "--job",
+        metavar="ID",
+        help="attach to SLURM job ID from outside it (e.g. a login shell on the node); "
+        "inside a job (srun --jobid=ID --overlap) it is found by itself",
+    )
+    src.add_argument(
+        "--all",
+        action="store_true",
+        help="inside a job, show every GPU process on the node, the job's marked",
+    )
+    src.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="exit with status 2 instead of starting CPU-only when NVML cannot be loaded",
+    )
+
+
+def check_demo_only_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse demo-only options without ``--demo`` (exits 2 with argparse's message)."""
+    if args.demo is None and (args.gpus is not None or args.processes is not None):
+        parser.error("--gpus and --processes only apply to --demo")
+
+
+def add_config_arg(parser: argparse.ArgumentParser) -> None:
+    """``--config PATH``: the thresholds YAML."""
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="thresholds YAML (default: $GPUTOP_HINTS_CONFIG, then "
+        "$XDG_CONFIG_HOME/gputop-hints/config.yaml, then built-in; see "
+        "'gputop-hints config --print-defaults')",
+    )
+
+
+def add_look_args(group: argparse._ArgumentGroup) -> None:
+    """How the monitor looks: theme and colour."""
+    group.add_argument(
+        "--theme",
+        default="dark",
+        metavar="NAME",
+        help="colour theme: dark (default), light, high-contrast, monochrome, or a user theme",
+    )
+    group.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colours (also when the NO_COLOR environment variable is set)",
+    )
+
+
+def add_input_args(parser: argparse.ArgumentParser) -> None:
+    """How to read FILE: recordings are recognised by content; logs may need hints."""
+    parser.add_argument(
+        "file",
+        metavar="FILE",
+        help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), an nvidia-smi --query-gpu "
+        "CSV, nvidia-smi dmon output, a W&B wandb-events.jsonl, or a CSV with metric columns",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("recording", "nvidia-smi-csv", "nvidia-smi-dmon", "wandb", "csv"),
+        help="skip detection and read FILE as this format",
+    )
+    parser.add_argument(
+        "--interval",
+        type=positive,
+        metavar="S",
+        help="seconds between samples, for logs without timestamps",
+    )
+    parser.add_argument(
+        "--map",
+        metavar="SPEC",
+        help="which CSV column is which metric, e.g. "
+        "'sm=gpu_util,vram_used=mem_used_mb,vram_total=mem_total_mb,time=ts' (docs/import.md)",
+    )
+    add_config_arg(parser)

@@ -1,0 +1,191 @@
+"""``gputop-hints`` without a subcommand: the interactive monitor, or with
+``--once``/``--json`` (or without a terminal) a one-off summary.
+
+Textual is imported only when the interactive monitor actually starts, so the
+non-interactive paths stay light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gputop_hints import __version__
+from gputop_hints.cli.args import (
+    EXIT_OK,
+    INTERVAL_HELP,
+    add_config_arg,
+    add_look_args,
+    add_source_args,
+    check_demo_only_args,
+    interval,
+    positive,
+    usage_error,
+)
+from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
+from gputop_hints.history import DEFAULT_WINDOW_S
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+    from gputop_hints.sources import Source
+
+DESCRIPTION = """\
+A terminal GPU monitor for people who train models: per GPU SM %, memory-access %,
+VRAM, PCIe; CPU load per core; every GPU process with its DataLoader workers.
+
+Without an NVIDIA driver it starts in CPU-only mode; add --demo to watch
+simulated training jobs instead."""
+
+EPILOG = """\
+examples:
+  gputop-hints                         monitor this machine's GPUs
+  gputop-hints --demo                  simulated GPUs (no driver needed)
+  gputop-hints --demo starved-loader   one demo scenario (see --list-scenarios)
+  gputop-hints --once                  print a 2-second summary and exit
+  gputop-hints --once --json           the same as one JSON document (docs/json.md)
+  gputop-hints record -o run.jsonl.gz  headless flight recorder (docs/recording.md)
+  gputop-hints replay run.jsonl.gz     the monitor on recorded data
+  gputop-hints report gpu.csv          post-mortem of a recording or an nvidia-smi/W&B log
+  gputop-hints config --print-defaults the hint thresholds, as YAML to copy and edit
+  srun --jobid=<id> --overlap --pty gputop-hints    attach to a SLURM job
+
+keys in the monitor: q quit, ? help, p pause, s sort, t theme,
+arrows/Enter open a process, Esc back.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``gputop-hints [options]`` (the monitor and its one-off summary)."""
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"gputop-hints {__version__}")
+
+    add_source_args(parser)
+
+    timing = parser.add_argument_group("sampling")
+    timing.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
+    timing.add_argument(
+        "--window",
+        type=positive,
+        default=DEFAULT_WINDOW_S,
+        metavar="S",
+        help=f"seconds of history in sparklines (default {DEFAULT_WINDOW_S:g})",
+    )
+
+    out = parser.add_argument_group("output")
+    out.add_argument(
+        "--once",
+        action="store_true",
+        help="sample for --duration seconds, print a plain-text summary and exit (no TTY needed)",
+    )
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help="like --once, but print one JSON document (schema: docs/json.md)",
+    )
+    out.add_argument(
+        "--duration",
+        type=positive,
+        default=2.0,
+        metavar="S",
+        help="seconds to sample for --once/--json (default 2)",
+    )
+    add_config_arg(parser)
+    add_look_args(out)
+    return parser
+
+
+def monitor_main(argv: Sequence[str]) -> int:
+    """``gputop-hints [options]``: the monitor, or a one-off summary where it cannot run."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    if args.list_scenarios:
+        print_scenarios()
+        return EXIT_OK
+    check_demo_only_args(parser, args)
+    if args.window < 2 * args.interval:
+        parser.error(
+            f"--window {args.window:g} s must cover at least two samples of --interval "
+            f"{args.interval:g} s"
+        )
+
+    from gputop_hints.hints.config import ConfigError, load
+
+    try:
+        thresholds = load(args.config)
+    except ConfigError as exc:
+        return usage_error(exc)
+
+    from gputop_hints.sources import SourceUnavailable
+
+    try:
+        source = open_source(args)
+    except SourceUnavailable as exc:
+        return usage_error(exc)
+    except ValueError as exc:  # unknown demo scenario and the like
+        return usage_error(exc)
+
+    once = args.once or args.json
+    if not once:
+        reason = terminal_unusable()
+        if reason is not None:
+            print(
+                f"gputop-hints: {reason}; printing a one-off summary instead "
+                "(use --once to ask for it, or run in a real terminal for the monitor).",
+                file=sys.stderr,
+            )
+            once = True
+
+    try:
+        if once:
+            return _run_once(source, args, thresholds)
+        return run_tui(source, args, thresholds)
+    finally:
+        source.close()
+
+
+def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
+    """Sample for ``--duration``, print the summary (text or JSON), exit 0."""
+    from gputop_hints.outputs.summary import Summary
+    from gputop_hints.sampling.once import collect, preroll
+
+    context = preroll(source, args.interval, thresholds.general.window_s)
+    snapshots = collect(source, args.duration, args.interval)
+    summary = Summary.of(snapshots, thresholds, context)
+    sys.stdout.write(summary.to_json_text() if args.json else summary.to_text())
+    sys.stdout.flush()
+    return EXIT_OK
+
+
+def run_tui(
+    source: Source,
+    args: argparse.Namespace,
+    thresholds: Thresholds,
+    interval_s: float | None = None,
+) -> int:
+    """Run the full-screen monitor on ``source`` until the user quits; its exit code."""
+    from gputop_hints.tui import glyphs
+    from gputop_hints.tui.app import GputopApp
+
+    # Decided once: block characters only where the locale says UTF-8.
+    glyphs.configure(ascii=not glyphs.terminal_is_utf8())
+    color = not (args.no_color or os.environ.get("NO_COLOR"))
+    app = GputopApp(
+        source,
+        interval_s=args.interval if interval_s is None else interval_s,
+        window_s=args.window,
+        theme=args.theme,
+        color=color,
+        thresholds=thresholds,
+    )
+    app.exit_on_signals = True
+    app.run()
+    return app.return_code or EXIT_OK

@@ -1,0 +1,85 @@
+"""The report's data: :class:`Report` and the time spent in each finding.
+
+Built by :mod:`.build`, rendered by :mod:`.render`; it decides the exit code of
+``--fail-on`` itself because that is a property of what was found, not of how it
+is shown. No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputop_hints.hints.findings import Finding, Severity
+from gputop_hints.outputs.report.stats import GpuStats
+from gputop_hints.sources.files.stream import StreamInfo
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+"""``--fail-on`` matched: a finding of that severity or worse was shown at some time."""
+
+
+@dataclass
+class FindingTime:
+    """How long one finding (rule + subject) was shown over the recording."""
+
+    finding: Finding
+    """The finding as first shown at its worst severity: its evidence and advice."""
+    seconds: float = 0.0
+    first_seen: float = 0.0
+    last_seen: float = 0.0
+    episodes: int = 0
+    worst: Severity = Severity.INFO
+
+
+@dataclass
+class Report:
+    """A post-mortem of one recording: statistics, time in each finding, data quality."""
+
+    info: StreamInfo
+    samples: int
+    start: float | None
+    end: float | None
+    interval_s: float | None
+    gpus: list[GpuStats]
+    findings: list[FindingTime]
+    rule_seconds: dict[str, float]
+    """Seconds with at least one subject of the rule shown."""
+    not_evaluated: dict[str, list[str]]
+    """Rule -> the metrics it needs that the file lacks."""
+    missing: list[str]
+    notes: list[str]
+    hint_stride: int
+    hint_evaluations: int
+    gaps: int = 0
+    gap_seconds: float = 0.0
+    longest_gap_s: float = 0.0
+
+    @property
+    def duration_s(self) -> float:
+        if self.start is None or self.end is None:
+            return 0.0
+        return self.end - self.start + (self.interval_s or 0.0)
+
+    @property
+    def observed_s(self) -> float:
+        """Sampled time: ticks x interval (what time-in-finding percentages refer to)."""
+        return self.samples * (self.interval_s or 0.0)
+
+    def worst_severity(self) -> Severity | None:
+        return max((f.worst for f in self.findings), default=None)
+
+    def exit_code(self, fail_on: str | None) -> int:
+        """0, or 1 when ``fail_on`` ("warning"/"critical") was reached by a shown finding."""
+        if fail_on is None:
+            return EXIT_OK
+        try:
+            level = Severity[fail_on.upper()]
+        except KeyError:
+            raise ValueError(f"fail_on must be 'warning' or 'critical', got {fail_on!r}") from None
+        worst = self.worst_severity()
+        return EXIT_FINDINGS if worst is not None and worst >= level else EXIT_OK
+
+    def share(self, seconds: float) -> float | None:
+        """``seconds`` as a percentage of the sampled time (None when nothing was sampled)."""
+        observed = self.observed_s
+        return seconds / observed * 100.0 if observed > 0 else None

@@ -1,0 +1,71 @@
+"""The report's data-quality notes: what the file cannot show, and why.
+
+Each note names a limit of the data -- sampling too coarse to see input stalls,
+a window too short for firm conclusions, gaps, time running backwards,
+malformed or cut-off lines, metrics the file lacks, hints evaluated on a stride
+-- so a reader does not mistake an absence of evidence for a healthy job.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+from gputop_hints.outputs.report.model import Report
+from gputop_hints.outputs.report.render import duration_text
+
+GAP_FACTOR = 2.0
+"""A spacing between ticks over this many intervals is a gap."""
+COARSE_INTERVAL_S = 2.0
+"""Sampling coarser than this (without sub-second samples) cannot see input stalls."""
+
+
+def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated: bool) -> list[str]:
+    """The notes for ``report``: ``subsecond`` says the file has NVML's sub-second
+    samples, ``backwards`` counts ticks that went back in time, ``truncated`` says
+    the file ends mid-line."""
+    notes: list[str] = []
+    info = report.info
+    if not report.samples:
+        notes.append(
+            "the file holds no samples"
+            + (f" ({info.detail})" if info.detail else "")
+            + ": nothing to report."
+        )
+    interval = report.interval_s
+    if interval and interval > COARSE_INTERVAL_S and not subsecond:
+        notes.append(
+            f"1 sample per {interval:g} s: too coarse to see input stalls (idle gaps last "
+            "well under a second; input-starved needs ~1 s sampling or NVML's sub-second "
+            "samples)."
+        )
+    if interval and interval * 2 > 6.0 + 1e-9:
+        notes.append(
+            f"with a {interval:g} s interval the hints' window holds fewer than 3 samples: "
+            "their conclusions are weak."
+        )
+    if report.gaps:
+        notes.append(
+            f"{report.gaps} gap(s) in the sampling, {duration_text(report.gap_seconds)} in all, "
+            f"the longest {duration_text(report.longest_gap_s)} (recorder paused or stopped?)."
+        )
+    if backwards:
+        notes.append(f"{backwards} tick(s) went back in time (clock change or concatenated files).")
+    if info.bad_lines:
+        notes.append(
+            f"{info.bad_lines} malformed line(s) skipped, the first at line "
+            f"{info.first_bad_line}: {info.first_bad_reason}."
+        )
+    if truncated:
+        notes.append(
+            "the file ends mid-line: the recorder was killed while writing (last tick lost)."
+        )
+    notes.extend(
+        f"no {metric} in this file: it is absent from the statistics, not zero."
+        for metric in report.missing
+    )
+    if report.hint_stride > 1:
+        notes.append(
+            f"hints evaluated every {report.hint_stride} ticks ({report.hint_evaluations} "
+            "evaluations) to keep the report fast: time in each finding is counted in steps "
+            f"of {report.hint_stride} ticks, and an episode shorter than that may be missed."
+        )
+    return notes

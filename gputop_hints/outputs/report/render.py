@@ -1,0 +1,229 @@
+"""The report as a person reads it (plain text) and as a program reads it (JSON).
+
+The JSON form is documented in ``docs/recording.md``; ``REPORT_SCHEMA_VERSION``
+changes whenever a field is renamed or removed. No Textual here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+import time
+from typing import Any
+
+from gputop_hints import __version__
+from gputop_hints.hints.findings import Severity
+from gputop_hints.outputs.report.model import FindingTime, Report
+from gputop_hints.outputs.report.stats import PercentStats
+from gputop_hints.units import human_bytes, human_rate
+
+REPORT_SCHEMA_VERSION = 1
+
+
+# --- JSON ---------------------------------------------------------------------------
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The report as one JSON-ready document."""
+    info = report.info
+    worst = report.worst_severity()
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "generator": f"gputop-hints {__version__}",
+        "file": {
+            "path": info.path,
+            "format": info.format,
+            "detail": info.detail,
+            "hostname": info.hostname,
+            "bad_lines": info.bad_lines,
+            "first_bad_line": info.first_bad_line,
+            "first_bad_reason": info.first_bad_reason,
+        },
+        "sampling": {
+            "start": report.start,
+            "end": report.end,
+            "duration_s": report.duration_s,
+            "samples": report.samples,
+            "interval_s": report.interval_s,
+            "gaps": report.gaps,
+            "gap_seconds": report.gap_seconds,
+            "longest_gap_s": report.longest_gap_s,
+        },
+        "gpus": [g.to_dict() for g in report.gpus],
+        "hints": {
+            "stride_ticks": report.hint_stride,
+            "evaluations": report.hint_evaluations,
+            "rules": {
+                rule: {"seconds": s, "percent": report.share(s)}
+                for rule, s in sorted(report.rule_seconds.items())
+            },
+            "not_evaluated": [
+                {"rule": rule, "missing": metrics}
+                for rule, metrics in sorted(report.not_evaluated.items())
+            ],
+        },
+        "findings": [
+            {
+                **ft.finding.to_dict(),
+                "worst_severity": ft.worst.label,
+                "seconds": ft.seconds,
+                "percent": report.share(ft.seconds),
+                "first_seen": ft.first_seen,
+                "last_seen": ft.last_seen,
+                "episodes": ft.episodes,
+            }
+            for ft in report.findings
+        ],
+        "missing": report.missing,
+        "notes": report.notes,
+        "worst_severity": None if worst is None else worst.label,
+    }
+
+
+def report_json_text(report: Report) -> str:
+    """The JSON document as ``report --json`` prints it (indented, newline-terminated)."""
+    return json.dumps(report_json(report), indent=2, allow_nan=False) + "\n"
+
+
+# --- text ---------------------------------------------------------------------------
+
+
+def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
+    """A readable post-mortem (plain text, no colour); ``top`` findings in full."""
+    width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 60), 160)
+    out = _heading(report)
+    out.append("")
+    if report.gpus:
+        out.extend(_gpu_table(report))
+        out.append("")
+    if report.rule_seconds:
+        out.append("Time in each finding (any subject):")
+        for rule, s in sorted(report.rule_seconds.items(), key=lambda kv: -kv[1]):
+            out.append(f"  {rule:<20} {duration_text(s):>10}  {_pct(report.share(s))}")
+        out.append("")
+    shown = report.findings[:top]
+    if shown:
+        more = len(report.findings) - len(shown)
+        out.append(
+            "Top findings (worst first, then longest)"
+            + (f"; {more} more in --json" if more > 0 else "")
+            + ":"
+        )
+        for ft in shown:
+            out.extend(_finding_block(ft, report.share(ft.seconds), width))
+        out.append("")
+    elif report.samples:
+        out.append("No findings were shown at any time.")
+        out.append("")
+    if report.not_evaluated:
+        for rule, metrics in sorted(report.not_evaluated.items()):
+            out.append(f"not evaluated: {rule} (no {', '.join(metrics)} in this file)")
+        out.append("")
+    if report.notes:
+        out.append("Data quality:")
+        out.extend(f"  - {n}" for n in report.notes)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _heading(report: Report) -> list[str]:
+    """What file, which host, when and how often it was sampled."""
+    info = report.info
+    lines = [f"gputop-hints {__version__} report -- {info.path}"]
+    host = info.hostname or "unknown host"
+    if report.samples:
+        assert report.start is not None and report.end is not None
+        lines.append(
+            f"{host}: {_stamp(report.start)} -> {_stamp(report.end)} "
+            f"({duration_text(report.duration_s)}), {report.samples} samples every "
+            f"{report.interval_s or 0:g} s"
+        )
+    else:
+        lines.append(f"{host}: no samples")
+    return lines
+
+
+def _gpu_table(report: Report) -> list[str]:
+    """One row of statistics per GPU, under a header."""
+    lines = [
+        f"{'GPU':>3}  {'SM % mean/p50/p95':>18}  {'mem % mean/p50/p95':>19}  "
+        f"{'VRAM peak':>17}  {'PCIe rx mean/p95/max':>30}  {'PCIe tx mean/max':>20}"
+    ]
+    for g in report.gpus:
+        vram = human_bytes(g.vram_peak_bytes)
+        if g.vram_peak_bytes is not None and g.vram_total_bytes:
+            vram += f" ({g.vram_peak_bytes / g.vram_total_bytes * 100:.0f}%)"
+        lines.append(
+            f"{g.index:>3}  {_triple(g.sm):>18}  {_triple(g.memory_access):>19}  "
+            f"{vram:>17}  "
+            f"{_rates(g.pcie_rx.mean, g.pcie_rx.quantile(0.95), g.pcie_rx.peak):>30}  "
+            f"{_rates(g.pcie_tx.mean, g.pcie_tx.peak):>20}" + (f"  {g.name}" if g.name else "")
+        )
+    return lines
+
+
+def _finding_block(ft: FindingTime, share: float | None, width: int) -> list[str]:
+    """A finding as the report shows it: how long, then why, evidence and advice."""
+    f = ft.finding
+    mark = {Severity.INFO: "i", Severity.WARNING: "!", Severity.CRITICAL: "!!"}[ft.worst]
+    who = (
+        f"pid {f.subject.pid} on GPU {f.subject.gpu_index}"
+        if f.subject.pid is not None
+        else (f"GPU {f.subject.gpu_index}")
+    )
+    lines = [
+        f"  [{mark}] {f.rule_label} -- {who}: {duration_text(ft.seconds)} "
+        f"({_pct(share)}) in {ft.episodes} episode(s), "
+        f"{_stamp(ft.first_seen)} -> {_stamp(ft.last_seen)}",
+        *_wrap(f.summary, width, "        "),
+    ]
+    for e in f.evidence:
+        lines.extend(_wrap(e.describe(), width, "        evidence: ", "                  "))
+    for a in f.advice:
+        lines.extend(_wrap(a, width, "        advice:   ", "                  "))
+    if f.anchor:
+        lines.append(f"        more:     docs/hints.md#{f.anchor}")
+    return lines
+
+
+def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
+    """Word-wrap ``text`` to ``width`` (a report is read in full: nothing is cut off)."""
+    return textwrap.wrap(
+        text,
+        max(width, len(first) + 20),
+        initial_indent=first,
+        subsequent_indent=first if rest is None else rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:5.1f} %"
+
+
+def _triple(s: PercentStats) -> str:
+    if not s.count:
+        return "n/a"
+    mean, p50, p95 = s.mean, s.quantile(0.5), s.quantile(0.95)
+    assert mean is not None and p50 is not None and p95 is not None
+    return f"{mean:.0f}/{p50:.0f}/{p95:.0f}"
+
+
+def _rates(*values: float | None) -> str:
+    if all(v is None for v in values):
+        return "n/a"
+    return "/".join(human_rate(v) for v in values)
+
+
+def _stamp(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def duration_text(seconds: float) -> str:
+    """A length of time in the unit a person would use: ``45 s``, ``3.5 min``, ``2.25 h``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"

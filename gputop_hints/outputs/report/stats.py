@@ -1,0 +1,226 @@
+"""Constant-memory statistics for the report: mean, peak and quantiles from bins.
+
+A day-long recording of a big machine holds millions of values per metric; the
+report keeps fixed histograms instead -- 0.5-point bins for percentages (exact
+to within 0.5 points, rounded down), 2 %-wide log bins for rates -- while means
+and peaks stay exact. No Textual here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gputop_hints.recording.format import (
+    G_INDEX,
+    G_MEM,
+    G_POWER,
+    G_RX,
+    G_SAMPLES,
+    G_SM,
+    G_TEMPERATURE,
+    G_THROTTLE,
+    G_TX,
+    G_VRAM_USED,
+)
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_SUBSECOND,
+    METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+)
+
+
+class _BinnedStats:
+    """Count, mean and peak of a quantity, and quantiles from bins (subclasses bin)."""
+
+    __slots__ = ("_peak", "count", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self._peak = -math.inf
+
+    @property
+    def peak(self) -> float | None:
+        return self._peak if self.count else None
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def quantile(self, q: float) -> float | None:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {
+            "mean": self.mean,
+            "p50": self.quantile(0.5),
+            "p95": self.quantile(0.95),
+            "max": self.peak,
+            "samples": self.count,
+        }
+
+
+class PercentStats(_BinnedStats):
+    """Mean, peak and quantiles of a 0-100 quantity, from 0.5-point bins."""
+
+    __slots__ = ("bins",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bins = [0] * 201
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if value > self._peak:
+            self._peak = value
+        i = int(value * 2.0)
+        self.bins[0 if i < 0 else 200 if i > 200 else i] += 1
+
+    def quantile(self, q: float) -> float | None:
+        """Lower edge of the bin holding the q-quantile (within 0.5 points)."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        for i, n in enumerate(self.bins):
+            seen += n
+            if seen >= rank:
+                return i / 2.0
+        return 100.0
+
+
+_LOG_RATIO = math.log(1.02)
+_INV_LOG_RATIO = 1.0 / _LOG_RATIO
+
+
+class RateStats(_BinnedStats):
+    """Mean, peak and quantiles of a non-negative rate (bytes/s), from 2 %-wide log bins."""
+
+    __slots__ = ("bins",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bins: dict[int, int] = {}
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if value > self._peak:
+            self._peak = value
+        i = -1 if value < 1.0 else int(math.log(value) * _INV_LOG_RATIO)
+        bins = self.bins
+        bins[i] = bins.get(i, 0) + 1
+
+    def quantile(self, q: float) -> float | None:
+        """Lower edge of the bin holding the q-quantile (within 2 %; 0 below 1 B/s)."""
+        if not self.count:
+            return None
+        rank = max(1, math.ceil(q * self.count))
+        seen = 0
+        for i in sorted(self.bins):
+            seen += self.bins[i]
+            if seen >= rank:
+                return 0.0 if i < 0 else math.exp(i * _LOG_RATIO)
+        return self.peak
+
+
+@dataclass
+class GpuStats:
+    """One GPU's statistics over a recording."""
+
+    index: int
+    name: str | None = None
+    vram_total_bytes: int | None = None
+    ticks: int = 0
+    sm: PercentStats = field(default_factory=PercentStats)
+    memory_access: PercentStats = field(default_factory=PercentStats)
+    vram_percent: PercentStats = field(default_factory=PercentStats)
+    vram_peak_bytes: int | None = None
+    pcie_rx: RateStats = field(default_factory=RateStats)
+    pcie_tx: RateStats = field(default_factory=RateStats)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "ticks": self.ticks,
+            "sm_percent": self.sm.to_dict(),
+            "memory_access_percent": self.memory_access.to_dict(),
+            "vram_used_percent": self.vram_percent.to_dict(),
+            "vram_peak_bytes": self.vram_peak_bytes,
+            "vram_total_bytes": self.vram_total_bytes,
+            "pcie_rx_bytes_per_s": self.pcie_rx.to_dict(),
+            "pcie_tx_bytes_per_s": self.pcie_tx.to_dict(),
+        }
+
+
+class GpuTable:
+    """Statistics of every GPU, taken from the GPU columns of each tick (the
+    :data:`~gputop_hints.recording.format.TICK_COLUMNS` order), named and sized from
+    the recording header's ``gpus`` where the file has one."""
+
+    def __init__(self, listed: Any) -> None:
+        self._header_gpus = {
+            int(g["index"]): g
+            for g in (listed if isinstance(listed, list) else ())
+            if isinstance(g, dict)
+        }
+        self.gpus: dict[int, GpuStats] = {}
+
+    def add(self, columns: list[Any], seen: dict[str, bool]) -> None:
+        """Count one tick's GPU columns; mark in ``seen`` each metric that has a value."""
+        try:
+            for g in columns:
+                self._add_gpu(g, seen)
+        except (IndexError, TypeError, ValueError):
+            pass  # a malformed GPU column: the rest of the tick still counts
+
+    def _add_gpu(self, g: list[Any], seen: dict[str, bool]) -> None:
+        index = g[G_INDEX]
+        st = self.gpus.get(index)
+        if st is None:
+            static = self._header_gpus.get(index, {})
+            st = GpuStats(int(index), static.get("name"), static.get("vram_total_bytes"))
+            self.gpus[index] = st
+        st.ticks += 1
+        sm = g[G_SM]
+        if sm is not None:
+            st.sm.add(sm)
+            seen[METRIC_SM] = True
+        mem = g[G_MEM]
+        if mem is not None:
+            st.memory_access.add(mem)
+            seen[METRIC_MEMORY_ACCESS] = True
+        used = g[G_VRAM_USED]
+        if used is not None:
+            seen[METRIC_VRAM] = True
+            if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
+                st.vram_peak_bytes = used
+            if st.vram_total_bytes:
+                st.vram_percent.add(used / st.vram_total_bytes * 100.0)
+        rx, tx = g[G_RX], g[G_TX]
+        if rx is not None:
+            st.pcie_rx.add(rx)
+            seen[METRIC_PCIE] = True
+        if tx is not None:
+            st.pcie_tx.add(tx)
+            seen[METRIC_PCIE] = True
+        if g[G_THROTTLE] is not None:
+            seen[METRIC_THROTTLE] = True
+        if g[G_POWER] is not None:
+            seen[METRIC_POWER] = True
+        if g[G_TEMPERATURE] is not None:
+            seen[METRIC_TEMPERATURE] = True
+        if g[G_SAMPLES]:
+            seen[METRIC_SUBSECOND] = True
+
+    def in_order(self) -> list[GpuStats]:
+        return [self.gpus[k] for k in sorted(self.gpus)]

@@ -1,0 +1,353 @@
+"""The recording format: its version, its field names and column order, and the
+encoding of a :class:`~gputop_hints.model.Snapshot` into lines and back.
+
+Writer and reader both build on this module, so the two cannot drift apart; it
+depends only on the model. ``docs/recording.md`` documents the format and its
+compatibility promise.
+
+A recording is JSON Lines, one line per event:
+
+* line 1, the **header**: an object with ``"format": "gputop-hints-recording"``,
+  ``schema_version``, host and GPU facts, the sampling interval and
+  ``tick_columns`` (the column order of tick lines, so a file describes itself);
+* **static records**: objects with a ``"type"`` (``meta``, ``gpu``, ``process``,
+  ``worker``), written only when something first appears or changes;
+* **tick lines**: JSON *arrays* with the per-tick values in the documented
+  column order.
+
+Floats are written with ``repr`` precision, so decoding gives back the very
+snapshot that was encoded; non-finite floats become ``None`` (unknown), as in
+:func:`~gputop_hints.model.snapshot_to_dict`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from gputop_hints import __version__
+from gputop_hints.model import (
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    Snapshot,
+    UtilizationSample,
+    WorkerProcess,
+)
+
+FORMAT = "gputop-hints-recording"
+SCHEMA_VERSION = 1
+"""Bumped on any incompatible change; readers accept every version up to their own."""
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+# Column order of tick lines (documented in the header as ``tick_columns``).
+TICK_COLUMNS: dict[str, list[str]] = {
+    "tick": ["timestamp", "sample_duration_s", "gpus", "host", "processes"],
+    "host": ["iowait_percent", "memory_used_bytes", "load_average", "cpu_percent_per_core"],
+    "gpu": [
+        "index",
+        "sm_percent",
+        "memory_access_percent",
+        "vram_used_bytes",
+        "pcie_rx_bytes_per_s",
+        "pcie_tx_bytes_per_s",
+        "temperature_c",
+        "power_watts",
+        "sm_clock_mhz",
+        "throttle_reasons",
+        "sm_samples",
+    ],
+    "process": [
+        "pid",
+        "gpu_index",
+        "vram_bytes",
+        "sm_percent",
+        "memory_access_percent",
+        "cpu_percent",
+        "rss_bytes",
+        "state",
+        "workers",
+    ],
+    "worker": ["pid", "cpu_percent", "rss_bytes", "state"],
+}
+"""The GPUs come before the host so a reader can decode just them (the report's
+fast path). ``sm_samples`` is flat: ``[t0, percent0, t1, percent1, ...]``; ``workers`` likewise
+holds four values per worker in the ``worker`` column order."""
+
+# Column positions, for readers that work on the arrays directly (the report).
+T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES = range(5)
+H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
+(
+    G_INDEX,
+    G_SM,
+    G_MEM,
+    G_VRAM_USED,
+    G_RX,
+    G_TX,
+    G_TEMPERATURE,
+    G_POWER,
+    G_SM_CLOCK,
+    G_THROTTLE,
+    G_SAMPLES,
+) = range(11)
+P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
+
+GPU_STATIC_FIELDS = (
+    "name",
+    "uuid",
+    "vram_total_bytes",
+    "pcie_generation",
+    "pcie_width",
+    "power_limit_watts",
+    "max_sm_clock_mhz",
+)
+PROCESS_STATIC_FIELDS = ("user", "name", "command", "create_time")
+META_FIELDS = (
+    "interval_s",
+    "source",
+    "source_detail",
+    "driver_version",
+    "cuda_driver_version",
+    "gpu_unavailable_reason",
+    "labels",
+    "hostname",
+    "allowed_cores",
+    "memory_total_bytes",
+)
+
+
+def _num(value: Any) -> Any:
+    """``value``, except that a NaN or infinite float becomes None: JSON has neither,
+    and unknown is what they mean."""
+    if value.__class__ is float and not math.isfinite(value):
+        return None
+    return value
+
+
+# --- encoding ---------------------------------------------------------------------------
+
+
+def meta_of(snapshot: Snapshot) -> dict[str, Any]:
+    """The facts of a snapshot that rarely change (a ``meta`` record, without its type)."""
+    host = snapshot.host
+    return {
+        "interval_s": snapshot.interval_s,
+        "source": snapshot.source,
+        "source_detail": snapshot.source_detail,
+        "driver_version": snapshot.driver_version,
+        "cuda_driver_version": snapshot.cuda_driver_version,
+        "gpu_unavailable_reason": snapshot.gpu_unavailable_reason,
+        "labels": list(snapshot.labels),
+        "hostname": host.hostname,
+        "allowed_cores": list(host.allowed_cores),
+        "memory_total_bytes": host.memory_total_bytes,
+    }
+
+
+def gpu_static(gpu: GpuSample) -> dict[str, Any]:
+    """A GPU's unchanging facts (a ``gpu`` record, without its type)."""
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "uuid": gpu.uuid,
+        "vram_total_bytes": gpu.vram_total_bytes,
+        "pcie_generation": gpu.pcie_generation,
+        "pcie_width": gpu.pcie_width,
+        "power_limit_watts": _num(gpu.power_limit_watts),
+        "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
+    }
+
+
+def process_static(proc: GpuProcess) -> dict[str, Any]:
+    """A GPU process's unchanging facts (a ``process`` record, without its type)."""
+    return {
+        "pid": proc.pid,
+        "gpu_index": proc.gpu_index,
+        "user": proc.user,
+        "name": proc.name,
+        "command": proc.command,
+        "create_time": _num(proc.create_time),
+    }
+
+
+def header_for(snapshot: Snapshot, *, created: float | None = None) -> dict[str, Any]:
+    """The header line describing a recording whose first tick is ``snapshot``."""
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "generator": f"gputop-hints {__version__}",
+        "created": time.time() if created is None else created,
+        **meta_of(snapshot),
+        "core_count": snapshot.host.core_count,
+        "gpus": [gpu_static(g) for g in snapshot.gpus],
+        "tick_columns": TICK_COLUMNS,
+    }
+
+
+def encode_gpu(gpu: GpuSample) -> list[Any]:
+    """A GPU's per-tick values in the ``gpu`` column order (the report reads the same
+    columns from any stream, recorded or imported)."""
+    samples: list[float] = []
+    for s in gpu.sm_samples:
+        samples.append(_num(s.timestamp))
+        samples.append(_num(s.percent))
+    return [
+        gpu.index,
+        _num(gpu.sm_percent),
+        _num(gpu.memory_access_percent),
+        gpu.vram_used_bytes,
+        _num(gpu.pcie_rx_bytes_per_s),
+        _num(gpu.pcie_tx_bytes_per_s),
+        _num(gpu.temperature_c),
+        _num(gpu.power_watts),
+        gpu.sm_clock_mhz,
+        None if gpu.throttle_reasons is None else list(gpu.throttle_reasons),
+        samples,
+    ]
+
+
+def _encode_process(proc: GpuProcess) -> list[Any]:
+    workers: list[Any] = []
+    for w in proc.workers:
+        workers.extend((w.pid, _num(w.cpu_percent), w.rss_bytes, w.state))
+    return [
+        proc.pid,
+        proc.gpu_index,
+        proc.vram_bytes,
+        _num(proc.sm_percent),
+        _num(proc.memory_access_percent),
+        _num(proc.cpu_percent),
+        proc.rss_bytes,
+        proc.state,
+        workers,
+    ]
+
+
+def encode_tick(snapshot: Snapshot) -> list[Any]:
+    """A snapshot's per-tick values: the array of one tick line."""
+    host = snapshot.host
+    la = host.load_average
+    return [
+        snapshot.timestamp,
+        _num(snapshot.sample_duration_s),
+        [encode_gpu(g) for g in snapshot.gpus],
+        [
+            _num(host.iowait_percent),
+            host.memory_used_bytes,
+            None if la is None else [_num(v) for v in la],
+            [_num(v) for v in host.cpu_percent_per_core],
+        ],
+        [_encode_process(p) for p in snapshot.processes],
+    ]
+
+
+# --- decoding ---------------------------------------------------------------------------
+
+
+def valid_tick(value: Any) -> bool:
+    """Whether a decoded JSON value has the outer shape of a tick line."""
+    return (
+        isinstance(value, list)
+        and len(value) >= 5
+        and isinstance(value[T_TIMESTAMP], int | float)
+        and isinstance(value[T_HOST], list)
+        and len(value[T_HOST]) >= 4
+        and isinstance(value[T_GPUS], list)
+        and isinstance(value[T_PROCESSES], list)
+    )
+
+
+_NO_RECORD: Mapping[str, Any] = {}
+
+
+def _decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
+    flat = g[G_SAMPLES]
+    throttle = g[G_THROTTLE]
+    return GpuSample(
+        index=g[G_INDEX],
+        name=static.get("name"),
+        uuid=static.get("uuid"),
+        sm_percent=g[G_SM],
+        memory_access_percent=g[G_MEM],
+        vram_used_bytes=g[G_VRAM_USED],
+        vram_total_bytes=static.get("vram_total_bytes"),
+        pcie_rx_bytes_per_s=g[G_RX],
+        pcie_tx_bytes_per_s=g[G_TX],
+        pcie_generation=static.get("pcie_generation"),
+        pcie_width=static.get("pcie_width"),
+        temperature_c=g[G_TEMPERATURE],
+        power_watts=g[G_POWER],
+        power_limit_watts=static.get("power_limit_watts"),
+        sm_clock_mhz=g[G_SM_CLOCK],
+        max_sm_clock_mhz=static.get("max_sm_clock_mhz"),
+        throttle_reasons=None if throttle is None else tuple(throttle),
+        sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
+    )
+
+
+def _decode_process(
+    p: list[Any], static: Mapping[str, Any], worker_names: Mapping[int, str | None]
+) -> GpuProcess:
+    wf = p[P_WORKERS]
+    return GpuProcess(
+        pid=p[P_PID],
+        gpu_index=p[P_GPU],
+        vram_bytes=p[P_VRAM],
+        sm_percent=p[P_SM],
+        memory_access_percent=p[P_MEM],
+        cpu_percent=p[P_CPU],
+        workers=tuple(
+            WorkerProcess(wf[i], wf[i + 1], wf[i + 2], wf[i + 3], worker_names.get(wf[i]))
+            for i in range(0, len(wf), 4)
+        ),
+        rss_bytes=p[P_RSS],
+        state=p[P_STATE],
+        user=static.get("user"),
+        name=static.get("name"),
+        command=static.get("command") or "",
+        create_time=static.get("create_time"),
+    )
+
+
+def decode_tick(
+    tick: list[Any],
+    meta: Mapping[str, Any],
+    gpus: Mapping[int, Mapping[str, Any]],
+    processes: Mapping[tuple[int, int], Mapping[str, Any]],
+    worker_names: Mapping[int, str | None],
+) -> Snapshot:
+    """Rebuild the Snapshot of a tick line from the static records in force for it.
+
+    Raises IndexError, KeyError, TypeError or ValueError for a line of the wrong shape.
+    """
+    h = tick[T_HOST]
+    la = h[H_LOAD]
+    host = HostSample(
+        hostname=meta.get("hostname") or "",
+        cpu_percent_per_core=tuple(h[H_CORES]),
+        allowed_cores=tuple(meta.get("allowed_cores") or ()),
+        iowait_percent=h[H_IOWAIT],
+        memory_used_bytes=h[H_MEMORY_USED],
+        memory_total_bytes=meta.get("memory_total_bytes"),
+        load_average=None if la is None else (la[0], la[1], la[2]),
+    )
+    return Snapshot(
+        timestamp=tick[T_TIMESTAMP],
+        interval_s=meta.get("interval_s") or 1.0,
+        host=host,
+        gpus=tuple(_decode_gpu(g, gpus.get(g[G_INDEX], _NO_RECORD)) for g in tick[T_GPUS]),
+        processes=tuple(
+            _decode_process(p, processes.get((p[P_PID], p[P_GPU]), _NO_RECORD), worker_names)
+            for p in tick[T_PROCESSES]
+        ),
+        source=meta.get("source") or "live",
+        source_detail=meta.get("source_detail") or "",
+        driver_version=meta.get("driver_version"),
+        cuda_driver_version=meta.get("cuda_driver_version"),
+        gpu_unavailable_reason=meta.get("gpu_unavailable_reason"),
+        sample_duration_s=tick[T_DURATION],
+        labels=tuple(meta.get("labels") or ()),
+    )

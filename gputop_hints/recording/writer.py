@@ -1,0 +1,197 @@
+"""Writing recordings: :class:`RecordingWriter`.
+
+One line per event, flushed (for gzip: a zlib sync flush) one tick at a time, so
+a recorder killed with SIGKILL loses at most the tick it was writing. Static
+records are written only when something first appears or changes. Rotation by
+size keeps each file readable on its own (every file starts with a header), and
+``close`` writes the gzip trailer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import IO, Any, cast
+
+from gputop_hints.model import Snapshot
+from gputop_hints.recording.format import (
+    GPU_STATIC_FIELDS,
+    META_FIELDS,
+    PROCESS_STATIC_FIELDS,
+    encode_tick,
+    gpu_static,
+    header_for,
+    meta_of,
+    process_static,
+)
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
+def _open_for_writing(path: Path) -> tuple[IO[bytes], IO[bytes]]:
+    """(what we write to, the raw file under it)."""
+    raw = open(path, "wb")  # noqa: SIM115 -- closed by RecordingWriter.close
+    if path.name.endswith(".gz"):
+        # mtime=0: the same ticks give the same bytes.
+        return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)), raw
+    return raw, raw
+
+
+class RecordingWriter:
+    """Writes snapshots to a recording, one flushed line (or gzip sync-flush) per tick.
+
+    ``max_bytes`` caps the size of the current file (bytes on disk); when a
+    tick would pass it, the file is closed and renamed ``FILE.1`` (older ones
+    shift to ``FILE.2`` ... up to ``FILE.<keep>``, the oldest dropped) and a
+    new ``FILE`` starts with its own header, so each file reads alone.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int | None = None,
+        keep: int = 5,
+    ) -> None:
+        if max_bytes is not None and max_bytes <= 0:
+            raise ValueError("max_bytes must be positive")
+        if keep < 0:
+            raise ValueError("keep must be >= 0")
+        self.path = Path(path)
+        self.max_bytes = max_bytes
+        self.keep = keep
+        self.ticks = 0
+        """Ticks written, over all files."""
+        self.bytes_written = 0
+        """Bytes written to disk, over all files (compressed size for .gz)."""
+        self.rotations = 0
+        self._out: IO[bytes] | None = None
+        self._raw: IO[bytes] | None = None
+        self._file_bytes = 0
+        self._file_ticks = 0
+        self._meta: dict[str, Any] | None = None
+        self._gpus: dict[int, dict[str, Any]] = {}
+        self._procs: dict[tuple[int, int], dict[str, Any]] = {}
+        self._workers: dict[int, str | None] = {}
+        self._closed = False
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(self, snapshot: Snapshot) -> None:
+        """Append one tick (plus whatever static records it needs) and flush it."""
+        if self._closed:
+            raise ValueError("write to a closed RecordingWriter")
+        if self._out is None:
+            self._start_file(snapshot)
+        elif self.max_bytes is not None and self._file_bytes >= self.max_bytes and self._file_ticks:
+            self._rotate(snapshot)
+        lines = self._static_records(snapshot)
+        lines.append(_dumps(encode_tick(snapshot)))
+        self._emit(("\n".join(lines) + "\n").encode("utf-8"))
+        self.ticks += 1
+        self._file_ticks += 1
+
+    def _static_records(self, snapshot: Snapshot) -> list[str]:
+        """The record lines this tick needs before it: what appeared or changed.
+
+        A row absent from a tick is forgotten: if it comes back, its record is
+        written again.
+        """
+        lines: list[str] = []
+        meta = meta_of(snapshot)
+        if meta != self._meta:
+            self._meta = meta
+            lines.append(_dumps({"type": "meta", **meta}))
+        gpus: dict[int, dict[str, Any]] = {}
+        for g in snapshot.gpus:
+            static = self._gpus.get(g.index)
+            if static is None or any(getattr(g, k) != static[k] for k in GPU_STATIC_FIELDS):
+                static = gpu_static(g)
+                lines.append(_dumps({"type": "gpu", **static}))
+            gpus[g.index] = static
+        self._gpus = gpus
+        procs: dict[tuple[int, int], dict[str, Any]] = {}
+        workers: dict[int, str | None] = {}
+        for p in snapshot.processes:
+            key = (p.pid, p.gpu_index)
+            pstatic = self._procs.get(key)
+            if pstatic is None or any(getattr(p, k) != pstatic[k] for k in PROCESS_STATIC_FIELDS):
+                pstatic = process_static(p)
+                lines.append(_dumps({"type": "process", **pstatic}))
+            procs[key] = pstatic
+            for w in p.workers:
+                if w.pid not in workers:
+                    if w.pid not in self._workers or self._workers[w.pid] != w.name:
+                        lines.append(_dumps({"type": "worker", "pid": w.pid, "name": w.name}))
+                    workers[w.pid] = w.name
+        self._procs = procs
+        self._workers = workers
+        return lines
+
+    def _emit(self, data: bytes) -> None:
+        out, raw = self._out, self._raw
+        assert out is not None and raw is not None
+        before = raw.tell()
+        out.write(data)
+        out.flush()  # GzipFile.flush: a zlib sync flush, readable up to here
+        if raw is not out:
+            raw.flush()
+        grown = raw.tell() - before
+        self._file_bytes += grown
+        self.bytes_written += grown
+
+    def _start_file(self, snapshot: Snapshot) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._out, self._raw = _open_for_writing(self.path)
+        self._file_bytes = 0
+        self._file_ticks = 0
+        header = header_for(snapshot)
+        # The header stands for a meta record and the first GPU records.
+        self._meta = {k: header[k] for k in META_FIELDS}
+        self._gpus = {g["index"]: g for g in header["gpus"]}
+        self._procs = {}
+        self._workers = {}
+        self._emit((_dumps(header) + "\n").encode("utf-8"))
+
+    def _rotate(self, snapshot: Snapshot) -> None:
+        self._close_file()
+        if self.keep == 0:
+            self.path.unlink(missing_ok=True)
+        else:
+            for i in range(self.keep - 1, 0, -1):
+                older = self.path.with_name(f"{self.path.name}.{i}")
+                if older.exists():
+                    older.replace(self.path.with_name(f"{self.path.name}.{i + 1}"))
+            self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+        self.rotations += 1
+        self._start_file(snapshot)
+
+    def _close_file(self) -> None:
+        out, raw = self._out, self._raw
+        self._out = self._raw = None
+        if raw is None:
+            return
+        try:
+            if out is not None and out is not raw:
+                before = raw.tell()
+                out.close()  # the gzip trailer; GzipFile leaves a given fileobj open
+                grown = raw.tell() - before
+                self._file_bytes += grown
+                self.bytes_written += grown
+        finally:
+            raw.close()
+
+    def close(self) -> None:
+        """Finish the file (gzip trailer included). Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_file()
+
+    def __enter__(self) -> RecordingWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,129 @@
+"""The headless record loop behind ``gputop-hints record``: :func:`record`.
+
+It samples a source into a :class:`~gputop_hints.recording.writer.RecordingWriter`
+in the calling thread until ``duration_s`` has been recorded or SIGTERM/SIGINT
+arrives; a signal finishes the current tick and closes the file cleanly (gzip
+trailer included), so a recording stopped by ``kill`` or Ctrl-C reads to its end.
+
+Live sources are paced in real time. A simulated source whose clock advances one
+interval per ``sample()`` (the demo) records a bounded ``--duration`` as fast as
+it goes, as ``--once`` does: sleeping would only make the user wait for
+simulated time. Without a duration it is paced like a live source, so an
+open-ended demo recording does not fill the disk at full speed until stopped.
+
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import IO, Any
+
+from gputop_hints.model import Snapshot
+from gputop_hints.recording.writer import RecordingWriter
+from gputop_hints.sampling.pace import Deadlines
+from gputop_hints.sources import Source
+
+EXIT_RECORDED = 0
+"""Recorded (also when stopped by a signal)."""
+EXIT_WRITE_FAILED = 1
+"""The file could not be written or closed; the message names the path."""
+
+
+def paces_in_real_time(source: Source, duration_s: float | None) -> bool:
+    """Whether recording ``source`` must sleep between ticks.
+
+    Only a simulated source asked for a bounded duration records without sleeping.
+    """
+    return not (source.simulated and duration_s is not None)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGTERM/SIGINT while the loop runs; restore the old handlers after.
+
+    Python delivers signals to the main thread only, so from another thread the
+    caller's own handlers stay in place.
+    """
+    previous: dict[signal.Signals, Any] = {}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def record(
+    source: Source,
+    path: str | os.PathLike[str],
+    *,
+    interval_s: float,
+    duration_s: float | None = None,
+    max_bytes: int | None = None,
+    keep: int = 5,
+    on_tick: Callable[[Snapshot], None] | None = None,
+    pace: bool | None = None,
+    stderr: IO[str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], object] | None = None,
+) -> int:
+    """Sample ``source`` every ``interval_s`` into ``path`` until stopped; return an exit code.
+
+    Stops after ``duration_s`` (None: at SIGTERM/SIGINT). ``pace`` says whether
+    to sleep between ticks; None decides by :func:`paces_in_real_time`.
+    ``clock`` and ``sleep`` measure and spend the time between ticks (by default
+    the monotonic clock and a wait that a signal cuts short). Prints one summary
+    line to ``stderr`` at the end. Exit codes: :data:`EXIT_RECORDED`,
+    :data:`EXIT_WRITE_FAILED`.
+    """
+    err = sys.stderr if stderr is None else stderr
+    if not interval_s > 0:
+        raise ValueError("interval must be positive")
+    if pace is None:
+        pace = paces_in_real_time(source, duration_s)
+    stop = threading.Event()
+    wait = stop.wait if sleep is None else sleep
+    writer = RecordingWriter(path, max_bytes=max_bytes, keep=keep)
+    count = None if duration_s is None else max(1, round(duration_s / interval_s))
+    started = clock()
+    deadlines = Deadlines(interval_s, clock)
+    code = EXIT_RECORDED
+    with _stop_on_signals(stop):
+        try:
+            while not stop.is_set() and (count is None or writer.ticks < count):
+                snapshot = source.sample()
+                writer.write(snapshot)
+                if on_tick is not None:
+                    on_tick(snapshot)
+                if pace and (count is None or writer.ticks < count):
+                    wait(deadlines.wait_s())
+        except OSError as exc:
+            print(f"gputop-hints record: cannot write {path}: {exc}", file=err)
+            code = EXIT_WRITE_FAILED
+        finally:
+            try:
+                writer.close()
+            except OSError as exc:
+                print(f"gputop-hints record: closing {path}: {exc}", file=err)
+                code = EXIT_WRITE_FAILED
+    rotated = f", {writer.rotations} rotation(s)" if writer.rotations else ""
+    print(
+        f"gputop-hints record: {writer.ticks} ticks, {writer.bytes_written} bytes{rotated} "
+        f"-> {path} ({clock() - started:.1f} s)",
+        file=err,
+    )
+    return code

@@ -1,0 +1,379 @@
+"""Reading recordings: :func:`open_recording` gives a :class:`RecordingStream`.
+
+A recording opens as a :class:`~gputop_hints.sources.files.stream.SnapshotStream`
+(format "recording"), read lazily line by line in constant memory, plain or
+gzip (told by the magic bytes, whatever the name). Decoding is
+:mod:`gputop_hints.recording.format`'s; this module keeps the state the static
+records build up (:class:`DecoderState`), skips and counts malformed lines, and
+offers the report and replay their fast paths: raw tick arrays, and
+:class:`LazyTick` with only the timestamp and GPU columns decoded.
+
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import json
+import math
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+from gputop_hints.model import Snapshot
+from gputop_hints.recording.format import (
+    FORMAT,
+    GZIP_MAGIC,
+    META_FIELDS,
+    SCHEMA_VERSION,
+    decode_tick,
+    valid_tick,
+)
+from gputop_hints.sources.files.stream import StreamInfo, UnrecognisedFormat, note_bad_line
+
+
+def looks_like_recording(first_bytes: bytes) -> bool:
+    """Whether a file starting with ``first_bytes`` is a recording (plain or gzip)."""
+    data = first_bytes
+    if data.startswith(GZIP_MAGIC):
+        try:
+            data = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(data, 4096)
+        except zlib.error:
+            return False
+    first = data.split(b"\n", 1)[0]
+    return b'"format"' in first and FORMAT.encode() in first
+
+
+def _is_gzip(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == GZIP_MAGIC
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """The file's bytes, gunzipped when it is gzip (by magic bytes, whatever its name)."""
+    if _is_gzip(path):
+        return cast(IO[bytes], gzip.open(path, "rb"))
+    return open(path, "rb")
+
+
+@dataclass
+class DecoderState:
+    """What the static records said so far: enough to turn a tick line into a Snapshot.
+
+    Replaced, never mutated in place, so a copy for a seek index is cheap.
+    """
+
+    meta: dict[str, Any]
+    gpus: dict[int, dict[str, Any]]
+    processes: dict[tuple[int, int], dict[str, Any]]
+    workers: dict[int, str | None]
+
+    def copy(self) -> DecoderState:
+        return DecoderState(self.meta, dict(self.gpus), dict(self.processes), dict(self.workers))
+
+    def apply(self, record: dict[str, Any]) -> bool:
+        """Take in one static record; False when its type is unknown (ignored)."""
+        kind = record.get("type")
+        if kind == "meta":
+            self.meta = {**self.meta, **{k: v for k, v in record.items() if k != "type"}}
+        elif kind == "gpu":
+            self.gpus[int(record["index"])] = record
+        elif kind == "process":
+            self.processes[(int(record["pid"]), int(record["gpu_index"]))] = record
+        elif kind == "worker":
+            self.workers[int(record["pid"])] = record.get("name")
+        else:
+            return False
+        return True
+
+    @classmethod
+    def from_header(cls, header: dict[str, Any]) -> DecoderState:
+        meta = {k: header.get(k) for k in META_FIELDS}
+        gpus = {int(g["index"]): g for g in header.get("gpus", ())}
+        return cls(meta, gpus, {}, {})
+
+    def snapshot(self, tick: list[Any]) -> Snapshot:
+        """Rebuild the Snapshot of a tick line."""
+        return decode_tick(tick, self.meta, self.gpus, self.processes, self.workers)
+
+
+def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:
+    """(the header, its length in bytes with the newline); (None, 0) for an empty file."""
+    try:
+        with open_binary(path) as f:
+            first = f.readline(1 << 20)
+            blank = not first.strip() and not f.read(1 << 16).strip()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise UnrecognisedFormat(f"{path}: not a readable recording ({exc})") from None
+    if blank:
+        return None, 0
+    try:
+        header = json.loads(first)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise UnrecognisedFormat(f"{path}: not a gputop-hints recording (no header line)")
+    version = header.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise UnrecognisedFormat(
+            f"{path}: recording schema_version {version!r} is newer than this gputop-hints "
+            f"reads ({SCHEMA_VERSION}); upgrade gputop-hints"
+        )
+    return header, len(first)
+
+
+class RecordingStream:
+    """A recording opened for reading: a :class:`SnapshotStream` (format "recording").
+
+    Iterating yields Snapshots lazily in file order; :meth:`ticks` yields the raw
+    tick arrays with the decoder state (the report's fast path). Malformed lines
+    are skipped and counted in ``info``; a truncated last line or gzip stream
+    ends the stream quietly (noted in ``info``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.gzip = self.path.stat().st_size > 0 and _is_gzip(self.path)
+        header, self._header_bytes = _read_header(self.path)
+        self.header: dict[str, Any] = header or {}
+        self.info = StreamInfo(
+            path=str(self.path),
+            format="recording",
+            interval_s=_float_or_none(self.header.get("interval_s")),
+            hostname=_str_or_none(self.header.get("hostname")),
+            gpu_count=len(self.header.get("gpus", ())) if header else None,
+            detail=(
+                "empty file"
+                if header is None
+                else f"gputop-hints recording v{self.header.get('schema_version')}"
+                + (" (gzip)" if self.gzip else "")
+            ),
+            header=dict(self.header),
+        )
+        self.truncated = False
+        """True once a partial last line (or an unfinished gzip stream) was met."""
+        self._open: list[IO[bytes]] = []
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        for tick, state, _offset, line_no in self.ticks_with_offsets():
+            try:
+                snapshot = state.snapshot(tick)
+            except (IndexError, KeyError, TypeError, ValueError):
+                note_bad_line(self.info, line_no, "tick line with the wrong shape")
+                continue
+            yield snapshot
+
+    def ticks(
+        self, start: tuple[int, int, DecoderState] | None = None
+    ) -> Iterator[tuple[list[Any], DecoderState]]:
+        """Raw tick arrays and the decoder state they decode with, in file order.
+
+        ``start`` = (byte offset, line number, state) resumes a plain file at a
+        line boundary (see :class:`~gputop_hints.sources.replay.ReplaySource`).
+        """
+        for tick, state, _offset, _line in self.ticks_with_offsets(start):
+            yield tick, state
+
+    def _start(self, start: tuple[int, int, DecoderState] | None) -> tuple[int, int, DecoderState]:
+        if start is None:
+            return self._header_bytes, 1, DecoderState.from_header(self.header)
+        return start[0], start[1], start[2].copy()
+
+    def _lines(self, offset: int, line_no: int) -> Iterator[tuple[bytes, int, int]]:
+        """(line, its byte offset, its 1-based number) from ``offset`` on."""
+        f = open_binary(self.path)
+        self._open.append(f)
+        try:
+            if offset:
+                if self.gzip:
+                    _skip(f, offset)
+                else:
+                    f.seek(offset)
+            while True:
+                try:
+                    line = f.readline()
+                except (EOFError, zlib.error, OSError) as exc:
+                    self.truncated = True
+                    note_bad_line(self.info, line_no + 1, f"compressed stream cut short ({exc})")
+                    return
+                if not line:
+                    return
+                line_no += 1
+                if not line.endswith(b"\n"):
+                    self.truncated = True
+                yield line, offset, line_no
+                offset += len(line)
+        finally:
+            f.close()
+            with contextlib.suppress(ValueError):
+                self._open.remove(f)
+
+    def _record(self, value: Any, state: DecoderState, line_no: int) -> DecoderState:
+        """The decoder state after a non-tick line."""
+        if value.__class__ is dict:
+            if value.get("format") == FORMAT:
+                # A header inside (concatenated rotated files): start afresh.
+                return DecoderState.from_header(value)
+            try:
+                new = state.copy()
+                new.apply(value)
+            except (KeyError, TypeError, ValueError):
+                note_bad_line(self.info, line_no, "static record with the wrong shape")
+                return state
+            return new
+        note_bad_line(self.info, line_no, "neither a tick nor a record")
+        return state
+
+    def _bad_json(self, line: bytes, line_no: int, exc: Exception) -> None:
+        if line.strip():
+            reason = "truncated last line" if not line.endswith(b"\n") else f"not JSON ({exc})"
+            note_bad_line(self.info, line_no, reason)
+
+    def ticks_with_offsets(
+        self, start: tuple[int, int, DecoderState] | None = None
+    ) -> Iterator[tuple[list[Any], DecoderState, int, int]]:
+        """Like :meth:`ticks`, plus each tick line's byte offset and 1-based line number."""
+        if not self.header:
+            return
+        offset, line_no, state = self._start(start)
+        loads = json.loads
+        for line, here, number in self._lines(offset, line_no):
+            try:
+                value = loads(line)
+            except ValueError as exc:
+                self._bad_json(line, number, exc)
+                continue
+            if value.__class__ is list:
+                if valid_tick(value):
+                    yield value, state, here, number
+                else:
+                    note_bad_line(self.info, number, "tick line with the wrong shape")
+            else:
+                state = self._record(value, state, number)
+
+    def lazy_ticks(self, start: tuple[int, int, DecoderState] | None = None) -> Iterator[LazyTick]:
+        """Every tick with its timestamp and GPU columns decoded, the rest on demand.
+
+        Decoding a whole tick of a big machine costs ~0.2 ms; the GPU part alone
+        a fraction of that. ``LazyTick.full()`` decodes the rest (and returns None
+        for a malformed line, which it counts).
+        """
+        if not self.header:
+            return
+        offset, line_no, state = self._start(start)
+        raw_decode = _DECODER.raw_decode
+        loads = json.loads
+        for line, here, number in self._lines(offset, line_no):
+            if line[:1] == b"[":
+                try:
+                    text = line.decode("utf-8")
+                    i1 = text.index(",", 1)
+                    i2 = text.index(",", i1 + 1)
+                    timestamp = float(text[1:i1])
+                    gpus, _end = raw_decode(text, i2 + 1)
+                    if gpus.__class__ is not list or not math.isfinite(timestamp):
+                        raise ValueError("wrong shape")
+                    if not line.endswith(b"\n"):
+                        loads(line)  # a last line without its newline may be cut short
+
+                except (ValueError, UnicodeDecodeError) as exc:
+                    self._bad_json(line, number, exc)
+                    continue
+                yield LazyTick(timestamp, gpus, text, state, number, self.info, here)
+                continue
+            try:
+                value = loads(line)
+            except ValueError as exc:
+                self._bad_json(line, number, exc)
+                continue
+            state = self._record(value, state, number)
+
+    def close(self) -> None:
+        for f in list(self._open):
+            f.close()
+        self._open.clear()
+
+    def __enter__(self) -> RecordingStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(slots=True)
+class LazyTick:
+    """One tick line with only its timestamp and GPU columns decoded."""
+
+    timestamp: float
+    gpus: list[Any]
+    text: str
+    state: DecoderState
+    line_no: int
+    info: StreamInfo
+    offset: int = 0
+    """Byte offset of the line in the (uncompressed) file."""
+
+    def full(self) -> list[Any] | None:
+        """The whole tick array, or None (counted as a bad line) if it is malformed."""
+        try:
+            value = json.loads(self.text)
+        except ValueError as exc:
+            note_bad_line(self.info, self.line_no, f"not JSON ({exc})")
+            return None
+        if not valid_tick(value):
+            note_bad_line(self.info, self.line_no, "tick line with the wrong shape")
+            return None
+        return list(value)
+
+    def snapshot(self) -> Snapshot | None:
+        tick = self.full()
+        if tick is None:
+            return None
+        try:
+            return self.state.snapshot(tick)
+        except (IndexError, KeyError, TypeError, ValueError):
+            note_bad_line(self.info, self.line_no, "tick line with the wrong shape")
+            return None
+
+
+def _skip(f: IO[bytes], count: int) -> None:
+    while count > 0:
+        chunk = f.read(min(count, 1 << 20))
+        if not chunk:
+            return
+        count -= len(chunk)
+
+
+def _float_or_none(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def open_recording(path: str | os.PathLike[str]) -> RecordingStream:
+    """Open a recording (plain or gzip, told by the magic bytes) as a SnapshotStream.
+
+    Raises :class:`UnrecognisedFormat` when the file is not a recording (or is a
+    newer schema than this version reads) and ``OSError`` when it cannot be
+    opened. An empty file opens as a stream with no snapshots.
+    """
+    return RecordingStream(path)
+
+
+def count_ticks(path: str | os.PathLike[str]) -> int:
+    """How many lines of a recording look like ticks (a fast pre-pass, no JSON parsing)."""
+    n = 0
+    with contextlib.suppress(EOFError, zlib.error, OSError), open_binary(Path(path)) as f:
+        for line in f:
+            if line[:1] == b"[":
+                n += 1
+    return n
