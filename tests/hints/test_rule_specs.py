@@ -41,7 +41,8 @@ def _slugs(markdown: str) -> set[str]:
     return out
 
 
-DOCS_ANCHORS = _slugs((REPO / "docs" / "hints.md").read_text(encoding="utf-8"))
+DOCS = (REPO / "docs" / "hints.md").read_text(encoding="utf-8")
+DOCS_ANCHORS = _slugs(DOCS)
 DEFAULTS_YAML = yaml.safe_load(DEFAULTS_PATH.read_text(encoding="utf-8"))
 TABLES = {rule.id: cases for rule, cases in rule_tables()}
 
@@ -67,6 +68,16 @@ def test_rule_has_a_section_in_docs_hints(spec: RuleSpec) -> None:
 
 
 @SPECS
+def test_rule_has_its_rows_in_the_overview_and_hysteresis_tables(spec: RuleSpec) -> None:
+    assert f"| [`{spec.id}`](#{spec.anchor}) |" in DOCS, f"{spec.id}: no row in the overview"
+    row = re.search(rf"^\| {re.escape(spec.id)} \| ([^|]*) \| ([^|]*) \|$", DOCS, re.MULTILINE)
+    assert row, f"{spec.id}: no row in docs/hints.md's hysteresis table"
+    raise_after, clear_after = spec.hysteresis(Thresholds.defaults())
+    assert row.group(1).startswith(f"{raise_after:g} s"), row.group(0)
+    assert row.group(2) == f"{clear_after:g} s", row.group(0)
+
+
+@SPECS
 def test_rule_has_a_table_with_a_case_that_fires(spec: RuleSpec) -> None:
     cases = TABLES.get(spec.id)
     assert cases, f"{spec.id}: no tests/hints/rules/test_{spec.thresholds}.py with RULE and CASES"
@@ -83,8 +94,7 @@ def test_rule_needs_covers_every_rule_with_known_metrics() -> None:
 
 def test_docs_name_exactly_the_rules_that_explain_low_utilization() -> None:
     # docs/hints.md#low-utilization says which findings make it stand back.
-    text = (REPO / "docs" / "hints.md").read_text(encoding="utf-8")
-    section = text.split(f"\n## {LOW_UTILIZATION}\n", 1)[1].split("\n## ", 1)[0]
+    section = DOCS.split(f"\n## {LOW_UTILIZATION}\n", 1)[1].split("\n## ", 1)[0]
     named = {spec.id for spec in ALL_RULES if f"`{spec.id}`" in section}
     assert named == LOW_UTILIZATION_EXPLAINED_BY
     assert LOW_UTILIZATION not in LOW_UTILIZATION_EXPLAINED_BY
