@@ -102,6 +102,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 
 
 def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
+    """Read the host side of ``proc``'s input pipeline over the window, once."""
     allowed = win.allowed_core_count
     return _Loader(
         main_cpu=win.process_cpu_mean(proc),
@@ -201,6 +202,7 @@ def _diagnose(loader: _Loader, gaps: Gaps, t: Thresholds) -> _Diagnosis:
 
 
 def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
+    """The main process loads every batch itself: no worker is busy, it is pegged."""
     n = loader.suggested_workers
     return _Diagnosis(
         "num-workers-0",
@@ -218,6 +220,7 @@ def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
 
 
 def _cpu_bound(loader: _Loader, cores_busy: float) -> _Diagnosis:
+    """Every allowed core is saturated: the pipeline needs more CPU than the job has."""
     allowed = loader.allowed_cores
     job = loader.job
     where = (
@@ -241,6 +244,7 @@ def _cpu_bound(loader: _Loader, cores_busy: float) -> _Diagnosis:
 
 
 def _storage_bound(loader: _Loader, t: Thresholds) -> _Diagnosis:
+    """The loader waits on storage: iowait, or loader processes in D state."""
     d_state = loader.d_state_fraction
     return _Diagnosis(
         "storage-bound",
@@ -267,6 +271,7 @@ def _storage_bound(loader: _Loader, t: Thresholds) -> _Diagnosis:
 
 
 def _more_workers(loader: _Loader) -> _Diagnosis:
+    """None of the above: CPU to spare, so more workers can keep up."""
     n, workers = loader.suggested_workers, loader.workers
     return _Diagnosis(
         "more-workers",
