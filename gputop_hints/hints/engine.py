@@ -9,14 +9,15 @@ and simulated data behave exactly like live data.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Finding, Severity, Subject
 from gputop_hints.hints.rules import (
     ALL_RULES,
+    LOW_UTILIZATION,
     LOW_UTILIZATION_EXPLAINED_BY,
-    Rule,
-    hysteresis_for,
+    RuleSpec,
 )
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window, ring_idle_for_s
@@ -37,16 +38,17 @@ class HintEngine:
     def __init__(
         self,
         thresholds: Thresholds | None = None,
-        rules: tuple[tuple[str, Rule], ...] = ALL_RULES,
+        rules: Sequence[RuleSpec] = ALL_RULES,
         hysteresis: bool = True,
     ) -> None:
-        """``hysteresis=False`` shows every condition the moment it holds (one-off reports)."""
+        """``rules``: the rules to run (all by default). ``hysteresis=False`` shows every
+        condition the moment it holds (one-off reports)."""
         self.thresholds = thresholds or Thresholds.defaults()
         self.rules = rules
         self._tracks: dict[tuple[str, Subject], _Track] = {}
         self._timing = {
-            name: hysteresis_for(name, self.thresholds) if hysteresis else (0.0, 0.0)
-            for name, _ in rules
+            spec.id: spec.hysteresis(self.thresholds) if hysteresis else (0.0, 0.0)
+            for spec in rules
         }
         self.active: tuple[Finding, ...] = ()
         self.last_cost_s = 0.0
@@ -67,13 +69,13 @@ class HintEngine:
         )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}
-        for _name, rule in self.rules:
-            for finding in rule(win, self.thresholds):
+        for spec in self.rules:
+            for finding in spec.check(win, self.thresholds):
                 raw.setdefault(finding.key, finding)
         explained = {
             f.subject.gpu_index for f in raw.values() if f.rule in LOW_UTILIZATION_EXPLAINED_BY
         }
-        for key in [k for k, f in raw.items() if f.rule == "low-utilization"]:
+        for key in [k for k, f in raw.items() if f.rule == LOW_UTILIZATION]:
             if key[1].gpu_index in explained:
                 del raw[key]
 

@@ -9,7 +9,7 @@ compute them.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -79,10 +79,6 @@ class Subject:
     gpu_index: int
     pid: int | None = None
 
-    @property
-    def is_process(self) -> bool:
-        return self.pid is not None
-
     def __str__(self) -> str:
         return f"pid:{self.pid}" if self.pid is not None else f"gpu:{self.gpu_index}"
 
@@ -107,13 +103,15 @@ class Finding:
     """Whether GPU-side evidence came from the process's own samples or the whole device."""
     started_at: float | None = None
     """When the condition began to hold (set by the engine once raised)."""
-    anchor: str = ""
-    """Section of docs/hints.md explaining the rule."""
-    details: tuple[tuple[str, Any], ...] = field(default=())
 
     @property
     def key(self) -> tuple[str, Subject]:
         return (self.rule, self.subject)
+
+    @property
+    def anchor(self) -> str:
+        """Section of docs/hints.md explaining the rule: the rule id (a test checks each exists)."""
+        return self.rule
 
     @property
     def rule_label(self) -> str:
@@ -145,5 +143,5 @@ class Finding:
             ],
             "evidence_scope": self.evidence_scope.value,
             "started_at": self.started_at,
-            "docs": f"docs/hints.md#{self.anchor}" if self.anchor else None,
+            "docs": f"docs/hints.md#{self.anchor}",
         }

@@ -3,7 +3,8 @@
 Each field carries its unit, its allowed range and a one-line doc in its
 metadata; the default *values* live in ``defaults.yaml`` beside this file (the
 commented file users copy), and :func:`Thresholds.defaults` loads them. A test
-checks that the YAML and these classes name exactly the same keys.
+checks that the YAML and these classes name exactly the same keys. Parsing
+itself is generic (``typed_yaml``); finding the user's file is ``config``'s job.
 """
 
 from __future__ import annotations
@@ -12,6 +13,17 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from gputop_hints.hints.typed_yaml import field_type, parse_dataclass
+
+__all__ = [
+    "DEFAULTS_PATH",
+    "ORDERED_PAIRS",
+    "Thresholds",
+    "field_type",
+    "parse_overrides",
+    "schema_keys",
+]
 
 DEFAULTS_PATH = Path(__file__).with_name("defaults.yaml")
 
@@ -222,10 +234,23 @@ class Thresholds:
         return _load_defaults()
 
 
+ORDERED_PAIRS = (
+    ("small_batch", "sm_min_percent", "sm_max_percent"),
+    ("vram_near_limit", "used_fraction_above", "critical_fraction_above"),
+    ("idle_holding_vram", "idle_for_s", "critical_after_s"),
+)
+"""(section, low key, high key): values that only make sense with low <= high."""
+
+
+def parse_overrides(text: str, path: str, base: Thresholds | None) -> Thresholds:
+    """Parse YAML ``text`` and apply it over ``base`` (None: every key is required)."""
+    result = parse_dataclass(Thresholds, text, path, base, ORDERED_PAIRS)
+    assert isinstance(result, Thresholds)
+    return result
+
+
 @cache
 def _load_defaults() -> Thresholds:
-    from gputop_hints.hints.config import parse_overrides
-
     return parse_overrides(DEFAULTS_PATH.read_text(encoding="utf-8"), str(DEFAULTS_PATH), base=None)
 
 
@@ -240,16 +265,3 @@ def schema_keys(cls: Any = Thresholds, prefix: str = "") -> list[str]:
         else:
             keys.append(name)
     return keys
-
-
-def field_type(cls: type, name: str) -> Any:
-    """The class of a dataclass field, resolving ``from __future__`` string annotations."""
-    hints = _type_hints(cls)
-    return hints[name]
-
-
-@cache
-def _type_hints(cls: type) -> dict[str, Any]:
-    import typing
-
-    return typing.get_type_hints(cls)

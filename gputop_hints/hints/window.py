@@ -33,11 +33,9 @@ class Gaps:
     """Share of the traced time spent in idle runs at least ``min_gap_s`` long."""
     count: int
     """How many such idle runs (a sawtooth has several; a checkpoint pause has one)."""
-    longest_s: float
     peak_percent: float
     fine: bool
     """True when computed from NVML's sub-second samples, False from 1-per-tick values."""
-    samples: int
 
 
 def idle_gaps(
@@ -58,7 +56,6 @@ def idle_gaps(
         return None
     total = len(values) * period_s
     idle = 0.0
-    longest = 0.0
     count = 0
     start = -1
     for i, v in enumerate([*values, math.inf]):
@@ -75,15 +72,12 @@ def idle_gaps(
             if length >= min_gap_s - 1e-9:
                 idle += length
                 count += 1
-            longest = max(longest, length)
         start = -1
     return Gaps(
         fraction=min(1.0, idle / total) if total > 0 else 0.0,
         count=count,
-        longest_s=longest,
         peak_percent=max(values),
         fine=fine,
-        samples=len(values),
     )
 
 
@@ -139,10 +133,6 @@ class Window:
     def covered_s(self) -> float:
         """How much time the window actually covers (less than window_s at start-up)."""
         return self.ticks * self.interval_s
-
-    @property
-    def full(self) -> bool:
-        return self.covered_s >= self.window_s - 1e-9
 
     # --- host -------------------------------------------------------------------
 

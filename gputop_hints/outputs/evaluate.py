@@ -6,7 +6,7 @@ engine on simulated time and scores every visible finding against them:
 precision and recall per rule, time from a label's onset to its first
 detection, and how often findings flip on and off once the input is steady.
 
-``bench/hints_eval.py`` prints the table; ``tests/test_hints_eval.py`` asserts
+``bench/hints_eval.py`` prints the table; ``tests/outputs/test_hints_eval.py`` asserts
 the targets on a fixed set of seeds. No Textual, no wall clock.
 """
 
@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.rules import overlap_explained
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
+from gputop_hints.sources.demo import DemoSource
 
 BENIGN = ("warming-up", "checkpointing", "serving")
 """Annotations that describe a phase, not a bottleneck: no rule should fire for them."""
-NOT_SCORED = ("overlap-explained",)
+NOT_SCORED = (overlap_explained.SPEC.id,)
 """Rules that explain a number rather than diagnose: true by construction whenever
 SM % + memory % > 100, checked directly by tests instead."""
 STEADY_AFTER_S = 30.0
@@ -73,8 +75,6 @@ def run_scenario(
     processes: int | None = None,
 ) -> RunResult:
     """Simulate ``duration_s`` of a scenario and record the engine's findings."""
-    from gputop_hints.sources.demo import DemoSource
-
     source = DemoSource(scenario, seed=seed, interval_s=interval_s, gpus=gpus, processes=processes)
     engine = HintEngine(thresholds)
     history = History(window_s=120.0, interval_s=interval_s)

@@ -1,0 +1,85 @@
+"""The rules: pure functions of a window of history and the thresholds, one module each.
+
+Each rule looks at the window and returns the findings whose condition holds
+*now*; the engine (``engine.py``) decides when a finding has held long enough
+to show and when it has stopped long enough to clear. No I/O, no clocks, no
+Textual: the same window always gives the same findings.
+
+Every finding lists the metrics it used as :class:`~gputop_hints.hints.findings.Evidence`,
+with the threshold each one crossed, so that a person can check the conclusion
+against the numbers on screen. Per-process findings use the process's own NVML
+numbers where the driver gives them, and the whole GPU's otherwise -- and say which.
+
+Each rule module ends with a :class:`RuleSpec`; everything else that names the
+rules -- the list the engine runs, the metrics a report needs, which rules
+explain low utilization, the docs anchors, the help's catalogue -- is built
+here from those specs. Adding a rule: see docs/hints.md, "Adding a rule".
+"""
+
+from __future__ import annotations
+
+from gputop_hints.hints.rules import (
+    compute_bound,
+    cores_contended,
+    idle_holding_vram,
+    input_starved,
+    low_utilization,
+    memory_bound,
+    overlap_explained,
+    pcie_thrash,
+    small_batch,
+    straggler,
+    throttled,
+    vram_near_limit,
+)
+from gputop_hints.hints.rules.spec import Rule, RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+
+__all__ = [
+    "ALL_RULES",
+    "ANCHORS",
+    "LOW_UTILIZATION",
+    "LOW_UTILIZATION_EXPLAINED_BY",
+    "RULES_BY_ID",
+    "RULE_NEEDS",
+    "Rule",
+    "RuleSpec",
+    "hysteresis_for",
+]
+
+ALL_RULES: tuple[RuleSpec, ...] = (
+    overlap_explained.SPEC,
+    input_starved.SPEC,
+    small_batch.SPEC,
+    pcie_thrash.SPEC,
+    memory_bound.SPEC,
+    idle_holding_vram.SPEC,
+    vram_near_limit.SPEC,
+    compute_bound.SPEC,
+    throttled.SPEC,
+    straggler.SPEC,
+    low_utilization.SPEC,
+    cores_contended.SPEC,
+)
+"""Every rule, in the order the docs, the help and the engine list them."""
+
+RULES_BY_ID: dict[str, RuleSpec] = {spec.id: spec for spec in ALL_RULES}
+
+RULE_NEEDS: dict[str, tuple[str, ...]] = {spec.id: spec.needs for spec in ALL_RULES}
+"""The metrics each rule reads; a rule whose metric a file lacks is "not evaluated"."""
+
+LOW_UTILIZATION = low_utilization.SPEC.id
+"""The vague rule the engine drops where a rule in LOW_UTILIZATION_EXPLAINED_BY holds."""
+
+LOW_UTILIZATION_EXPLAINED_BY: frozenset[str] = frozenset(
+    spec.id for spec in ALL_RULES if spec.explains_low_utilization
+)
+"""Rules whose finding on a GPU (or a process on it) already says why it is underused."""
+
+ANCHORS: dict[str, str] = {spec.id: spec.anchor for spec in ALL_RULES}
+"""Rule id -> its section in docs/hints.md."""
+
+
+def hysteresis_for(rule: str, t: Thresholds) -> tuple[float, float]:
+    """(raise_after_s, clear_after_s) of the rule with id ``rule``."""
+    return RULES_BY_ID[rule].hysteresis(t)

@@ -1,0 +1,64 @@
+"""compute-bound: kernels run nearly all the time, steadily -- the healthy state."""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.rules.straggler import stragglers
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import Window
+from gputop_hints.sources.files.stream import METRIC_SM
+
+ID = "compute-bound"
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Mean SM at or above its bar and no tick far below: the GPU sets the pace."""
+    c = t.compute_bound
+    out: list[Finding] = []
+    # Peers of a straggler read busy while they spin in collectives waiting for
+    # it: calling them healthy would mislead.
+    waiting = {p for s in stragglers(win, t) for p in s.peers}
+    for gpu in win.latest.gpus:
+        if gpu.index in waiting:
+            continue
+        sm = win.gpu_sm_mean(gpu.index)
+        low = win.gpu_sm_min(gpu.index)
+        if sm is None or low is None or sm < c.sm_above_percent or low < c.min_sm_percent:
+            continue
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index),
+                severity=Severity.INFO,
+                label="compute-bound: healthy",
+                summary=(
+                    f"Kernels run {sm:.0f} % of the time (never below {low:.0f} %): the input "
+                    "pipeline keeps up and the GPU sets the pace."
+                ),
+                advice=(
+                    "Next gains are in the model: bf16 autocast on tensor cores, "
+                    "torch.compile, fused kernels (e.g. scaled_dot_product_attention).",
+                    "SM % is time busy, not SMs filled: DCGM's sm_occupancy tells how full.",
+                ),
+                evidence=(
+                    Evidence("SM % (mean)", sm, f">= {c.sm_above_percent:g}"),
+                    Evidence("SM % (lowest tick)", low, f">= {c.min_sm_percent:g}"),
+                ),
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="compute_bound",
+    title="Compute-bound (healthy)",
+    sentence=(
+        "Kernels run nearly all the time and never drop far: the input keeps up and the GPU "
+        "sets the pace; further gains are in the model."
+    ),
+    subject="gpu",
+    needs=(METRIC_SM,),
+)

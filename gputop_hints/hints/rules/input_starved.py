@@ -1,0 +1,304 @@
+"""input-starved: the GPU idles in repeated gaps while the process holds VRAM.
+
+The condition is one thing (a low mean SM with a sawtooth of idle gaps); *why*
+the batches arrive late is read from the host side of the input pipeline and
+given as a subtype, tried in this order: the main process loads batches itself
+(``num-workers-0``), the allowed cores are saturated (``cpu-bound``), the
+loader waits on storage (``storage-bound``), or else there are too few workers
+(``more-workers``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.pcie_thrash import link_thrashing
+from gputop_hints.hints.rules.shared import (
+    at_least,
+    gaps_evidence,
+    gaps_seen_by,
+    percent_text,
+    sm_evidence,
+)
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Gaps, Window
+from gputop_hints.model import GpuProcess, JobInfo
+from gputop_hints.sources.files.stream import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
+
+ID = "input-starved"
+
+
+@dataclass(frozen=True, slots=True)
+class _Loader:
+    """The host side of one process's input pipeline, over the window."""
+
+    main_cpu: float | None
+    busy_workers: float
+    workers: int
+    workers_cpu: float | None
+    cores_busy: float | None
+    allowed_cores: int
+    iowait: float | None
+    d_state_fraction: float
+    job: JobInfo | None
+    suggested_workers: int
+    """num_workers the advice suggests: the allowed cores but one, within the configured cap."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Diagnosis:
+    """Why the batches arrive late, in the words the finding uses."""
+
+    subtype: str
+    label: str
+    summary: str
+    advice: tuple[str, ...]
+    evidence: tuple[Evidence, ...] = ()
+    """Evidence only this subtype shows, after the common items."""
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input."""
+    c = t.input_starved
+    out: list[Finding] = []
+    for proc in win.processes():
+        if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
+            continue
+        sm, scope, notes = sm_evidence(win, proc, t)
+        if sm is None or sm >= c.sm_mean_below_percent:
+            continue
+        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
+        if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
+            continue
+        if gaps.peak_percent < c.busy_sm_above_percent:
+            continue  # no bursts at all: idle, not starved (see idle-holding-vram)
+        thrashing, _ = link_thrashing(win, t, proc.gpu_index)
+        if thrashing:
+            continue  # copies, not input, are the bottleneck: pcie-thrash says so
+        loader = _loader(win, t, proc)
+        diagnosis = _diagnose(loader, gaps, t)
+        evidence = (
+            *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
+            *_host_evidence(t, loader),
+            *diagnosis.evidence,
+        )
+        severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
+        out.append(
+            Finding(
+                rule=ID,
+                subtype=diagnosis.subtype,
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=severity,
+                label=diagnosis.label,
+                summary=diagnosis.summary,
+                advice=diagnosis.advice,
+                evidence=evidence,
+                evidence_scope=scope,
+            )
+        )
+    return out
+
+
+def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
+    """Read the host side of ``proc``'s input pipeline over the window, once."""
+    allowed = win.allowed_core_count
+    return _Loader(
+        main_cpu=win.process_cpu_mean(proc),
+        busy_workers=win.process_busy_workers_mean(proc) or 0.0,
+        workers=len(proc.workers),
+        workers_cpu=win.process_workers_cpu_mean(proc),
+        cores_busy=win.allowed_cores_busy_percent,
+        allowed_cores=allowed,
+        iowait=win.iowait_percent,
+        d_state_fraction=win.process_d_state_fraction(proc),
+        job=win.latest.job,
+        suggested_workers=max(1, min(allowed - 1, t.input_starved.max_suggested_workers)),
+    )
+
+
+def _gpu_evidence(
+    t: Thresholds, sm: float, scope: Scope, notes: list[Evidence], gaps: Gaps, gaps_scope: Scope
+) -> list[Evidence]:
+    """The condition itself: low mean SM, time in gaps, how many gaps."""
+    c = t.input_starved
+    return [
+        Evidence("SM % (mean)", sm, f"< {c.sm_mean_below_percent:g}", "%", scope),
+        gaps_evidence(
+            gaps,
+            f">= {c.min_gap_fraction * 100:g} % of the window, gaps >= {c.min_gap_s:g} s",
+            gaps_scope,
+        ),
+        Evidence(
+            "separate idle gaps",
+            float(gaps.count),
+            f">= {c.min_gaps} (a sawtooth)",
+            "",
+            gaps_scope,
+        ),
+        *notes,
+    ]
+
+
+def _host_evidence(t: Thresholds, loader: _Loader) -> list[Evidence]:
+    """The host readings every subtype is chosen from, whether or not each one met its bar."""
+    g = t.general
+    job = loader.job
+    allowed = loader.allowed_cores
+    return [
+        Evidence(
+            "main process CPU (mean)",
+            loader.main_cpu,
+            f"pegged at >= {g.main_pegged_percent:g}",
+            "%",
+            Scope.HOST,
+            met=at_least(loader.main_cpu, g.main_pegged_percent),
+        ),
+        Evidence(
+            f"busy workers (of {loader.workers})",
+            loader.busy_workers,
+            f"busy = above {g.worker_busy_percent:g} % of a core",
+            "",
+            Scope.HOST,
+            met=None,
+        ),
+        Evidence(
+            (
+                f"job {job.job_id}'s cores busy ({allowed} allocated)"
+                if job is not None
+                else f"allowed cores busy ({allowed} cores)"
+            ),
+            loader.cores_busy,
+            f"saturated at >= {g.cores_busy_percent:g}",
+            "%",
+            Scope.HOST,
+            met=at_least(loader.cores_busy, g.cores_busy_percent),
+        ),
+        Evidence(
+            "iowait",
+            loader.iowait,
+            f"storage-bound at >= {t.input_starved.iowait_above_percent:g}",
+            "%",
+            Scope.HOST,
+            met=at_least(loader.iowait, t.input_starved.iowait_above_percent),
+        ),
+    ]
+
+
+def _diagnose(loader: _Loader, gaps: Gaps, t: Thresholds) -> _Diagnosis:
+    """The subtype, tried in its documented order (docs/hints.md, "Subtype")."""
+    g = t.general
+    c = t.input_starved
+    main_cpu = loader.main_cpu
+    if loader.busy_workers < 0.5 and main_cpu is not None and main_cpu >= g.main_pegged_percent:
+        return _num_workers_0(loader, gaps, main_cpu)
+    if loader.cores_busy is not None and loader.cores_busy >= g.cores_busy_percent:
+        return _cpu_bound(loader, loader.cores_busy)
+    storage = loader.iowait is not None and loader.iowait >= c.iowait_above_percent
+    if storage or loader.d_state_fraction >= c.d_state_fraction:
+        return _storage_bound(loader, t)
+    return _more_workers(loader)
+
+
+def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
+    """The main process loads every batch itself: no worker is busy, it is pegged."""
+    n = loader.suggested_workers
+    return _Diagnosis(
+        "num-workers-0",
+        "starved: num_workers=0?",
+        f"The GPU idles in gaps ({gaps.fraction * 100:.0f} % of the time) while the main "
+        f"process is at {main_cpu:.0f} % of a core and no worker is busy: the batches "
+        "are most likely loaded in the training process itself.",
+        (
+            f"Set DataLoader(num_workers={n}) -- {loader.allowed_cores} cores are allowed, one "
+            "stays with the main process.",
+            "Add pin_memory=True and persistent_workers=True; prefetch_factor=2-4 keeps "
+            "batches queued.",
+        ),
+    )
+
+
+def _cpu_bound(loader: _Loader, cores_busy: float) -> _Diagnosis:
+    """Every allowed core is saturated: the pipeline needs more CPU than the job has."""
+    allowed = loader.allowed_cores
+    job = loader.job
+    where = (
+        f"{allowed} of {allowed} allocated cores"
+        if job is not None
+        else f"all {allowed} allowed cores"
+    )
+    return _Diagnosis(
+        "cpu-bound",
+        "starved: CPU-bound input",
+        f"The GPU idles in gaps while {where} are {cores_busy:.0f} % busy: the input "
+        "pipeline needs more CPU than the job has.",
+        (
+            f"Ask for more cores (SLURM: --cpus-per-task, now {allowed})"
+            + (f" -- job {job.job_id} has {allowed} on this node." if job is not None else "."),
+            "Make augmentation cheaper or move it to the GPU (torchvision.transforms.v2 on "
+            "GPU tensors, NVIDIA DALI).",
+            "Decode / resize / tokenize once, offline, and train from the cached result.",
+        ),
+    )
+
+
+def _storage_bound(loader: _Loader, t: Thresholds) -> _Diagnosis:
+    """The loader waits on storage: iowait, or loader processes in D state."""
+    d_state = loader.d_state_fraction
+    return _Diagnosis(
+        "storage-bound",
+        "starved: storage-bound",
+        f"The GPU idles in gaps while the loader waits on storage (iowait "
+        f"{percent_text(loader.iowait)}, {d_state * 100:.0f} % of loader processes in D state) "
+        "and cores are not saturated.",
+        (
+            "Stage the dataset on node-local disk ($TMPDIR, NVMe) or in RAM before training.",
+            "Pack many small files into larger shards (WebDataset tar, LMDB, Parquet).",
+            f"More workers hide I/O latency: raise num_workers (now {loader.workers}) and "
+            "prefetch_factor.",
+        ),
+        (
+            Evidence(
+                "loader processes in D state",
+                d_state * 100,
+                f">= {t.input_starved.d_state_fraction * 100:g} points at storage",
+                "%",
+                Scope.HOST,
+            ),
+        ),
+    )
+
+
+def _more_workers(loader: _Loader) -> _Diagnosis:
+    """None of the above: CPU to spare, so more workers can keep up."""
+    n, workers = loader.suggested_workers, loader.workers
+    return _Diagnosis(
+        "more-workers",
+        "starved: loader too slow",
+        f"The GPU idles in gaps; {workers} workers use {percent_text(loader.workers_cpu)} of a "
+        f"core in total and cores are {percent_text(loader.cores_busy)} busy: the loader can't "
+        "keep up, but there is CPU to spare.",
+        (
+            f"Raise num_workers (now {workers}; up to {n} fits the {loader.allowed_cores} allowed "
+            "cores) and prefetch_factor.",
+            "pin_memory=True and persistent_workers=True avoid per-epoch worker start-up.",
+            "Profile one worker (py-spy top --pid <worker pid>) to find the slow transform.",
+        ),
+    )
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="input_starved",
+    title="Input starved",
+    sentence=(
+        "The GPU idles in repeated gaps (a sawtooth) while the process holds VRAM: batches "
+        "arrive too slowly; the subtype says why -- num_workers=0, a CPU-bound pipeline, "
+        "storage, or too few workers."
+    ),
+    subject="process",
+    needs=(METRIC_SM, METRIC_PROCESSES, METRIC_HOST_CPU),
+    explains_low_utilization=True,
+)

@@ -1,0 +1,103 @@
+"""low-utilization: a GPU in use but nearly idle, when no more specific rule says why.
+
+The engine drops this finding on a GPU where a rule whose spec sets
+``explains_low_utilization`` holds: those say *why*, this only says *that*.
+"""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.shared import gib_text
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.sources.files.stream import METRIC_SM
+
+ID = "low-utilization"
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """A GPU in use but nearly idle, when no specific rule explains it (see the engine)."""
+    c = t.low_utilization
+    out: list[Finding] = []
+    # Imported logs (nvidia-smi, W&B) have no per-process rows at all: the specific
+    # rules cannot run, so a higher bar says "underused, and this data cannot say why".
+    no_process_data = not win.latest.processes and win.latest.source == "replay"
+    limit = c.without_process_data_below_percent if no_process_data else c.sm_mean_below_percent
+    for gpu in win.latest.gpus:
+        sm = win.gpu_sm_mean(gpu.index)
+        if sm is None or sm >= limit:
+            continue
+        procs = [p for p in win.processes() if p.gpu_index == gpu.index]
+        if procs:
+            held = float(sum(p.vram_bytes or 0 for p in procs))
+            why = f"{len(procs)} process(es) hold {gib_text(held)}"
+        elif not win.latest.processes and (gpu.vram_used_bytes or 0) >= c.in_use_vram_gib * GIB:
+            why = f"{gib_text(gpu.vram_used_bytes)} of VRAM in use (no per-process data)"
+        elif no_process_data and gpu.vram_used_bytes is None:
+            why = "the logged run holds it (VRAM use not in this log)"
+        else:
+            continue
+        cores = win.allowed_cores_busy_percent
+        host = f"; host cores {cores:.0f} % busy" if cores is not None else "; no host CPU data"
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index),
+                severity=Severity.WARNING,
+                label=f"GPU busy only {sm:.0f}%",
+                summary=(
+                    f"GPU {gpu.index} runs kernels {sm:.0f} % of the time while {why}{host}: "
+                    + (
+                        "this data has no per-process or host-side rows, so it cannot tell "
+                        "input starvation from a small batch or CPU-side work."
+                        if no_process_data
+                        else "the job's time goes elsewhere, and no more specific pattern "
+                        "(input gaps, small batch, copies) was found to say where."
+                    )
+                ),
+                advice=(
+                    *(
+                        (
+                            "Watch or record the job with gputop-hints ('gputop-hints record "
+                            "-o run.jsonl.gz'): its per-process and host-side data tell input "
+                            "starvation, a small batch and CPU-side work apart.",
+                        )
+                        if no_process_data
+                        else ()
+                    ),
+                    "Profile a few steps (torch.profiler, or py-spy top on the main process) "
+                    "to see where the time goes: CPU-side work such as an RL environment, "
+                    "Python overhead, logging, or waiting on I/O or other ranks.",
+                    "Batch the CPU-side work (vectorized environments, larger inference "
+                    "batches) so each GPU call does more.",
+                    "If the job cannot use more, a smaller or shared GPU (MIG) frees this one.",
+                ),
+                evidence=(
+                    Evidence(
+                        "SM % (mean)",
+                        sm,
+                        f"< {limit:g}" + (" (no process data)" if no_process_data else ""),
+                    ),
+                    Evidence(
+                        "host cores busy (mean)", cores, "for context", "%", Scope.HOST, met=None
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="low_utilization",
+    title="Low utilization",
+    sentence=(
+        "The GPU is in use but runs kernels only a small share of the time and no specific "
+        "pattern explains it: the time goes to CPU-side work, I/O or waiting -- profile a few "
+        "steps to see where."
+    ),
+    subject="gpu",
+    needs=(METRIC_SM,),
+)

@@ -1,0 +1,65 @@
+"""memory-bound: memory-access % high and at or above SM % -- kernels wait on bandwidth."""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import Window
+from gputop_hints.sources.files.stream import METRIC_MEMORY_ACCESS, METRIC_SM
+
+ID = "memory-bound"
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Memory busy at least its bar and not far below SM, while SM is not saturated."""
+    c = t.memory_bound
+    out: list[Finding] = []
+    for gpu in win.latest.gpus:
+        mem = win.gpu_mem_mean(gpu.index)
+        sm = win.gpu_sm_mean(gpu.index)
+        if mem is None or sm is None or sm >= c.sm_below_percent:
+            continue
+        if mem < c.memory_above_percent or mem < sm - c.within_sm_points:
+            continue
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index),
+                severity=Severity.WARNING,
+                label="memory-bound kernels",
+                summary=(
+                    f"Device memory is busy {mem:.0f} % of the time against {sm:.0f} % SM: the "
+                    "kernels wait on memory bandwidth more than on arithmetic."
+                ),
+                advice=(
+                    "Use bf16/fp16 autocast: half the bytes per value moved.",
+                    "Fuse elementwise chains (torch.compile, fused optimizers such as "
+                    "AdamW(fused=True), fused attention).",
+                    "For convolutions, channels_last memory format.",
+                ),
+                evidence=(
+                    Evidence("memory-access % (mean)", mem, f">= {c.memory_above_percent:g}"),
+                    Evidence(
+                        "SM % (mean)",
+                        sm,
+                        f"<= memory-access % + {c.within_sm_points:g}, < {c.sm_below_percent:g}",
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="memory_bound",
+    title="Memory-bound kernels",
+    sentence=(
+        "Memory-access % is high and at or above SM %: kernels wait on memory bandwidth more "
+        "than on arithmetic."
+    ),
+    subject="gpu",
+    needs=(METRIC_SM, METRIC_MEMORY_ACCESS),
+)

@@ -1,0 +1,120 @@
+"""pcie-thrash: the PCIe link is busy much of the time while SM is low."""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.model import GpuProcess
+from gputop_hints.sources.files.stream import METRIC_PCIE, METRIC_PROCESSES, METRIC_SM
+
+ID = "pcie-thrash"
+
+
+def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
+    """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it.
+
+    input-starved asks this too: a GPU that thrashes is left to this rule.
+    """
+    c = t.pcie_thrash
+    gpu = win.gpu(index)
+    traffic = win.gpu_pcie_mean(index)
+    sm = win.gpu_sm_mean(index)
+    if gpu is None or traffic is None or sm is None:
+        return False, []
+    link = gpu.pcie_link_bytes_per_s
+    if link is not None:
+        limit = c.link_share_above * link
+        what = f">= {c.link_share_above:g} x link ({link / 1e9:.1f} GB/s per direction)"
+    else:
+        limit = c.floor_gb_per_s * 1e9
+        what = f">= {c.floor_gb_per_s:g} GB/s (link capacity unknown)"
+    busy = win.gpu_pcie_busy_fraction(index, limit)
+    if busy is None:
+        return False, []
+    hit = busy >= c.min_busy_fraction and sm < c.sm_below_percent
+    return hit, [
+        Evidence(
+            f"readings with rx+tx {what}",
+            busy * 100,
+            f">= {c.min_busy_fraction * 100:g} % of readings",
+            "%",
+            Scope.DEVICE,
+        ),
+        Evidence("PCIe rx+tx (mean)", traffic, "for context", "B/s", Scope.DEVICE, met=None),
+        Evidence("device SM % (mean)", sm, f"< {c.sm_below_percent:g}", "%", Scope.DEVICE),
+    ]
+
+
+def _shared_link_note(procs: list[GpuProcess]) -> list[Evidence]:
+    """With several processes on the GPU, say that the one named is a guess."""
+    if len(procs) == 1:
+        return []
+    return [
+        Evidence(
+            f"PCIe is per GPU: {len(procs)} processes share it; shown on the "
+            "one holding the most VRAM",
+            None,
+            "device evidence",
+            "",
+            Scope.DEVICE,
+            met=None,
+        )
+    ]
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Heavy PCIe traffic while SM is low: copies, not compute, set the pace."""
+    out: list[Finding] = []
+    min_vram = t.general.min_vram_gib * GIB
+    for gpu in win.latest.gpus:
+        hit, evidence = link_thrashing(win, t, gpu.index)
+        if not hit:
+            continue
+        procs = win.significant_processes_on(gpu.index, min_vram)
+        # PCIe traffic is counted per GPU: with several processes on it, name the one
+        # holding the most memory (the training job, usually) and say that it is a guess.
+        if not procs:
+            continue
+        proc = max(procs, key=lambda p: p.vram_bytes or 0)
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index, proc.pid),
+                severity=Severity.WARNING,
+                label="PCIe thrash",
+                summary=(
+                    f"GPU {gpu.index}'s PCIe link is busy in {evidence[0].value or 0:.0f} % of "
+                    f"readings (mean {(evidence[1].value or 0) / 1e9:.1f} GB/s) while SM is "
+                    f"{evidence[2].value or 0:.0f} %: host<->device copies, not kernels, set "
+                    "the pace."
+                ),
+                advice=(
+                    "Keep tensors on the GPU between steps; avoid .cpu(), .item(), .numpy() "
+                    "or printing GPU tensors every step.",
+                    "DataLoader(pin_memory=True) and .to(device, non_blocking=True) make "
+                    "copies faster and overlap them with compute.",
+                    "Check for CPU offload (optimizer / parameter offload, unified memory "
+                    "paging) that streams weights every step.",
+                ),
+                evidence=(*evidence, *_shared_link_note(procs)),
+                evidence_scope=Scope.DEVICE,
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="pcie_thrash",
+    title="PCIe thrash",
+    sentence=(
+        "The PCIe link is busy a large share of the time while SM is low: host<->device copies, "
+        "not kernels, set the pace."
+    ),
+    subject="process",
+    needs=(METRIC_PCIE, METRIC_SM, METRIC_PROCESSES),
+    explains_low_utilization=True,
+)

@@ -1,0 +1,88 @@
+"""What several rules need: text for values that may be unknown, and a process's view of SM.
+
+Per-process rules prefer the process's own NVML numbers and fall back to the
+whole GPU's when the driver gives none; both choices, and the evidence note
+that says which was taken, live here so that every rule says it the same way.
+"""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Scope
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Gaps, Window
+from gputop_hints.model import GpuProcess
+
+
+def gib_text(value: float | None) -> str:
+    """Bytes as GiB with one decimal, "n/a" when unknown."""
+    return "n/a" if value is None else f"{value / GIB:.1f} GiB"
+
+
+def percent_text(value: float | None) -> str:
+    """A percentage rounded to whole points, "n/a" when unknown."""
+    return "n/a" if value is None else f"{value:.0f} %"
+
+
+def at_least(value: float | None, threshold: float) -> bool | None:
+    """Whether a reading crossed its threshold; None (not judged) when it is unknown."""
+    return None if value is None else value >= threshold
+
+
+def others_on_gpu(win: Window, proc: GpuProcess, t: Thresholds) -> list[GpuProcess]:
+    """The other processes on ``proc``'s GPU that hold enough VRAM to be diagnosed."""
+    return [
+        p
+        for p in win.significant_processes_on(proc.gpu_index, t.general.min_vram_gib * GIB)
+        if p.pid != proc.pid
+    ]
+
+
+def sm_evidence(
+    win: Window, proc: GpuProcess, t: Thresholds
+) -> tuple[float | None, Scope, list[Evidence]]:
+    """Mean SM for a process: its own when NVML has samples, else the device's.
+
+    With the device's, a note (evidence that crosses no threshold) says so and how
+    many other processes share the GPU, since their kernels count in that number.
+    """
+    own = win.process_sm_mean(proc)
+    if own is not None:
+        return own, Scope.PROCESS, []
+    device = win.gpu_sm_mean(proc.gpu_index)
+    sharing = others_on_gpu(win, proc, t)
+    note = "per-process SM % not reported by the driver; using the whole GPU's" + (
+        f", shared with {len(sharing)} other process(es)" if sharing else ""
+    )
+    return device, Scope.DEVICE, [Evidence(note, None, "fallback", "", Scope.DEVICE, met=None)]
+
+
+def gaps_seen_by(
+    win: Window, proc: GpuProcess, t: Thresholds, scope: Scope, need_burst: bool = False
+) -> tuple[Gaps | None, Scope]:
+    """Idle gaps as this process sees them.
+
+    The device trace (with NVML's sub-second samples where there are any) is the
+    finest, but on a GPU shared with other busy processes their kernels fill this
+    one's gaps; then, when NVML reports the process's own SM %, its own trace
+    (one value per tick) is the one that shows them. ``need_burst``: without a
+    burst in its own trace there is no sawtooth to find (None).
+    """
+    c = t.input_starved
+    if others_on_gpu(win, proc, t) and scope is Scope.PROCESS:
+        peak = win.process_sm_peak(proc)
+        if need_burst and (peak is None or peak < c.busy_sm_above_percent):
+            # No burst in its own trace (a light inference replica): no sawtooth to find.
+            return None, Scope.PROCESS
+        return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
+    return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
+
+
+def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
+    """The share of the window spent in idle gaps, saying how finely they were seen."""
+    return Evidence(
+        "time in idle gaps" + (" (sub-second samples)" if gaps.fine else " (1 per tick)"),
+        gaps.fraction * 100,
+        threshold,
+        "%",
+        scope,
+    )

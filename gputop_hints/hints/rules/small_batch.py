@@ -1,0 +1,110 @@
+"""small-batch: steady, moderate SM, little VRAM, main process pegged -- launch-bound."""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.shared import gaps_evidence, gaps_seen_by, gib_text, sm_evidence
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.sources.files.stream import (
+    METRIC_HOST_CPU,
+    METRIC_PROCESSES,
+    METRIC_SM,
+    METRIC_VRAM,
+)
+
+ID = "small-batch"
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Steady moderate SM, little VRAM, main process pegged, workers idle: launch-bound."""
+    c = t.small_batch
+    g = t.general
+    out: list[Finding] = []
+    for proc in win.processes():
+        vram = proc.vram_bytes or 0
+        gpu = win.gpu(proc.gpu_index)
+        if gpu is None or not gpu.vram_total_bytes or vram < g.min_vram_gib * GIB:
+            continue
+        share = vram / gpu.vram_total_bytes
+        if share >= c.vram_share_below:
+            continue
+        sm, scope, notes = sm_evidence(win, proc, t)
+        if sm is None or not c.sm_min_percent <= sm < c.sm_max_percent:
+            continue
+        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
+        if gaps is None or gaps.fraction > c.max_gap_fraction:
+            continue
+        main_cpu = win.process_cpu_mean(proc)
+        if main_cpu is None or main_cpu < g.main_pegged_percent:
+            continue
+        busy_workers = win.process_busy_workers_mean(proc) or 0.0
+        if busy_workers >= 0.5:
+            continue
+        # How much larger a batch fits: aim at headroom_target of the card, at least double.
+        factor = max(2, int(c.headroom_target * gpu.vram_total_bytes / vram))
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=Severity.WARNING,
+                label="small batch/launch-bound",
+                summary=(
+                    f"SM is a steady {sm:.0f} % with no idle gaps, the process holds only "
+                    f"{share * 100:.0f} % of VRAM, and its main thread is at {main_cpu:.0f} % "
+                    "of a core launching kernels: each step is too small to fill the GPU."
+                ),
+                advice=(
+                    f"Try a batch about {factor}x larger: it holds {gib_text(vram)} of "
+                    f"{gib_text(gpu.vram_total_bytes)} (aiming at {c.headroom_target * 100:.0f} % "
+                    "of VRAM; scale the learning rate with it).",
+                    "Cut per-step launch overhead: torch.compile(mode='reduce-overhead') or "
+                    "CUDA graphs.",
+                    "Use bf16 autocast so each kernel does more per launch on tensor cores.",
+                ),
+                evidence=(
+                    Evidence(
+                        "SM % (mean)",
+                        sm,
+                        f"between {c.sm_min_percent:g} and {c.sm_max_percent:g}",
+                        "%",
+                        scope,
+                    ),
+                    gaps_evidence(gaps, f"<= {c.max_gap_fraction * 100:g}", gaps_scope),
+                    *notes,
+                    Evidence(
+                        "VRAM share of the card",
+                        share * 100,
+                        f"< {c.vram_share_below * 100:g}",
+                        "%",
+                        Scope.PROCESS,
+                    ),
+                    Evidence(
+                        "main process CPU (mean)",
+                        main_cpu,
+                        f">= {g.main_pegged_percent:g}",
+                        "%",
+                        Scope.HOST,
+                    ),
+                    Evidence("busy workers", busy_workers, "< 0.5 (idle)", "", Scope.HOST),
+                ),
+                evidence_scope=scope,
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="small_batch",
+    title="Small batch / launch-bound",
+    sentence=(
+        "Steady, moderate SM with no gaps, little VRAM used and the main thread pegged at one "
+        "core: each step is too small to fill the GPU and kernel launches set the pace."
+    ),
+    subject="process",
+    needs=(METRIC_SM, METRIC_VRAM, METRIC_PROCESSES, METRIC_HOST_CPU),
+    explains_low_utilization=True,
+)

@@ -1,0 +1,54 @@
+"""What a rule is: its check function and everything else that is said about it.
+
+Each rule module ends with one :class:`RuleSpec`. The rule list the engine runs,
+the catalogue the monitor's help shows, the metrics a report needs to evaluate
+it, and the docs anchor all come from these specs, so a rule is named and
+described in exactly one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.thresholds import Hysteresis, Thresholds
+from gputop_hints.hints.window import Window
+
+Rule = Callable[[Window, Thresholds], list[Finding]]
+"""A rule's check: the findings whose condition holds now, pure and deterministic."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """One rule: how it is checked, configured, named, documented and scored."""
+
+    id: str
+    """The rule id findings carry, e.g. "input-starved"; also its docs/hints.md section."""
+    check: Rule
+    thresholds: str
+    """Its section in defaults.yaml (and field of :class:`Thresholds`), e.g. "input_starved"."""
+    title: str
+    """Short human name, e.g. "Input starved"."""
+    sentence: str
+    """What a finding means, in one sentence: the catalogue line of the help and the docs."""
+    subject: Literal["process", "gpu"]
+    """What its findings are attached to."""
+    needs: tuple[str, ...]
+    """The ``METRIC_*`` names (sources.files.stream) it reads: a log lacking one of them
+    cannot evaluate the rule, and a report says so."""
+    explains_low_utilization: bool = False
+    """True when its finding on a GPU (or a process on it) already says why that GPU is
+    underused, so the engine drops the vaguer low-utilization finding there."""
+
+    @property
+    def anchor(self) -> str:
+        """Section of docs/hints.md explaining the rule (a test checks it exists)."""
+        return self.id
+
+    def hysteresis(self, t: Thresholds) -> tuple[float, float]:
+        """(raise_after_s, clear_after_s): the ``hysteresis`` block of its thresholds section."""
+        h = getattr(t, self.thresholds).hysteresis
+        assert isinstance(h, Hysteresis)
+        return h.raise_after_s, h.clear_after_s

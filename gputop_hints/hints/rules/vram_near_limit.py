@@ -1,0 +1,62 @@
+"""vram-near-limit: device memory almost full -- the next spike is an out-of-memory error."""
+
+from __future__ import annotations
+
+from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.shared import gib_text
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import Window
+from gputop_hints.sources.files.stream import METRIC_VRAM
+
+ID = "vram-near-limit"
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Used / total VRAM of the newest tick at or above its bar: OOM risk."""
+    c = t.vram_near_limit
+    out: list[Finding] = []
+    for gpu in win.latest.gpus:
+        frac = gpu.vram_fraction
+        if frac is None or frac < c.used_fraction_above:
+            continue
+        critical = frac >= c.critical_fraction_above
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index),
+                severity=Severity.CRITICAL if critical else Severity.WARNING,
+                label=f"VRAM {frac * 100:.0f}%: OOM risk",
+                summary=(
+                    f"GPU {gpu.index} has {gib_text(gpu.vram_used_bytes)} of "
+                    f"{gib_text(gpu.vram_total_bytes)} in use: one larger batch or a fragmentation "
+                    "spike away from CUDA out-of-memory."
+                ),
+                advice=(
+                    "Lower the batch size and keep the effective batch with gradient accumulation.",
+                    "Activation checkpointing (torch.utils.checkpoint) trades compute for memory.",
+                    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation; "
+                    "bf16 halves activation memory.",
+                ),
+                evidence=(
+                    Evidence(
+                        "VRAM used / total", frac * 100, f">= {c.used_fraction_above * 100:g}"
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="vram_near_limit",
+    title="VRAM near its limit",
+    sentence=(
+        "Device memory is almost full: a larger batch or an allocator spike ends in CUDA "
+        "out-of-memory."
+    ),
+    subject="gpu",
+    needs=(METRIC_VRAM,),
+)

@@ -1,0 +1,194 @@
+"""YAML into frozen dataclasses, checked field by field, with errors at file:line key.
+
+The thresholds file is parsed here without anything knowing what thresholds
+are: the dataclass tree says which keys exist and each field's metadata gives
+its range and unit. An unknown key (with the nearest valid one suggested), a
+value of the wrong type, a value out of its range, or a low/high pair in the
+wrong order is a :class:`ConfigError` that names the file, the line and the
+dotted key -- never a half-valid result.
+
+``thresholds`` and ``config`` both build on this module; it imports neither.
+"""
+
+from __future__ import annotations
+
+import difflib
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass, replace
+from functools import cache
+from typing import Any
+
+import yaml
+
+
+class ConfigError(Exception):
+    """A problem in a configuration file, located to its line and key."""
+
+    def __init__(self, path: str, line: int | None, key: str | None, message: str) -> None:
+        self.path = path
+        self.line = line
+        self.key = key
+        self.message = message
+        where = path if line is None else f"{path}:{line}"
+        what = f" {key}:" if key else ""
+        super().__init__(f"{where}:{what} {message}")
+
+
+def parse_dataclass(
+    cls: type,
+    text: str,
+    path: str,
+    base: Any,
+    ordered_pairs: Sequence[tuple[str, str, str]] = (),
+) -> Any:
+    """Parse YAML ``text`` into an instance of ``cls``, applied over ``base``.
+
+    ``base`` None means every key is required (the packaged defaults); an empty
+    file then is an error, and otherwise overrides nothing. ``ordered_pairs``
+    lists (section, low key, high key) whose values only make sense with low <= high.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(path, line, None, f"not valid YAML: {exc.problem}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, None, None, f"not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    if root is None or root.tag == "tag:yaml.org,2002:null":  # empty: overrides nothing
+        if base is None:
+            raise ConfigError(path, None, None, "empty defaults file")
+        return base
+    result = _apply(cls, root, base, path, "", loader)
+    _check_ordered(result, root, path, ordered_pairs)
+    return result
+
+
+def field_type(cls: type, name: str) -> Any:
+    """The class of a dataclass field, resolving ``from __future__`` string annotations."""
+    return _type_hints(cls)[name]
+
+
+@cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _key_line(root: yaml.Node, section: str, key: str) -> int | None:
+    """Line of ``section.key`` in the user's file, or of the section, if the file names it."""
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for k, v in root.value:
+        if getattr(k, "value", None) != section:
+            continue
+        if isinstance(v, yaml.MappingNode):
+            for k2, _v2 in v.value:
+                if getattr(k2, "value", None) == key:
+                    return _line(k2)
+        return _line(k)
+    return None
+
+
+def _check_ordered(
+    result: Any, root: yaml.Node, path: str, ordered_pairs: Sequence[tuple[str, str, str]]
+) -> None:
+    """Reject combinations that would silently switch a rule off (e.g. min above max)."""
+    for section, low_key, high_key in ordered_pairs:
+        values = getattr(result, section)
+        low, high = getattr(values, low_key), getattr(values, high_key)
+        if low <= high:
+            continue
+        line = _key_line(root, section, low_key) or _key_line(root, section, high_key)
+        raise ConfigError(
+            path,
+            line,
+            f"{section}.{low_key}",
+            f"{low:g} must not exceed {section}.{high_key} ({high:g}), or the rule can never fire",
+        )
+
+
+def _line(node: yaml.Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _apply(
+    cls: Any, node: yaml.Node, base: Any, path: str, prefix: str, loader: yaml.SafeLoader
+) -> Any:
+    section = prefix.rstrip(".") or "top level"
+    if not isinstance(node, yaml.MappingNode):
+        raise ConfigError(
+            path,
+            _line(node),
+            prefix.rstrip(".") or None,
+            f"expected a mapping of keys for {section}",
+        )
+    valid = [f.name for f in fields(cls)]
+    seen: dict[str, int] = {}
+    values: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            raise ConfigError(path, _line(key_node), None, f"keys in {section} must be names")
+        dotted = prefix + key
+        if key in seen:
+            raise ConfigError(
+                path, _line(key_node), dotted, f"given twice (first on line {seen[key]})"
+            )
+        seen[key] = _line(key_node)
+        if key not in valid:
+            near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+            hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
+            raise ConfigError(
+                path,
+                _line(key_node),
+                dotted,
+                f"unknown key{hint} (valid keys in {section}: {', '.join(valid)})",
+            )
+        ftype = field_type(cls, key)
+        sub_base = getattr(base, key) if base is not None else None
+        if is_dataclass(ftype):
+            values[key] = _apply(ftype, value_node, sub_base, path, dotted + ".", loader)
+        else:
+            meta = next(f.metadata for f in fields(cls) if f.name == key)
+            values[key] = _scalar(value_node, ftype, meta, path, dotted, loader)
+    if base is None:
+        missing = [name for name in valid if name not in values]
+        if missing:
+            raise ConfigError(
+                path, _line(node), prefix.rstrip(".") or None, f"missing keys: {', '.join(missing)}"
+            )
+        return cls(**values)
+    return replace(base, **values)
+
+
+def _scalar(
+    node: yaml.Node,
+    ftype: Any,
+    meta: Mapping[str, Any],
+    path: str,
+    key: str,
+    loader: yaml.SafeLoader,
+) -> float | int:
+    if not isinstance(node, yaml.ScalarNode):
+        raise ConfigError(path, _line(node), key, "expected a single number, not a list or mapping")
+    value = loader.construct_object(node)
+    low, high, unit = meta.get("min"), meta.get("max"), meta.get("unit", "")
+    allowed = f"allowed {low:g}-{high:g}{(' ' + unit) if unit else ''}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(path, _line(node), key, f"{node.value!r} is not a number ({allowed})")
+    if ftype is int or ftype == "int":
+        if isinstance(value, float) and not value.is_integer():
+            raise ConfigError(
+                path, _line(node), key, f"{value!r} must be a whole number ({allowed})"
+            )
+        value = int(value)
+    else:
+        value = float(value)
+    if value != value or (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(path, _line(node), key, f"{value:g} is out of range ({allowed})")
+    number: float | int = value
+    return number

@@ -1,0 +1,49 @@
+"""memory-bound: memory-access % high and at or above SM %."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.rules import memory_bound
+from tests.hints.windows import (
+    G0,
+    Case,
+    Expect,
+    G,
+    P,
+    case,
+    check_case,
+    one_gpu,
+)
+
+RULE = memory_bound.SPEC
+
+
+CASES: list[Case] = [
+    case(
+        "memory-bound/fires",
+        lambda: one_gpu([80.0] * 12, [P(vram_gib=40.0, cpu=60.0)], gpu=G(mem=85.0)),
+        Expect(
+            G0,
+            Severity.WARNING,
+            evidence={"memory-access % (mean)": 85, "SM % (mean)": 80},
+        ),
+        engine=["memory-bound", "overlap-explained"],
+    ),
+    case(
+        "memory-bound/near-miss-memory-59",
+        lambda: one_gpu([50.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=59.0)),
+        None,
+    ),
+    case(
+        "memory-bound/near-miss-11-points-below-sm",
+        lambda: one_gpu([81.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=70.0)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_rule_table(c: Case) -> None:
+    check_case(RULE, c)

@@ -1,0 +1,116 @@
+"""pcie-thrash: a busy PCIe link (known or unknown capacity) while SM is low."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop_hints.hints.findings import Scope, Severity
+from gputop_hints.hints.rules import pcie_thrash
+from tests.hints.windows import (
+    P0,
+    Case,
+    Expect,
+    G,
+    P,
+    Run,
+    Tick,
+    apply,
+    case,
+    check_case,
+    one_gpu,
+)
+
+RULE = pcie_thrash.SPEC
+
+
+CASES: list[Case] = [
+    case(
+        # gen 5 x16 = 63.0 GB/s per direction; busy reading = rx+tx >= 0.4 x that = 25.2 GB/s
+        "pcie/known-link-busy-half-the-readings",
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick((G(sm=12.0, rx=(20e9 if i % 2 else 0.0), tx=(10e9 if i % 2 else 0.0)),))
+                    for i in range(12)
+                ]
+            )
+            .history
+        ),
+        Expect(
+            P0,
+            Severity.WARNING,
+            evidence={
+                "readings with rx+tx >= 0.4 x link (63.0 GB/s per direction)": 50,
+                "PCIe rx+tx (mean)": 15e9,
+                "device SM % (mean)": 12,
+            },
+            scope=Scope.DEVICE,
+        ),
+        engine=["pcie-thrash"],
+    ),
+    case(
+        "pcie/known-link-2-of-6-readings-is-enough",
+        lambda: (
+            Run()
+            .feed([Tick((G(sm=12.0, rx=(30e9 if i % 3 == 0 else 0.0)),)) for i in range(12)])
+            .history
+        ),
+        Expect(P0, Severity.WARNING, evidence={"readings with rx+tx": 100 / 3}),
+    ),
+    case(
+        "pcie/near-miss-known-link-1-of-6-readings",
+        lambda: (
+            Run()
+            .feed([Tick((G(sm=12.0, rx=(30e9 if i % 6 == 0 else 0.0)),)) for i in range(12)])
+            .history
+        ),
+        None,
+    ),
+    case(
+        "pcie/near-miss-known-link-25-GBps-just-under-share",
+        # 25 GB/s every tick is far above the 1 GB/s floor, but the link is known
+        lambda: one_gpu([12.0] * 12, gpu=G(rx=15e9, tx=10e9)),
+        None,
+    ),
+    case(
+        "pcie/near-miss-sm-50",
+        lambda: one_gpu([50.0] * 12, gpu=G(rx=20e9, tx=10e9)),
+        None,
+    ),
+    case(
+        "pcie/unknown-link-1-GBps-floor",
+        lambda: one_gpu([12.0] * 12, gpu=G(rx=0.6e9, tx=0.4e9, gen=None, width=None)),
+        Expect(
+            P0,
+            Severity.WARNING,
+            evidence={"readings with rx+tx >= 1 GB/s (link capacity unknown)": 100},
+        ),
+    ),
+    case(
+        "pcie/near-miss-unknown-link-0.99-GBps",
+        lambda: one_gpu([12.0] * 12, gpu=G(rx=0.59e9, tx=0.4e9, gen=None, width=None)),
+        None,
+    ),
+    case(
+        "pcie/throughput-unsupported",
+        lambda: one_gpu([12.0] * 12, gpu=G(rx=None, tx=None)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_rule_table(c: Case) -> None:
+    check_case(RULE, c)
+
+
+def test_pcie_thrash_on_a_shared_gpu_names_the_biggest_process_and_says_so() -> None:
+    # PCIe is counted per GPU: with inference replicas beside a training job, flagging
+    # every process would blame the replicas; the one holding the most VRAM is named.
+    history = one_gpu(
+        [12.0] * 12, [P(pid=1, vram_gib=1.0), P(pid=2, vram_gib=30.0)], gpu=G(rx=20e9, tx=10e9)
+    )
+    [f] = apply(RULE, history)
+    assert f.subject.pid == 2
+    assert any(e.metric.startswith("PCIe is per GPU: 2 processes share it") for e in f.evidence)

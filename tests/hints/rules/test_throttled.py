@@ -1,0 +1,93 @@
+"""throttled: power and thermal clock reasons while busy."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.rules import throttled
+from tests.hints.windows import (
+    G0,
+    Case,
+    Expect,
+    G,
+    Run,
+    Tick,
+    case,
+    check_case,
+    one_gpu,
+)
+
+RULE = throttled.SPEC
+
+
+CASES: list[Case] = [
+    case(
+        "throttled/power",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap",))),
+        Expect(
+            G0,
+            Severity.WARNING,
+            "power",
+            {"ticks with power/thermal reasons": 100, "SM % (mean)": 95},
+        ),
+    ),
+    case(
+        "throttled/thermal",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("hw_thermal", "sw_thermal"))),
+        Expect(G0, Severity.WARNING, "thermal"),
+    ),
+    case(
+        "throttled/power-and-thermal",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap", "hw_slowdown"))),
+        Expect(G0, Severity.WARNING, "power-thermal"),
+    ),
+    case(
+        "throttled/idle-gpu-costs-nothing",
+        lambda: one_gpu([5.0] * 12, gpu=G(throttle=("sw_power_cap",))),
+        None,
+    ),
+    case(
+        "throttled/gpu-idle-reason-is-harmless",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("gpu_idle",))),
+        None,
+    ),
+    case(
+        "throttled/half-the-ticks-is-enough",
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick((G(sm=95.0, throttle=("sw_power_cap",) if i % 2 else ()),))
+                    for i in range(12)
+                ]
+            )
+            .history
+        ),
+        Expect(G0, Severity.WARNING, "power", {"ticks with power/thermal": 50}),
+    ),
+    case(
+        "throttled/near-miss-a-third-of-the-ticks",
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick((G(sm=95.0, throttle=("sw_power_cap",) if i % 3 == 0 else ()),))
+                    for i in range(12)
+                ]
+            )
+            .history
+        ),
+        None,
+    ),
+    case(
+        "throttled/near-miss-reasons-unknown",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=None)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_rule_table(c: Case) -> None:
+    check_case(RULE, c)
