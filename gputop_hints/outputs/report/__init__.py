@@ -10,7 +10,6 @@ No Textual here.
 from __future__ import annotations
 
 from gputop_hints.outputs.report.build import (
-    RULE_NEEDS,
     build_report,
     choose_hint_stride,
     report_file,
@@ -22,7 +21,6 @@ from gputop_hints.outputs.report.stats import GpuStats, PercentStats, RateStats
 __all__ = [
     "EXIT_FINDINGS",
     "EXIT_OK",
-    "RULE_NEEDS",
     "FindingTime",
     "GpuStats",
     "PercentStats",

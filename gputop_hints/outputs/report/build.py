@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.rules import RULE_NEEDS
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
@@ -52,21 +53,6 @@ from gputop_hints.sources.files.stream import (
     SnapshotStream,
     StreamInfo,
 )
-
-RULE_NEEDS: dict[str, tuple[str, ...]] = {
-    "overlap-explained": (METRIC_SM, METRIC_MEMORY_ACCESS),
-    "input-starved": (METRIC_SM, METRIC_PROCESSES, METRIC_HOST_CPU),
-    "small-batch": (METRIC_SM, METRIC_VRAM, METRIC_PROCESSES, METRIC_HOST_CPU),
-    "pcie-thrash": (METRIC_PCIE, METRIC_SM, METRIC_PROCESSES),
-    "memory-bound": (METRIC_SM, METRIC_MEMORY_ACCESS),
-    "idle-holding-vram": (METRIC_SM, METRIC_PROCESSES),
-    "vram-near-limit": (METRIC_VRAM,),
-    "compute-bound": (METRIC_SM,),
-    "throttled": (METRIC_THROTTLE, METRIC_SM),
-    "straggler": (METRIC_SM, METRIC_PROCESSES),
-    "low-utilization": (METRIC_SM,),
-}
-"""The metrics each rule reads; a rule whose metric a file lacks is "not evaluated"."""
 
 HINT_BUDGET = 50_000
 """Auto stride: about this many (GPU + process) evaluations in all -- ~680 engine
