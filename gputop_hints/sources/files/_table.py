@@ -32,33 +32,6 @@ from gputop_hints.sources.files.stream import (
 MIB = 2.0**20
 
 
-ROLES = (
-    "time",
-    "date",  # dmon -o D: the date half of a split timestamp
-    "gpu",
-    "name",
-    "uuid",
-    "bus_id",
-    "sm",
-    "mem",
-    "vram_used",
-    "vram_total",
-    "vram_free",
-    "temp",
-    "power",
-    "power_limit",
-    "sm_clock",
-    "max_sm_clock",
-    "pcie_gen",
-    "pcie_width",
-    "pcie_rx",
-    "pcie_tx",
-    "throttle_mask",
-    "driver",
-)
-"""Column roles. Also ``throttle:<reason>`` (Active/Not Active) and
-``throttle_pct:<reason>`` (dmon's pviol/tviol: % of time, > 0 means active)."""
-
 ROLE_METRIC = {
     "sm": METRIC_SM,
     "mem": METRIC_MEMORY_ACCESS,
@@ -71,7 +44,6 @@ ROLE_METRIC = {
     "pcie_tx": METRIC_PCIE,
     "throttle_mask": METRIC_THROTTLE,
 }
-METRIC_ROLES = frozenset(ROLE_METRIC) | {"power_limit", "sm_clock", "max_sm_clock"}
 
 
 @dataclass
@@ -79,6 +51,12 @@ class Column:
     position: int
     """0-based cell index."""
     role: str
+    """What the cell holds: ``time``, ``date`` (dmon ``-o D``), ``gpu``, ``name``,
+    ``uuid``, ``bus_id``, ``driver``, ``sm``, ``mem``, ``vram_used``/``_total``/``_free``,
+    ``temp``, ``power``, ``power_limit``, ``sm_clock``, ``max_sm_clock``,
+    ``pcie_gen``, ``pcie_width``, ``pcie_rx``, ``pcie_tx``, ``throttle_mask``,
+    ``throttle:<reason>`` (Active/Not Active) or ``throttle_pct:<reason>`` (dmon's
+    pviol/tviol: % of time, > 0 means active)."""
     scale: float = 1.0
     """Multiplier to SI for sizes/rates when the cell carries no unit."""
     label: str = ""
@@ -302,7 +280,6 @@ class Assembler:
         self._rows: list[tuple[int, dict[str, Any]]] = []
         self._keys: set[int | str] = set()
         self._time: float | None = None
-        self._has_time = False
         self._index_of: dict[str, int] = {}
         self.driver: str | None = None
 
