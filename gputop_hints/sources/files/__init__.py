@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import dmon, generic_csv, nvsmi_csv, nvsmi_table, wandb
+from gputop_hints.sources.files import (
+    dmon,
+    generic_csv,
+    nvsmi_csv,
+    nvsmi_table,
+    nvsmi_watch,
+    wandb,
+)
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._interval import choose_interval as _interval
 from gputop_hints.sources.files._table import Assembler, missing_for, probe_interval
@@ -55,6 +62,7 @@ FORMATS: tuple[str, ...] = (
     wandb.FORMAT,
     dmon.FORMAT,
     nvsmi_table.FORMAT,
+    nvsmi_watch.FORMAT,
     nvsmi_csv.FORMAT,
     generic_csv.FORMAT,
 )
@@ -65,6 +73,7 @@ _LABELS = {
     wandb.FORMAT: "W&B system metrics",
     dmon.FORMAT: "nvidia-smi dmon",
     nvsmi_table.FORMAT: nvsmi_table.LABEL,
+    nvsmi_watch.FORMAT: nvsmi_watch.LABEL,
     nvsmi_csv.FORMAT: "nvidia-smi CSV",
     generic_csv.FORMAT: "CSV",
 }
@@ -215,6 +224,7 @@ Opener = Callable[[Path, Any, float | None, Mapping[str, str] | None], SnapshotS
 
 _TEXT_FORMATS: dict[str, tuple[Sniffer, type, Opener]] = {
     nvsmi_table.FORMAT: (nvsmi_table.sniff, nvsmi_table.TablePlan, nvsmi_table.open_table),
+    nvsmi_watch.FORMAT: (nvsmi_watch.sniff, nvsmi_watch.WatchPlan, nvsmi_watch.open_watch),
 }
 """Formats that build their own stream: sniff -> plan (of this type) or why not -> open."""
 

@@ -152,8 +152,15 @@ class Head:
         text = self.text
         if not text:
             return None
-        bad = sum(
-            1 for ch in text if ch == "\ufffd" or ch == "\x00" or (ch < " " and ch not in "\t\r\n")
+        # The ESC starting a terminal sequence is text too: a watch capture is full of them.
+        escapes = text.count("\x1b[") + text.count("\x1b(") + text.count("\x1b]")
+        bad = (
+            sum(
+                1
+                for ch in text
+                if ch == "\ufffd" or ch == "\x00" or (ch < " " and ch not in "\t\r\n")
+            )
+            - escapes
         )
         if bad > max(2, len(text) // 20):
             return f"binary data ({bad} non-text characters in the first {len(text)})"
