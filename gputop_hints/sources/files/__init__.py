@@ -26,6 +26,7 @@ from gputop_hints.sources.files import (
     dmon,
     generic_csv,
     nvsmi_csv,
+    nvsmi_query,
     nvsmi_table,
     nvsmi_watch,
     wandb,
@@ -63,6 +64,7 @@ FORMATS: tuple[str, ...] = (
     dmon.FORMAT,
     nvsmi_table.FORMAT,
     nvsmi_watch.FORMAT,
+    nvsmi_query.FORMAT,
     nvsmi_csv.FORMAT,
     generic_csv.FORMAT,
 )
@@ -74,6 +76,7 @@ _LABELS = {
     dmon.FORMAT: "nvidia-smi dmon",
     nvsmi_table.FORMAT: nvsmi_table.LABEL,
     nvsmi_watch.FORMAT: nvsmi_watch.LABEL,
+    nvsmi_query.FORMAT: nvsmi_query.LABEL,
     nvsmi_csv.FORMAT: "nvidia-smi CSV",
     generic_csv.FORMAT: "CSV",
 }
@@ -225,6 +228,7 @@ Opener = Callable[[Path, Any, float | None, Mapping[str, str] | None], SnapshotS
 _TEXT_FORMATS: dict[str, tuple[Sniffer, type, Opener]] = {
     nvsmi_table.FORMAT: (nvsmi_table.sniff, nvsmi_table.TablePlan, nvsmi_table.open_table),
     nvsmi_watch.FORMAT: (nvsmi_watch.sniff, nvsmi_watch.WatchPlan, nvsmi_watch.open_watch),
+    nvsmi_query.FORMAT: (nvsmi_query.sniff, nvsmi_query.QueryPlan, nvsmi_query.open_query),
 }
 """Formats that build their own stream: sniff -> plan (of this type) or why not -> open."""
 
