@@ -407,7 +407,7 @@ def test_query_dumps_appended_with_processes_and_a_cut_one() -> None:
 def test_formats_are_listed_and_forced() -> None:
     for name in ("nvidia-smi-table", "nvidia-smi-watch", "nvidia-smi-query"):
         assert name in FORMATS
-    with pytest.raises(UnrecognisedFormat, match="nvidia-smi-table: no '| NVIDIA-SMI"):
+    with pytest.raises(UnrecognisedFormat, match=r"nvidia-smi-table: no '\| NVIDIA-SMI"):
         open_stream(FIXTURES / "nvsmi_full_2gpu.csv", format="nvidia-smi-table")
     with pytest.raises(UnrecognisedFormat) as err:
         open_stream(FIXTURES / "generic_unknown_columns.csv")
