@@ -25,10 +25,12 @@ from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import (
     dmon,
     generic_csv,
+    nvsmi_apps,
     nvsmi_csv,
     nvsmi_query,
     nvsmi_table,
     nvsmi_watch,
+    pmon,
     wandb,
 )
 from gputop_hints.sources.files._base import ImportedStream
@@ -41,6 +43,7 @@ from gputop_hints.sources.files.mapping import (
     normalise,
     parse_mapping,
 )
+from gputop_hints.sources.files.merge import open_streams
 from gputop_hints.sources.files.stream import (
     SnapshotStream,
     StreamInfo,
@@ -52,6 +55,7 @@ __all__ = [
     "MappingError",
     "UnrecognisedFormat",
     "open_stream",
+    "open_streams",
     "parse_mapping",
 ]
 
@@ -65,6 +69,8 @@ FORMATS: tuple[str, ...] = (
     nvsmi_table.FORMAT,
     nvsmi_watch.FORMAT,
     nvsmi_query.FORMAT,
+    pmon.FORMAT,
+    nvsmi_apps.FORMAT,
     nvsmi_csv.FORMAT,
     generic_csv.FORMAT,
 )
@@ -77,6 +83,8 @@ _LABELS = {
     nvsmi_table.FORMAT: nvsmi_table.LABEL,
     nvsmi_watch.FORMAT: nvsmi_watch.LABEL,
     nvsmi_query.FORMAT: nvsmi_query.LABEL,
+    pmon.FORMAT: pmon.LABEL,
+    nvsmi_apps.FORMAT: nvsmi_apps.LABEL,
     nvsmi_csv.FORMAT: "nvidia-smi CSV",
     generic_csv.FORMAT: "CSV",
 }
@@ -229,6 +237,8 @@ _TEXT_FORMATS: dict[str, tuple[Sniffer, type, Opener]] = {
     nvsmi_table.FORMAT: (nvsmi_table.sniff, nvsmi_table.TablePlan, nvsmi_table.open_table),
     nvsmi_watch.FORMAT: (nvsmi_watch.sniff, nvsmi_watch.WatchPlan, nvsmi_watch.open_watch),
     nvsmi_query.FORMAT: (nvsmi_query.sniff, nvsmi_query.QueryPlan, nvsmi_query.open_query),
+    pmon.FORMAT: (pmon.sniff, pmon.PmonPlan, pmon.open_pmon),
+    nvsmi_apps.FORMAT: (nvsmi_apps.sniff, nvsmi_apps.AppsPlan, nvsmi_apps.open_apps),
 }
 """Formats that build their own stream: sniff -> plan (of this type) or why not -> open."""
 

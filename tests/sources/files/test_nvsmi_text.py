@@ -6,9 +6,10 @@ Figures for the shared traces were counted from the files with grep and awk
 
 from __future__ import annotations
 
-import calendar
 import re
 import statistics
+from contextlib import closing
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -34,13 +35,15 @@ FIXTURES = FIXTURE_ROOT / "import"
 
 def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo]:
     stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with stream:
+    with closing(stream):
         snaps = list(stream)
     return snaps, stream.info
 
 
 def utc(text: str) -> float:
-    return float(calendar.timegm(tuple(int(x) for x in re.findall(r"\d+", text))))  # type: ignore[arg-type]
+    """'2018 06 24 21 32 04' -> seconds since the epoch, read as UTC (the tests' TZ)."""
+    year, month, day, hour, minute, second = (int(x) for x in re.findall(r"\d+", text))
+    return datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc).timestamp()
 
 
 @pytest.fixture(scope="module")
