@@ -63,7 +63,7 @@ RATE_UNITS: dict[str, float] = {f"{k}/s": v for k, v in BYTE_UNITS.items()} | {
 
 _NUMBER_RE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 NVSMI_TIME_RE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d+)?\s*$")
-_ISO_RE = re.compile(
+ISO_TIME_RE = re.compile(
     r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*"
     r"(Z|[+-]\d{2}:?\d{2})?\s*$"
 )
@@ -209,7 +209,7 @@ def timestamp(cell: str) -> tuple[float, bool] | None:
         if m is not None:
             y, mo, d, hh, mm, ss, frac = m.groups()
             return local_time(int(y), int(mo), int(d), int(hh), int(mm), int(ss), frac), True
-        m = _ISO_RE.match(raw)
+        m = ISO_TIME_RE.match(raw)
         if m is not None:
             y, mo, d, hh, mm, ss, frac, zone = m.groups()
             if zone is None:

@@ -24,6 +24,7 @@ from gputop_hints.sources.files._table import (
     Row,
     assemble,
     bad,
+    note_bad_cells,
     parse_row,
     probe_interval,
 )
@@ -140,7 +141,7 @@ def _shape(cell: str) -> str:
     c = cell.strip()
     if v.is_unknown(c):
         return "na"
-    if v.NVSMI_TIME_RE.match(c):
+    if v.NVSMI_TIME_RE.match(c) or v.ISO_TIME_RE.match(c):
         return "time"
     if _UUID_RE.match(c):
         return "uuid"
@@ -173,13 +174,32 @@ def _row_max(row: list[str], i: int, others: list[int]) -> bool:
     return all((x := _mib(row[j])) is None or mine >= x for j in others if j != i)
 
 
+def column_shapes(rows: list[list[str]]) -> list[str]:
+    """What each column's values look like (``time``, ``%``, ``MiB``, ``num`` ...)."""
+    shapes: list[str] = []
+    for i in range(len(rows[0])):
+        kinds = {_shape(r[i]) for r in rows} - {"na"}
+        shapes.append(kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "na"))
+    return shapes
+
+
+def epoch_column(rows: list[list[str]], shapes: list[str]) -> int | None:
+    """A bare-number column of non-decreasing epoch times (s, ms, us or ns), if any."""
+    for i, shape in enumerate(shapes):
+        if shape != "num":
+            continue
+        values = [float(r[i]) for r in rows if _NUMERIC_RE.match(r[i].strip())]
+        if not values or min(values) < 1e8:
+            continue
+        if all(v.epoch_number(x)[1] for x in values) and values == sorted(values):
+            return i
+    return None
+
+
 def infer_headerless(rows: list[list[str]]) -> tuple[list[Column], list[str]] | str:
     """Guess the columns of a noheader file from value shapes (a reason when we cannot)."""
     ncols = len(rows[0])
-    shapes: list[str] = []
-    for i in range(ncols):
-        kinds = {_shape(r[i]) for r in rows} - {"na"}
-        shapes.append(kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "na"))
+    shapes = column_shapes(rows)
     columns: list[Column] = []
     notes: list[str] = []
     order = {
@@ -198,6 +218,11 @@ def infer_headerless(rows: list[list[str]]) -> tuple[list[Column], list[str]] | 
     used_simple: set[str] = set()
     mib_cols: list[int] = []
     plain_cols: list[int] = []
+    if "time" not in shapes:
+        epoch = epoch_column(rows, shapes)
+        if epoch is not None:
+            shapes[epoch] = "time"
+            notes.append(f"column {epoch + 1}: increasing epoch times")
     for i, shape in enumerate(shapes):
         if shape in simple and simple[shape] not in used_simple:
             used_simple.add(simple[shape])
@@ -326,7 +351,10 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
         if isinstance(result, str):
             if not mapping:
                 return result
-            result = ([], [])
+            # --map names the metrics; an epoch-time column still finds itself.
+            epoch = epoch_column(good, column_shapes(good))
+            found = [] if epoch is None else [Column(epoch, "time", MIB, f"column {epoch + 1}")]
+            result = (found, [] if epoch is None else [f"column {epoch + 1}: epoch times"])
         plan = CsvPlan(result[0], ncols, None, notes=list(result[1]))
         header = None
     try:
@@ -341,7 +369,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     time_cols = [c.position for c in plan.columns if c.role == "time"]
     sample = [trim_trailing(split_simple(line), ncols) for line in data[:50]]
     sample = [cells for cells in sample if len(cells) == ncols]
-    for cells in sample:
+    for cells in sample if header is not None else ():
         cell = cells[time_cols[0]] if time_cols else ""
         if time_cols and not v.is_unknown(cell) and not v.NVSMI_TIME_RE.match(cell.strip()):
             return (
@@ -412,6 +440,7 @@ def read(
             except v.CellError as exc:
                 bad(info, line, str(exc))
                 continue
+            note_bad_cells(info, row)
             if vram_total is not None and row.fields.get("vram_total") is None:
                 row.fields["vram_total"] = vram_total
             yield row
