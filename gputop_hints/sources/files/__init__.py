@@ -23,8 +23,10 @@ from typing import Any
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import (
+    dcgmi,
     dmon,
     generic_csv,
+    gpustat,
     nvsmi_apps,
     nvsmi_csv,
     nvsmi_query,
@@ -71,6 +73,8 @@ FORMATS: tuple[str, ...] = (
     nvsmi_query.FORMAT,
     pmon.FORMAT,
     nvsmi_apps.FORMAT,
+    dcgmi.FORMAT,
+    gpustat.FORMAT,
     nvsmi_csv.FORMAT,
     generic_csv.FORMAT,
 )
@@ -85,6 +89,8 @@ _LABELS = {
     nvsmi_query.FORMAT: nvsmi_query.LABEL,
     pmon.FORMAT: pmon.LABEL,
     nvsmi_apps.FORMAT: nvsmi_apps.LABEL,
+    dcgmi.FORMAT: dcgmi.LABEL,
+    gpustat.FORMAT: gpustat.LABEL,
     nvsmi_csv.FORMAT: "nvidia-smi CSV",
     generic_csv.FORMAT: "CSV",
 }
@@ -239,6 +245,8 @@ _TEXT_FORMATS: dict[str, tuple[Sniffer, type, Opener]] = {
     nvsmi_query.FORMAT: (nvsmi_query.sniff, nvsmi_query.QueryPlan, nvsmi_query.open_query),
     pmon.FORMAT: (pmon.sniff, pmon.PmonPlan, pmon.open_pmon),
     nvsmi_apps.FORMAT: (nvsmi_apps.sniff, nvsmi_apps.AppsPlan, nvsmi_apps.open_apps),
+    dcgmi.FORMAT: (dcgmi.sniff, dcgmi.DcgmiPlan, dcgmi.open_dcgmi),
+    gpustat.FORMAT: (gpustat.sniff, gpustat.GpustatPlan, gpustat.open_gpustat),
 }
 """Formats that build their own stream: sniff -> plan (of this type) or why not -> open."""
 
