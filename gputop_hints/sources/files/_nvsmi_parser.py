@@ -137,6 +137,9 @@ class TableReader:
                 self._part = _Part.MIG_HEAD
                 return None
         if part is _Part.GPUS:
+            gpu = self._gpu
+            if gpu is not None and not gpu.has_values and rows.read_values_fast(gpu, text):
+                return None
             self._gpu_row(number, rows.cells(text))
         elif part is _Part.PROC_ROWS:
             self._process_row(number, text[1:-1])

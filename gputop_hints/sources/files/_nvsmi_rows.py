@@ -33,6 +33,10 @@ _PROCESS_ROW = re.compile(
     r"(\d+\s*[KMGT]i?B|N/A)\s*$"
 )
 _MIG_ROW = re.compile(r"^\s*(\d{1,4})\s+(\d+|N/A)\s+(\d+|N/A)\s+(\d+)\s*$")
+_FAST_VALUES = re.compile(
+    r"^\|\s*(?:(\d+)%|N/A)\s+(\d+)C\s+(P\d+)\s+(\d+)W\s*/\s*(\d+)W\s*\|"
+    r"\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+)%\s"
+)  # the common, all-numeric values row: read in one match
 DRIVER = re.compile(r"Driver Version:\s*(\S+)")
 CUDA = re.compile(r"CUDA Version:\s*(\S+)")
 
@@ -136,6 +140,25 @@ def read_name_row(row: list[str]) -> TableGpu | None:
         name=m.group(2).strip() or None,
         bus_id=bus.group(1) if bus else None,
     )
+
+
+def read_values_fast(gpu: TableGpu, line: str) -> bool:
+    """The values row when every value is a plain number (most rows of a big log)."""
+    m = _FAST_VALUES.match(line)
+    if m is None:
+        return False
+    fan, temp, perf, power, cap, used, total, util = m.groups()
+    gpu.fan_percent = None if fan is None else float(fan)
+    gpu.temperature_c = float(temp)
+    gpu.perf_state = perf
+    gpu.power_watts = float(power)
+    gpu.power_limit_watts = float(cap)
+    gpu.vram_used_bytes = int(used) * MIB
+    gpu.vram_total_bytes = int(total) * MIB
+    percent = float(util)
+    gpu.sm_percent = percent if percent <= 100 else None
+    gpu.has_values = percent <= 100
+    return gpu.has_values
 
 
 def read_values_row(gpu: TableGpu, row: list[str]) -> bool:
