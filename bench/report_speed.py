@@ -8,6 +8,13 @@ prints its wall time, CPU time and peak RSS, with the file's size.
 Usage::
 
     python bench/report_speed.py [--hours 24] [--gz] [--stride K]
+    python bench/report_speed.py --table-log [--table-gb 1]
+
+``--table-log`` measures instead the importer on a plain ``nvidia-smi`` table
+log (``while true; do nvidia-smi >> gpu.log; ...``) of about 1 GB, generated in
+a temporary directory from the shared 8-GPU trace with changing values and
+times: one pass reading every snapshot, then the report as ``gputop-hints
+report`` builds it; wall time and peak RSS of each (goal: under 60 s, 200 MB).
 """
 
 from __future__ import annotations
@@ -56,12 +63,98 @@ def generate(path: Path, hours: float) -> None:
     print(f"  generated {ticks} ticks in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
+CHILD_TABLE = """
+import json, resource, sys, time
+from gputop_hints.report import build_report
+from gputop_hints.sources.files import open_stream
+stride = None if sys.argv[2] == "auto" else int(sys.argv[2])
+t0 = time.perf_counter()
+stream = open_stream(sys.argv[1])
+ticks = sum(1 for _ in stream)
+read_s = time.perf_counter() - t0
+read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+t1 = time.perf_counter()
+report = build_report(open_stream(sys.argv[1]), hint_stride=stride)
+report.to_text(120)
+print(json.dumps({
+    "read_s": read_s, "read_rss_mb": read_rss, "ticks": ticks,
+    "report_s": time.perf_counter() - t1,
+    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    "stride": report.hint_stride, "findings": len(report.findings),
+    "bad": stream.info.bad_lines,
+}))
+"""
+
+TABLE_FIXTURE = (
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "fixtures"
+    / "import"
+    / "nvsmi_table_separators.log"
+)
+
+
+def generate_table_log(path: Path, size_bytes: int) -> int:
+    """Repeat the first snapshot of a 2-GPU fixture (driver 545 layout, one process)
+    with a new time and utilization each time until the file holds ``size_bytes``."""
+    text = TABLE_FIXTURE.read_text()
+    start_at = text.index("Tue Dec  1 20:06:47 2026")
+    first = text[start_at : text.index("\n&\n", start_at) + 1]
+    date, body = first.split("\n", 1)
+    start = time.mktime(time.strptime(date.strip(), "%a %b %d %H:%M:%S %Y"))
+    count = 0
+    with open(path, "w") as f:
+        while f.tell() < size_bytes:
+            stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(start + 5 * count))
+            util = f"{(count * 7) % 101:>3}%"
+            f.write(f"{stamp}       \n" + body.replace(" 42%      Default", f"{util}      Default"))
+            count += 1
+    return count
+
+
+def table_log(size_gb: float, stride: str) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "gpu.log"
+        started = time.perf_counter()
+        count = generate_table_log(path, round(size_gb * 1e9))
+        size = path.stat().st_size
+        print(
+            f"  generated {count} snapshots, {size / 1e6:.0f} MB "
+            f"in {time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD_TABLE, str(path), stride],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"nvidia-smi table log: {size / 1e6:.0f} MB, {r['ticks']} snapshots (2 GPUs)")
+    print(f"read: {r['read_s']:.1f} s wall, peak RSS {r['read_rss_mb']:.0f} MB, {r['bad']} bad")
+    print(
+        f"report: {r['report_s']:.1f} s wall, peak RSS {r['rss_mb']:.0f} MB; "
+        f"hints every {r['stride']} ticks, {r['findings']} findings"
+    )
+    print(f"  [{'ok' if r['read_s'] < 60 else 'OVER'}] read under 60 s")
+    print(f"  [{'ok' if r['rss_mb'] < 200 else 'OVER'}] under 200 MB RSS")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--gz", action="store_true", help="a gzip recording")
     parser.add_argument("--stride", default="auto", help="hint stride (default: auto)")
+    parser.add_argument(
+        "--table-log", action="store_true", help="measure a plain nvidia-smi table log instead"
+    )
+    parser.add_argument("--table-gb", type=float, default=1.0, help="its size (default 1 GB)")
     args = parser.parse_args()
+    if args.table_log:
+        return table_log(args.table_gb, args.stride)
     suffix = ".jsonl.gz" if args.gz else ".jsonl"
     path = Path("/tmp") / f"gputop-hints-bench-{args.hours:g}h-8gpu-64proc{suffix}"
     if not path.exists():

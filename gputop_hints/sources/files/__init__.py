@@ -19,10 +19,24 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import dmon, generic_csv, nvsmi_csv, wandb
+from gputop_hints.sources.files import (
+    dcgmi,
+    dmon,
+    generic_csv,
+    gpustat,
+    nvsmi_apps,
+    nvsmi_csv,
+    nvsmi_query,
+    nvsmi_table,
+    nvsmi_watch,
+    pmon,
+    wandb,
+)
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._interval import choose_interval as _interval
 from gputop_hints.sources.files._table import Assembler, missing_for, probe_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.mapping import (
@@ -31,6 +45,7 @@ from gputop_hints.sources.files.mapping import (
     normalise,
     parse_mapping,
 )
+from gputop_hints.sources.files.merge import open_streams
 from gputop_hints.sources.files.stream import (
     SnapshotStream,
     StreamInfo,
@@ -42,6 +57,7 @@ __all__ = [
     "MappingError",
     "UnrecognisedFormat",
     "open_stream",
+    "open_streams",
     "parse_mapping",
 ]
 
@@ -52,17 +68,29 @@ FORMATS: tuple[str, ...] = (
     RECORDING,
     wandb.FORMAT,
     dmon.FORMAT,
+    nvsmi_table.FORMAT,
+    nvsmi_watch.FORMAT,
+    nvsmi_query.FORMAT,
+    pmon.FORMAT,
+    nvsmi_apps.FORMAT,
+    dcgmi.FORMAT,
+    gpustat.FORMAT,
     nvsmi_csv.FORMAT,
     generic_csv.FORMAT,
 )
 """Format names for ``format=`` / ``--format``, in detection order."""
 
-DEFAULT_INTERVAL_S = 1.0
-
 _LABELS = {
     RECORDING: "recording",
     wandb.FORMAT: "W&B system metrics",
     dmon.FORMAT: "nvidia-smi dmon",
+    nvsmi_table.FORMAT: nvsmi_table.LABEL,
+    nvsmi_watch.FORMAT: nvsmi_watch.LABEL,
+    nvsmi_query.FORMAT: nvsmi_query.LABEL,
+    pmon.FORMAT: pmon.LABEL,
+    nvsmi_apps.FORMAT: nvsmi_apps.LABEL,
+    dcgmi.FORMAT: dcgmi.LABEL,
+    gpustat.FORMAT: gpustat.LABEL,
     nvsmi_csv.FORMAT: "nvidia-smi CSV",
     generic_csv.FORMAT: "CSV",
 }
@@ -104,25 +132,6 @@ def _open_recording(path: Path) -> SnapshotStream:
             f"recordings (gputop_hints.recording is missing: {exc})"
         ) from exc
     return open_recording(path)
-
-
-def _interval(found: float | None, forced: float | None, notes: list[str], timed: bool) -> float:
-    if forced is not None:
-        if forced <= 0:
-            raise ValueError(f"interval must be positive, not {forced}")
-        notes.append(f"interval {forced:g} s (given)")
-        return forced
-    if found is not None and found > 0:
-        notes.append(f"interval {found:g} s (median spacing of timestamps)")
-        return found
-    if timed:
-        notes.append(f"interval unknown (too few timestamps): assumed {DEFAULT_INTERVAL_S:g} s")
-    else:
-        notes.append(
-            f"no timestamps: assumed one sample every {DEFAULT_INTERVAL_S:g} s "
-            "(give --interval); times are relative, starting at 0"
-        )
-    return DEFAULT_INTERVAL_S
 
 
 def _vram_constant(mapping: Mapping[str, str] | None) -> int | None:
@@ -228,6 +237,18 @@ def _wandb_stream(
 
 
 Sniffer = Callable[[Head, Mapping[str, str] | None], object]
+Opener = Callable[[Path, Any, float | None, Mapping[str, str] | None], SnapshotStream]
+
+_TEXT_FORMATS: dict[str, tuple[Sniffer, type, Opener]] = {
+    nvsmi_table.FORMAT: (nvsmi_table.sniff, nvsmi_table.TablePlan, nvsmi_table.open_table),
+    nvsmi_watch.FORMAT: (nvsmi_watch.sniff, nvsmi_watch.WatchPlan, nvsmi_watch.open_watch),
+    nvsmi_query.FORMAT: (nvsmi_query.sniff, nvsmi_query.QueryPlan, nvsmi_query.open_query),
+    pmon.FORMAT: (pmon.sniff, pmon.PmonPlan, pmon.open_pmon),
+    nvsmi_apps.FORMAT: (nvsmi_apps.sniff, nvsmi_apps.AppsPlan, nvsmi_apps.open_apps),
+    dcgmi.FORMAT: (dcgmi.sniff, dcgmi.DcgmiPlan, dcgmi.open_dcgmi),
+    gpustat.FORMAT: (gpustat.sniff, gpustat.GpustatPlan, gpustat.open_gpustat),
+}
+"""Formats that build their own stream: sniff -> plan (of this type) or why not -> open."""
 
 
 def open_stream(
@@ -275,6 +296,13 @@ def open_stream(
             if isinstance(wplan, wandb.WandbPlan):
                 return _wandb_stream(p, wplan, interval_s, mapping)
             reasons.append(f"{fmt}: {wplan}")
+            continue
+        if fmt in _TEXT_FORMATS:
+            sniff, plan_type, opener = _TEXT_FORMATS[fmt]
+            found = sniff(head, mapping)
+            if isinstance(found, plan_type):
+                return opener(p, found, interval_s, mapping)
+            reasons.append(f"{fmt}: {found}")
             continue
         sniffer: Sniffer = {
             dmon.FORMAT: dmon.sniff,

@@ -19,10 +19,14 @@ class ImportedStream:
     Each ``iter()`` re-reads the file from the start (bad-line counts are reset),
     so a report can make two passes; memory stays constant either way."""
 
-    def __init__(self, path: Path, info: StreamInfo, reader: Reader) -> None:
+    def __init__(
+        self, path: Path, info: StreamInfo, reader: Reader, *, newline: str | None = None
+    ) -> None:
+        """``newline=""`` hands the reader CR and LF as they are (terminal captures)."""
         self.path = path
         self.info = info
         self._reader = reader
+        self._newline = newline
         self._source: TextSource | None = None
 
     def _on_bad_line(self, line: int, reason: str) -> None:
@@ -33,7 +37,7 @@ class ImportedStream:
         self.info.bad_lines = 0
         self.info.first_bad_line = None
         self.info.first_bad_reason = None
-        source = TextSource(self.path, on_bad_line=self._on_bad_line)
+        source = TextSource(self.path, on_bad_line=self._on_bad_line, newline=self._newline)
         self._source = source
         try:
             yield from self._reader(source)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, HostSample, Snapshot
@@ -32,33 +32,6 @@ from gputop_hints.sources.files.stream import (
 MIB = 2.0**20
 
 
-ROLES = (
-    "time",
-    "date",  # dmon -o D: the date half of a split timestamp
-    "gpu",
-    "name",
-    "uuid",
-    "bus_id",
-    "sm",
-    "mem",
-    "vram_used",
-    "vram_total",
-    "vram_free",
-    "temp",
-    "power",
-    "power_limit",
-    "sm_clock",
-    "max_sm_clock",
-    "pcie_gen",
-    "pcie_width",
-    "pcie_rx",
-    "pcie_tx",
-    "throttle_mask",
-    "driver",
-)
-"""Column roles. Also ``throttle:<reason>`` (Active/Not Active) and
-``throttle_pct:<reason>`` (dmon's pviol/tviol: % of time, > 0 means active)."""
-
 ROLE_METRIC = {
     "sm": METRIC_SM,
     "mem": METRIC_MEMORY_ACCESS,
@@ -71,7 +44,6 @@ ROLE_METRIC = {
     "pcie_tx": METRIC_PCIE,
     "throttle_mask": METRIC_THROTTLE,
 }
-METRIC_ROLES = frozenset(ROLE_METRIC) | {"power_limit", "sm_clock", "max_sm_clock"}
 
 
 @dataclass
@@ -79,6 +51,12 @@ class Column:
     position: int
     """0-based cell index."""
     role: str
+    """What the cell holds: ``time``, ``date`` (dmon ``-o D``), ``gpu``, ``name``,
+    ``uuid``, ``bus_id``, ``driver``, ``sm``, ``mem``, ``vram_used``/``_total``/``_free``,
+    ``temp``, ``power``, ``power_limit``, ``sm_clock``, ``max_sm_clock``,
+    ``pcie_gen``, ``pcie_width``, ``pcie_rx``, ``pcie_tx``, ``throttle_mask``,
+    ``throttle:<reason>`` (Active/Not Active) or ``throttle_pct:<reason>`` (dmon's
+    pviol/tviol: % of time, > 0 means active)."""
     scale: float = 1.0
     """Multiplier to SI for sizes/rates when the cell carries no unit."""
     label: str = ""
@@ -92,6 +70,27 @@ class Row:
     absolute: bool
     key: int | str | None
     fields: dict[str, Any]
+    bad_cells: list[tuple[str, str]] = field(default_factory=list)
+    """(column label, why) for metric cells that did not read: left unknown, the
+    rest of the row kept."""
+
+
+IDENTITY_ROLES = frozenset({"time", "date", "gpu"})
+"""A row whose time or GPU does not read cannot be placed: it is dropped whole."""
+
+
+def note_bad_cells(info: StreamInfo, row: Row) -> None:
+    """Count a row's bad cells per column (``header["bad_cells"]``: label -> [count,
+    first line]) and the row once in the bad-line count, with the first reason."""
+    if not row.bad_cells:
+        return
+    per_column = info.header.setdefault("bad_cells", {})
+    assert isinstance(per_column, dict)
+    for label, _why in row.bad_cells:
+        count, first = per_column.get(label, (0, row.line))
+        per_column[label] = [count + 1, first]
+    label, why = row.bad_cells[0]
+    note_bad_line(info, row.line, f"{label}: {why} (the rest of the row is kept)")
 
 
 def missing_for(roles: Iterable[str], *, host_cpu: bool = False) -> tuple[str, ...]:
@@ -130,6 +129,7 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
             has_gpu_column = True
         elif col.role == "date":
             has_date_column = True
+    bad_cells: list[tuple[str, str]] = []
     for col in columns:
         if col.position >= len(cells):
             continue
@@ -189,7 +189,9 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
                     if pct > 0:
                         throttle.add(role.split(":", 1)[1])
         except v.CellError as exc:
-            raise v.CellError(f"{col.label or role}: {exc}") from None
+            if role in IDENTITY_ROLES:
+                raise v.CellError(f"{col.label or role}: {exc}") from None
+            bad_cells.append((col.label or role, str(exc)))
     if time_cell is not None:
         try:
             if has_date_column or _is_time_of_day(time_cell):
@@ -202,7 +204,11 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
             raise v.CellError(f"time: {exc}") from None
     if throttle is not None:
         fields["throttle"] = tuple(sorted(throttle))
-    return Row(line, ts, absolute, key, fields)
+    if bad_cells and not any(
+        value is not None for name, value in fields.items() if name not in ("name", "uuid")
+    ):
+        raise v.CellError(f"{bad_cells[0][0]}: {bad_cells[0][1]}")  # nothing left to keep
+    return Row(line, ts, absolute, key, fields, bad_cells)
 
 
 def _is_time_of_day(cell: str) -> bool:
@@ -302,7 +308,6 @@ class Assembler:
         self._rows: list[tuple[int, dict[str, Any]]] = []
         self._keys: set[int | str] = set()
         self._time: float | None = None
-        self._has_time = False
         self._index_of: dict[str, int] = {}
         self.driver: str | None = None
 

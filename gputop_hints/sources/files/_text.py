@@ -26,12 +26,15 @@ BadLine = Callable[[int, str], None]
 
 
 def _open_binary(path: Path) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
-    raw = open(path, "rb")  # noqa: SIM115 -- closed by TextSource.close
-    magic = raw.read(2)
-    raw.seek(0)
+    """The file's bytes, decompressed when it starts with gzip's magic.
+
+    For a gzip file the returned GzipFile owns the raw file (``gzip.open``):
+    closing it closes both, so no descriptor is left to the garbage collector."""
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
     if magic == GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb"), True
-    return raw, False
+        return gzip.open(path, "rb"), True
+    return open(path, "rb"), False  # closed by TextSource.close
 
 
 def _encoding_for(head: bytes) -> str:
@@ -43,7 +46,11 @@ def _encoding_for(head: bytes) -> str:
 class TextSource:
     """One pass over a (possibly gzipped) text file, line by line."""
 
-    def __init__(self, path: Path, on_bad_line: BadLine | None = None) -> None:
+    def __init__(
+        self, path: Path, on_bad_line: BadLine | None = None, *, newline: str | None = None
+    ) -> None:
+        """``newline=""`` keeps CR and LF as they are (a terminal capture needs both);
+        the default folds CRLF and CR into line ends."""
         self.path = path
         self.on_bad_line = on_bad_line
         self.error: str | None = None
@@ -56,7 +63,7 @@ class TextSource:
             head = b""
         self.encoding = _encoding_for(head)
         self._text = io.TextIOWrapper(
-            binary, encoding=self.encoding, errors="replace", newline=None
+            binary, encoding=self.encoding, errors="replace", newline=newline
         )
 
     def lines(self) -> Iterator[tuple[int, str]]:
@@ -87,6 +94,21 @@ class TextSource:
                 continue
             yield number, line.rstrip("\n")
 
+    def chunks(self, size: int = 64 * 1024) -> Iterator[str]:
+        """The text in pieces of at most ``size`` characters, whatever its line breaks
+        (a ``watch`` capture rewrites the screen for megabytes without one)."""
+        while True:
+            try:
+                piece = self._text.read(size)
+            except (EOFError, OSError, zlib.error, UnicodeError) as exc:
+                self.error = f"could not read further: {exc}"
+                if self.on_bad_line is not None:
+                    self.on_bad_line(0, f"unreadable: {exc}")
+                return
+            if not piece:
+                return
+            yield piece
+
     def close(self) -> None:
         with contextlib.suppress(OSError, EOFError, zlib.error):
             self._text.close()
@@ -102,8 +124,6 @@ class Head:
         self.lines: list[str] = []
         self.size = path.stat().st_size
         self.gzipped = False
-        self.complete = True
-        """True when the head holds the whole file."""
         self.error: str | None = None
         source = TextSource(path)
         self.gzipped = source.gzipped
@@ -114,7 +134,6 @@ class Head:
                 total += len(line) + 1
                 self.lines.append(line)
                 if total >= max_bytes:
-                    self.complete = False
                     break
             self.error = source.error
         finally:
@@ -133,8 +152,15 @@ class Head:
         text = self.text
         if not text:
             return None
-        bad = sum(
-            1 for ch in text if ch == "\ufffd" or ch == "\x00" or (ch < " " and ch not in "\t\r\n")
+        # The ESC starting a terminal sequence is text too: a watch capture is full of them.
+        escapes = text.count("\x1b[") + text.count("\x1b(") + text.count("\x1b]")
+        bad = (
+            sum(
+                1
+                for ch in text
+                if ch == "\ufffd" or ch == "\x00" or (ch < " " and ch not in "\t\r\n")
+            )
+            - escapes
         )
         if bad > max(2, len(text) // 20):
             return f"binary data ({bad} non-text characters in the first {len(text)})"

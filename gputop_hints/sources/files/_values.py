@@ -63,7 +63,7 @@ RATE_UNITS: dict[str, float] = {f"{k}/s": v for k, v in BYTE_UNITS.items()} | {
 
 _NUMBER_RE = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 NVSMI_TIME_RE = re.compile(r"^\s*(\d{4})/(\d{2})/(\d{2}) (\d{2}):(\d{2}):(\d{2})(\.\d+)?\s*$")
-_ISO_RE = re.compile(
+ISO_TIME_RE = re.compile(
     r"^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?\s*"
     r"(Z|[+-]\d{2}:?\d{2})?\s*$"
 )
@@ -176,7 +176,8 @@ def text(cell: str) -> str | None:
     return value
 
 
-def _local(year: int, month: int, day: int, h: int, m: int, s: int, frac: str | None) -> float:
+def local_time(year: int, month: int, day: int, h: int, m: int, s: int, frac: str | None) -> float:
+    """A wall-clock time of the logging machine, read in the local zone (``TZ``)."""
     datetime(year, month, day, h, m, min(s, 59))  # validates (ValueError)
     base = time.mktime((year, month, day, h, m, s, 0, 0, -1))
     return base + (float(frac) if frac else 0.0)
@@ -207,13 +208,13 @@ def timestamp(cell: str) -> tuple[float, bool] | None:
     try:
         if m is not None:
             y, mo, d, hh, mm, ss, frac = m.groups()
-            return _local(int(y), int(mo), int(d), int(hh), int(mm), int(ss), frac), True
-        m = _ISO_RE.match(raw)
+            return local_time(int(y), int(mo), int(d), int(hh), int(mm), int(ss), frac), True
+        m = ISO_TIME_RE.match(raw)
         if m is not None:
             y, mo, d, hh, mm, ss, frac, zone = m.groups()
             if zone is None:
                 return (
-                    _local(int(y), int(mo), int(d), int(hh), int(mm), int(ss or 0), frac),
+                    local_time(int(y), int(mo), int(d), int(hh), int(mm), int(ss or 0), frac),
                     True,
                 )
             zone = "+00:00" if zone == "Z" else zone
@@ -247,7 +248,7 @@ def dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
     if d is None:
         raise CellError(f"bad date {date_cell.strip()[:20]!r}")
     try:
-        return _local(
+        return local_time(
             int(d.group(1)), int(d.group(2)), int(d.group(3)), int(hh), int(mm), int(ss), frac
         ), True
     except (ValueError, OverflowError, OSError) as exc:

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
-from gputop_hints.sources.files._table import MIB, Assembler, Column, Row, assemble, bad, parse_row
+from gputop_hints.sources.files._table import (
+    MIB,
+    Assembler,
+    Column,
+    Row,
+    assemble,
+    bad,
+    note_bad_cells,
+    parse_row,
+)
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.stream import StreamInfo
 
@@ -130,8 +139,11 @@ def read(
                 bad(info, line, f"expected {ncols} fields, found {len(cells)}")
                 continue
             try:
-                yield parse_row(cells, columns, line)
+                row = parse_row(cells, columns, line)
             except v.CellError as exc:
                 bad(info, line, str(exc))
+                continue
+            note_bad_cells(info, row)
+            yield row
 
     yield from assemble(rows(), assembler)

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from gputop_hints.sources.files import _values as v
 
-# --map key -> column role (see _table.ROLES); long nvidia-smi names are accepted too.
+# --map key -> column role (see _table.Column.role); long nvidia-smi names are accepted too.
 MAP_KEYS: dict[str, str] = {
     "time": "time",
     "timestamp": "time",

@@ -407,6 +407,13 @@ VALID = [
     "wandb_new_keys.jsonl",
     "generic_gb_iso.csv",
     "generic_quoted.csv",
+    "nvsmi_table_separators.log",
+    "nvsmi_table_mig.log",
+    "nvsmi_q_two_dumps.log",
+    "pmon_dt.log",
+    "dcgmi_dmon.log",
+    "gpustat.jsonl",
+    "gpustat.log",
 ]
 
 

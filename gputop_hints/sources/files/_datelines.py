@@ -1,0 +1,131 @@
+"""Date lines between text snapshots: nvidia-smi's own, ``date``'s, and separators.
+
+People stamp appended ``nvidia-smi`` output in many ways, and nvidia-smi
+itself prints one line above its table. All of these are read:
+
+* nvidia-smi's own line, ``Sun Jun 24 21:32:04 2018`` (often with trailing
+  spaces), which is C's ``ctime`` shape;
+* ``date``'s default output, 12- or 24-hour, with or without a zone:
+  ``Sun May  4 11:57:03 PM EDT 2025``, ``Tue Dec  1 08:06:47 UTC 2026``;
+  day-first locales, ``Sun  4 May 2025 23:57:03 BST``;
+* ISO 8601 (``2025-05-04 23:57:03``, ``2025-05-04T23:57:03Z``) and
+  nvidia-smi's CSV shape (``2025/05/04 23:57:03.123``);
+* any of these inside a separator line (``==== Sun May  4 ... 2025 ====``).
+
+Times without a zone, and those with a zone abbreviation other than UTC/GMT
+(``EDT`` names no unique offset), are wall-clock times of the logging machine,
+read as local time like every other naive stamp (see :mod:`._values`).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+
+from gputop_hints.sources.files import _values as v
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
+_DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\.?,?"
+_MON = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+_CLOCK = r"(\d{1,2}):(\d{2}):(\d{2})(?:\.\d+)?(?:\s*([AaPp][Mm]))?"
+_ZONE = r"(?:\s+([A-Z]{1,5}|[+-]\d{4}))?"
+
+_MONTH_FIRST = re.compile(
+    rf"{_DAY}\s+{_MON}\s+(\d{{1,2}}),?\s+{_CLOCK}{_ZONE}\s+(\d{{4}})", re.IGNORECASE
+)
+_DAY_FIRST = re.compile(
+    rf"{_DAY}\s+(\d{{1,2}})\s+{_MON}\s+(\d{{4}}),?\s+{_CLOCK}{_ZONE}", re.IGNORECASE
+)
+_NUMERIC = re.compile(
+    r"(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d+)?\s*(Z|UTC|[+-]\d{2}:?\d{2})?"
+)
+_CTIME_ANYWHERE = re.compile(
+    r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
+    r"[ \d]\d \d\d:\d\d:\d\d \d{4}"
+)
+
+MAX_DATE_LINE = 120
+"""A longer line is not a date line (it may mention a date in passing)."""
+
+
+def _hour24(hour: int, half: str | None) -> int:
+    if half is None:
+        return hour
+    if not 1 <= hour <= 12:
+        raise ValueError(f"hour {hour} on a 12-hour clock")
+    pm = half.lower() == "pm"
+    return (hour % 12) + (12 if pm else 0)
+
+
+def _stamp(year: int, month: int, day: int, hh: int, mm: int, ss: int, zone: str | None) -> float:
+    if zone is not None and zone.upper() in ("UTC", "GMT", "Z"):
+        return float(calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0)))
+    if zone is not None and zone[:1] in "+-" and zone[1:].replace(":", "").isdigit():
+        digits = zone[1:].replace(":", "")
+        offset = (int(digits[:2]) * 60 + int(digits[2:])) * 60 * (1 if zone[0] == "+" else -1)
+        return float(calendar.timegm((year, month, day, hh, mm, ss, 0, 0, 0))) - offset
+    return v.local_time(year, month, day, hh, mm, ss, None)
+
+
+def parse_date(text: str) -> float | None:
+    """Seconds since the epoch of the first date-and-time in ``text``; None when none."""
+    try:
+        m = _MONTH_FIRST.search(text)
+        if m is not None:
+            mon, day, hh, mm, ss, half, zone, year = m.groups()
+            return _stamp(
+                int(year),
+                _MONTHS[mon[:3].lower()],
+                int(day),
+                _hour24(int(hh), half),
+                int(mm),
+                int(ss),
+                zone,
+            )
+        m = _DAY_FIRST.search(text)
+        if m is not None:
+            day, mon, year, hh, mm, ss, half, zone = m.groups()
+            return _stamp(
+                int(year),
+                _MONTHS[mon[:3].lower()],
+                int(day),
+                _hour24(int(hh), half),
+                int(mm),
+                int(ss),
+                zone,
+            )
+        m = _NUMERIC.search(text)
+        if m is not None:
+            year, month, day, hh, mm, ss, frac, zone = m.groups()
+            base = _stamp(int(year), int(month), int(day), int(hh), int(mm), int(ss), zone)
+            return base + (float(frac) if frac else 0.0)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def date_line(line: str) -> float | None:
+    """The time a short line stands for, when it is a date or separator line."""
+    if len(line) > MAX_DATE_LINE or not any(ch.isdigit() for ch in line):
+        return None
+    stripped = line.strip()
+    if stripped[:1] in ("|", "+"):
+        return None
+    return parse_date(stripped)
+
+
+def glued_date(line: str) -> int | None:
+    """Where a date line starts inside a table line it was glued onto, else None.
+
+    A snapshot cut short in the middle of a line and followed by the next one
+    (``+-----...+--------Sat Dec 22 01:00:01 2018``) shows this shape."""
+    m = _CTIME_ANYWHERE.search(line)
+    if m is None or m.start() == 0:
+        return None
+    return m.start()
+
+
+def format_time(seconds: float) -> str:
+    """``2025-05-04 23:57:03`` in local time, for messages."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))

@@ -1,0 +1,116 @@
+"""Per-process logs, shared by ``--query-compute-apps`` and ``pmon``: rows -> polls.
+
+Both print one row per process per poll and nothing between polls, so a poll
+ends when a (GPU, pid) pair repeats or the time moves on. GPUs may be named by
+index (pmon) or only by UUID / bus id (compute-apps): those are numbered in
+order of first appearance, which is nvidia-smi's own order when every GPU holds
+a process, and said so in the stream's detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
+from gputop_hints.sources.files._table import Clock
+from gputop_hints.sources.files.stream import StreamInfo
+
+
+@dataclass
+class ProcessRow:
+    line: int
+    timestamp: float | None
+    gpu: int | str
+    """Index, or a UUID / bus id when that is all the log names."""
+    process: GpuProcess | None
+    """None for pmon's ``-`` row: the GPU is there, with no process."""
+
+
+@dataclass
+class Poll:
+    timestamp: float | None
+    gpus: dict[int | str, list[GpuProcess]] = field(default_factory=dict)
+
+
+def polls(rows: Iterable[ProcessRow], tolerance: float) -> Iterator[Poll]:
+    """Group rows into polls: a repeated (GPU, pid) or a later time starts the next."""
+    current: Poll | None = None
+    seen: set[tuple[int | str, int | None]] = set()
+    for row in rows:
+        key = (row.gpu, row.process.pid if row.process is not None else None)
+        new = current is None or key in seen
+        if not new and current is not None and row.timestamp is not None:
+            new = (
+                current.timestamp is not None and abs(row.timestamp - current.timestamp) > tolerance
+            )
+        if new:
+            if current is not None:
+                yield current
+            current = Poll(row.timestamp)
+            seen = set()
+        assert current is not None
+        seen.add(key)
+        procs = current.gpus.setdefault(row.gpu, [])
+        if row.process is not None:
+            procs.append(row.process)
+    if current is not None:
+        yield current
+
+
+class GpuNumbering:
+    """UUIDs and bus ids -> GPU indices in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, int] = {}
+
+    def index(self, gpu: int | str) -> int:
+        if isinstance(gpu, int):
+            return gpu
+        if gpu not in self.by_name:
+            self.by_name[gpu] = len(self.by_name)
+        return self.by_name[gpu]
+
+
+def snapshots(
+    source: Iterable[Poll], info: StreamInfo, interval: float, detail: str
+) -> Iterator[Snapshot]:
+    """Polls -> Snapshots whose GPUs carry nothing but their identity."""
+    clock = Clock(info, interval)
+    numbering = GpuNumbering()
+    info.header["gpu_numbering"] = numbering.by_name
+    host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+    for poll in source:
+        gpus = []
+        processes = []
+        for gpu, procs in poll.gpus.items():
+            index = numbering.index(gpu)
+            uuid = gpu if isinstance(gpu, str) and gpu.startswith(("GPU-", "MIG-")) else None
+            gpus.append(GpuSample(index=index, uuid=uuid))
+            processes += [_on(p, index) for p in procs]
+        gpus.sort(key=lambda g: g.index)
+        if info.gpu_count is None or len(gpus) > info.gpu_count:
+            info.gpu_count = len(gpus)
+        yield Snapshot(
+            timestamp=clock.next(poll.timestamp),
+            interval_s=interval,
+            host=host,
+            gpus=tuple(gpus),
+            processes=tuple(processes),
+            source="replay",
+            source_detail=detail,
+        )
+
+
+def _on(proc: GpuProcess, index: int) -> GpuProcess:
+    if proc.gpu_index == index:
+        return proc
+    return GpuProcess(
+        pid=proc.pid,
+        gpu_index=index,
+        vram_bytes=proc.vram_bytes,
+        sm_percent=proc.sm_percent,
+        memory_access_percent=proc.memory_access_percent,
+        name=proc.name,
+        command=proc.command,
+    )

@@ -1,0 +1,277 @@
+"""A small terminal screen, enough to replay what ``watch`` wrote into a file.
+
+``watch -n 2 nvidia-smi > gpu.log`` does not log text lines: it logs curses
+output -- the alternate screen, a scroll region, cursor addressing -- and after
+the first frame only the cells that changed. Reading such a capture means
+replaying it on a screen of the size it was drawn for and looking at the screen
+after each redraw.
+
+:class:`Screen` interprets the escape sequences curses uses (cursor
+positioning, erasing, insert/delete, autowrap, the scroll region; colours and
+modes are ignored) with a VT100's deferred wrap: a character written into the
+last column leaves the cursor there until the next character, so curses'
+bottom-right cell does not scroll the screen. A redraw ends when the cursor is
+parked in the bottom-right corner (where watch leaves it) or a character is
+written there with autowrap off (how curses fills that cell);
+:meth:`Screen.feed` yields the screen's rows at each such end that changed
+something.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+ESC = "\x1b"
+
+
+class Screen:
+    """A ``rows`` x ``cols`` character grid driven by terminal output."""
+
+    def __init__(self, rows: int = 24, cols: int = 80) -> None:
+        self.rows = rows
+        self.cols = cols
+        self.grid = [[" "] * cols for _ in range(rows)]
+        self.row = 0
+        self.col = 0
+        self.wrap_pending = False
+        self.autowrap = True
+        self.top = 0
+        self.bottom = rows - 1
+        self.saved = (0, 0)
+        self.last_char = " "
+        self.dirty = False
+        self.noise = 0
+        """Characters dropped as capture damage (see :meth:`_put`)."""
+        self.moved = False
+        """The last escape sequence moved the cursor (parking it ends a redraw)."""
+        self._pending = ""  # an escape sequence cut at the end of a chunk
+
+    # --- reading ----------------------------------------------------------------
+
+    def lines(self) -> list[str]:
+        """The screen's rows, trailing blanks removed."""
+        return ["".join(r).rstrip() for r in self.grid]
+
+    def feed(self, text: str) -> Iterator[list[str]]:
+        """Interpret ``text``; yield the screen's rows at the end of each redraw."""
+        data = self._pending + text
+        self._pending = ""
+        i = 0
+        n = len(data)
+        while i < n:
+            ch = data[i]
+            if ch == ESC:
+                self.moved = False
+                end = self._escape(data, i)
+                if end < 0:
+                    self._pending = data[i:]
+                    return
+                i = end
+            elif ch >= " ":
+                self._put(ch)
+                i += 1
+                if not self.autowrap and (self.row, self.col) == (self.rows - 1, self.cols - 1):
+                    yield from self._frame_end()  # curses' way to fill the last cell
+                continue
+            else:
+                self._control(ch)
+                i += 1
+                continue
+            if self.moved and (self.row, self.col) == (self.rows - 1, self.cols - 1):
+                yield from self._frame_end()
+
+    def _frame_end(self) -> Iterator[list[str]]:
+        if self.dirty:
+            self.dirty = False
+            yield self.lines()
+
+    # --- characters ---------------------------------------------------------------
+
+    def _put(self, ch: str) -> None:
+        if self.wrap_pending and self.autowrap:
+            if self.row == self.bottom == self.rows - 1 and self.top == 0:
+                # A full-screen program never scrolls its whole screen by writing past
+                # the bottom-right cell: these are the remains of a sequence that lost
+                # bytes in the capture. Scrolling would shift every later frame a row.
+                self.noise += 1
+                return
+            self.col = 0
+            self._line_feed()
+        self.wrap_pending = False
+        self.grid[self.row][self.col] = ch
+        self.last_char = ch
+        self.dirty = True
+        if self.col == self.cols - 1:
+            self.wrap_pending = self.autowrap
+        else:
+            self.col += 1
+
+    def _control(self, ch: str) -> None:
+        if ch == "\r":
+            self.col = 0
+        elif ch in "\n\x0b\x0c":
+            self._line_feed()
+        elif ch == "\b":
+            self.col = max(0, self.col - 1)
+        elif ch == "\t":
+            self.col = min(self.cols - 1, (self.col // 8 + 1) * 8)
+        else:
+            return  # bell and the other controls draw nothing
+        self.wrap_pending = False
+
+    def _line_feed(self) -> None:
+        if self.row == self.bottom:
+            self._scroll_up(self.top, self.bottom, 1)
+        elif self.row < self.rows - 1:
+            self.row += 1
+
+    def _scroll_up(self, top: int, bottom: int, count: int) -> None:
+        for _ in range(count):
+            del self.grid[top]
+            self.grid.insert(bottom, [" "] * self.cols)
+        self.dirty = True
+
+    def _scroll_down(self, top: int, bottom: int, count: int) -> None:
+        for _ in range(count):
+            del self.grid[bottom]
+            self.grid.insert(top, [" "] * self.cols)
+        self.dirty = True
+
+    # --- escape sequences ------------------------------------------------------------
+
+    def _escape(self, data: str, i: int) -> int:
+        """Interpret the sequence at ``data[i]``; its end, or -1 when it is cut off."""
+        if i + 1 >= len(data):
+            return -1
+        kind = data[i + 1]
+        if kind == "[":
+            j = i + 2
+            while j < len(data) and not ("@" <= data[j] <= "~"):
+                j += 1
+                if j - i > 64:
+                    return j  # not a sequence we know: skip it
+            if j >= len(data):
+                return -1
+            self._csi(data[i + 2 : j], data[j])
+            return j + 1
+        if kind == "]":  # operating system command, to BEL or ST
+            bel = data.find("\x07", i)
+            st = data.find(ESC + "\\", i)
+            ends = [e for e in (bel, st) if e >= 0]
+            if not ends:
+                return -1 if len(data) - i < 512 else len(data)
+            end = min(ends)
+            return end + (1 if end == bel else 2)
+        if kind in "()*+#%":
+            return i + 3 if i + 2 < len(data) else -1  # charset designation
+        if kind == "7":
+            self.saved = (self.row, self.col)
+        elif kind == "8":
+            self.row, self.col = self.saved
+        elif kind == "M":
+            if self.row == self.top:
+                self._scroll_down(self.top, self.bottom, 1)
+            else:
+                self.row = max(0, self.row - 1)
+        elif kind == "D":
+            self._line_feed()
+        elif kind == "E":
+            self.col = 0
+            self._line_feed()
+        elif kind == "c":
+            self.__init__(self.rows, self.cols)  # type: ignore[misc]
+        self.wrap_pending = False
+        return i + 2
+
+    def _csi(self, params: str, final: str) -> None:
+        private = params.startswith(("?", ">", "="))
+        body = params.lstrip("?>=")
+        values = [int(p) if p.isdigit() else 0 for p in body.split(";")] if body else []
+        first = values[0] if values else 0
+        count = max(1, first)
+        if private:
+            if final in "hl" and 7 in values:
+                self.autowrap = final == "h"
+            if final in "hl" and (1049 in values or 47 in values or 1047 in values):
+                self._erase_display(2)
+                self.row = self.col = 0
+            return
+        self.wrap_pending = False
+        self.moved = final in "HfdG`ABCD"
+        if final in "Hf":
+            row = values[0] if values else 1
+            col = values[1] if len(values) > 1 else 1
+            self.row = min(self.rows, max(1, row)) - 1
+            self.col = min(self.cols, max(1, col)) - 1
+        elif final == "d":
+            self.row = min(self.rows, max(1, first or 1)) - 1
+        elif final in "G`":
+            self.col = min(self.cols, max(1, first or 1)) - 1
+        elif final == "A":
+            self.row = max(0, self.row - count)
+        elif final == "B":
+            self.row = min(self.rows - 1, self.row + count)
+        elif final == "C":
+            self.col = min(self.cols - 1, self.col + count)
+        elif final == "D":
+            self.col = max(0, self.col - count)
+        elif final == "J":
+            self._erase_display(first)
+        elif final == "K":
+            self._erase_line(first)
+        elif final == "X":
+            for c in range(self.col, min(self.cols, self.col + count)):
+                self.grid[self.row][c] = " "
+            self.dirty = True
+        elif final == "P":
+            line = self.grid[self.row]
+            del line[self.col : self.col + count]
+            line.extend([" "] * (self.cols - len(line)))
+            self.dirty = True
+        elif final == "@":
+            line = self.grid[self.row]
+            line[self.col : self.col] = [" "] * count
+            del line[self.cols :]
+            self.dirty = True
+        elif final == "L" and self.top <= self.row <= self.bottom:
+            self._scroll_down(self.row, self.bottom, count)
+        elif final == "M" and self.top <= self.row <= self.bottom:
+            self._scroll_up(self.row, self.bottom, count)
+        elif final == "S":
+            self._scroll_up(self.top, self.bottom, count)
+        elif final == "T":
+            self._scroll_down(self.top, self.bottom, count)
+        elif final == "b":
+            for _ in range(min(count, self.rows * self.cols)):
+                self._put(self.last_char)
+        elif final == "r":
+            top = (values[0] if values else 1) or 1
+            bottom = (values[1] if len(values) > 1 else self.rows) or self.rows
+            if 1 <= top < bottom <= self.rows:
+                self.top, self.bottom = top - 1, bottom - 1
+            self.row = self.col = 0
+
+    def _erase_display(self, how: int) -> None:
+        if how in (2, 3):
+            self.grid = [[" "] * self.cols for _ in range(self.rows)]
+        elif how == 0:
+            self._erase_line(0)
+            for r in range(self.row + 1, self.rows):
+                self.grid[r] = [" "] * self.cols
+        elif how == 1:
+            self._erase_line(1)
+            for r in range(self.row):
+                self.grid[r] = [" "] * self.cols
+        self.dirty = True
+
+    def _erase_line(self, how: int) -> None:
+        line = self.grid[self.row]
+        if how == 0:
+            span = range(self.col, self.cols)
+        elif how == 1:
+            span = range(0, self.col + 1)
+        else:
+            span = range(self.cols)
+        for c in span:
+            line[c] = " "
+        self.dirty = True

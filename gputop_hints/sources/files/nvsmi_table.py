@@ -1,0 +1,187 @@
+"""Plain ``nvidia-smi`` output appended to a file: the habit most people have.
+
+``while true; do nvidia-smi >> gpu.log; sleep 5; done``, ``nvidia-smi -l 1 >
+gpu.log``, a cron job, a pasted screen: any number of tables, with or without
+date lines or separators between them, from any driver between 3xx and 58x,
+Linux or Windows. Each table becomes one snapshot: per GPU the utilization
+(SM %), VRAM used/total, temperature, power and its cap; and from the Processes
+box one :class:`~gputop_hints.model.GpuProcess` per row (pid, GPU, VRAM and
+name) -- which is what per-process findings such as idle-holding-vram need.
+
+What a table does not show is absent, never zero: memory-access %, PCIe,
+clocks and their reasons, host CPU. Fan speed, performance state, process
+types (``C``, ``G``, ``C+G``) and MIG devices have no place in a snapshot; they
+are summarised in ``StreamInfo.header``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputop_hints.model import HostSample, Snapshot
+from gputop_hints.sources.files import _nvsmi_rows as rows
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._interval import choose_interval
+from gputop_hints.sources.files._nvsmi_parser import TableReader
+from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
+from gputop_hints.sources.files._table import Clock, median_interval
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.stream import (
+    METRIC_HOST_CPU,
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_PROCESSES,
+    METRIC_SUBSECOND,
+    METRIC_THROTTLE,
+    StreamInfo,
+    note_bad_line,
+)
+
+FORMAT = "nvidia-smi-table"
+LABEL = "nvidia-smi table"
+
+
+@dataclass
+class TablePlan:
+    """What the head of the file showed."""
+
+    snapshots: list[TableSnapshot] = field(default_factory=list)
+    expect_processes: bool = True
+    titles: int = 0
+
+
+def has_title(line: str) -> bool:
+    """``| NVIDIA-SMI 384.130   Driver Version: 384.130   ... |``: the first row of a table."""
+    text = line.strip()
+    return text.startswith("|") and "NVIDIA-SMI" in text[:24]
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> TablePlan | str:
+    if "\x1b[" in head.text:
+        return "terminal escape sequences (a watch capture, not plain tables)"
+    titles = sum(1 for line in head.lines if has_title(line))
+    if titles == 0:
+        return "no '| NVIDIA-SMI ... Driver Version ...' table title"
+    plan = TablePlan(titles=titles)
+    plan.expect_processes = any("| Processes:" in line for line in head.lines)
+    reader = TableReader(lambda _n, _r: None, expect_processes=plan.expect_processes)
+    for number, line in enumerate(head.lines, start=1):
+        done = reader.feed(number, line)
+        if done is not None:
+            plan.snapshots.append(done)
+    return plan
+
+
+class SnapshotMaker:
+    """TableSnapshot -> Snapshot, with a monotonic clock and the header summaries."""
+
+    def __init__(self, info: StreamInfo, interval: float, detail: str) -> None:
+        self.info = info
+        self.interval = interval
+        self.detail = detail
+        self.clock = Clock(info, interval)
+        self.host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+        self.perf_states: dict[str, dict[str, int]] = {}
+        self.fan_peak: dict[str, float] = {}
+        self.process_kinds: dict[str, int] = {}
+        self.mig_devices = 0
+        info.header.update(
+            perf_states=self.perf_states,
+            fan_percent_peak=self.fan_peak,
+            process_kinds=self.process_kinds,
+        )
+
+    def make(self, table: TableSnapshot) -> Snapshot:
+        for g in table.gpus:
+            key = str(g.index)
+            if g.perf_state is not None:
+                counts = self.perf_states.setdefault(key, {})
+                counts[g.perf_state] = counts.get(g.perf_state, 0) + 1
+            if g.fan_percent is not None and g.fan_percent > self.fan_peak.get(key, -1.0):
+                self.fan_peak[key] = g.fan_percent
+        for p in table.processes or ():
+            self.process_kinds[p.kind] = self.process_kinds.get(p.kind, 0) + 1
+        if table.mig_devices > self.mig_devices:
+            self.mig_devices = table.mig_devices
+            self.info.header["mig_devices"] = table.mig_devices
+        gpus = tuple(sorted((rows.gpu_sample(g) for g in table.gpus), key=lambda g: g.index))
+        if self.info.gpu_count is None or len(gpus) > self.info.gpu_count:
+            self.info.gpu_count = len(gpus)
+        return Snapshot(
+            timestamp=self.clock.next(table.timestamp),
+            interval_s=self.interval,
+            host=self.host,
+            gpus=gpus,
+            processes=tuple(rows.gpu_process(p) for p in table.processes or ()),
+            source="replay",
+            source_detail=self.detail,
+            driver_version=table.driver,
+            cuda_driver_version=table.cuda,
+        )
+
+
+def stream_info(
+    path: Path,
+    fmt: str,
+    label: str,
+    heads: list[TableSnapshot],
+    has_processes: bool,
+    interval_s: float | None,
+    notes: list[str],
+) -> tuple[StreamInfo, float]:
+    """StreamInfo for a log of nvidia-smi tables (plain or watched), from its head."""
+    times = [t.timestamp for t in heads if t.timestamp is not None]
+    drivers = sorted({t.driver for t in heads if t.driver})
+    if drivers:
+        notes.insert(0, f"{label}, driver {', '.join(drivers)}")
+    else:
+        notes.insert(0, label)
+    if heads and not times and interval_s is None:
+        notes.append("no date line above the tables")
+    interval = choose_interval(median_interval(times), interval_s, notes, bool(times))
+    missing = [METRIC_MEMORY_ACCESS, METRIC_PCIE, METRIC_HOST_CPU, METRIC_SUBSECOND]
+    missing.append(METRIC_THROTTLE)
+    if not has_processes:
+        missing.append(METRIC_PROCESSES)
+        notes.append("no Processes box in the tables: per-process rows unknown")
+    info = StreamInfo(
+        path=str(path),
+        format=fmt,
+        interval_s=interval,
+        hostname=None,
+        gpu_count=max((len(t.gpus) for t in heads), default=None) or None,
+        missing=tuple(missing),
+        detail="; ".join(notes),
+        header={},
+    )
+    return info, interval
+
+
+def open_table(
+    path: Path, plan: TablePlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of snapshots of a log of appended nvidia-smi tables."""
+    notes: list[str] = []
+    if mapping:
+        notes.append("--map is not used for nvidia-smi tables (their layout names every value)")
+    info, interval = stream_info(
+        path, FORMAT, LABEL, plan.snapshots, plan.expect_processes, interval_s, notes
+    )
+    detail = f"{LABEL}: {path.name}"
+
+    def reader(source: TextSource) -> Iterator[Snapshot]:
+        maker = SnapshotMaker(info, interval, detail)
+        tables = TableReader(
+            lambda n, r: note_bad_line(info, n, r), expect_processes=plan.expect_processes
+        )
+        for number, line in source.lines():
+            done = tables.feed(number, line)
+            if done is not None:
+                yield maker.make(done)
+        last = tables.finish()
+        if last is not None:
+            yield maker.make(last)
+
+    return ImportedStream(path, info, reader)

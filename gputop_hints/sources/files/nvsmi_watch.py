@@ -1,0 +1,158 @@
+"""``watch -n 2 nvidia-smi > gpu.log``: a terminal capture, replayed frame by frame.
+
+The file holds curses output for the terminal watch ran in (80 x 24 unless the
+capture says otherwise): only the first frame is drawn in full, later ones
+rewrite the cells that changed, and nvidia-smi's wider lines wrap at the
+screen's edge. :class:`~._terminal.Screen` replays it; at the end of each redraw
+the screen's rows are joined back into nvidia-smi's lines and read as one table
+(:mod:`._nvsmi_parser`). A frame whose table does not read whole is counted as
+incomplete (``StreamInfo.header["incomplete_frames"]`` and the bad-record count,
+numbered by frame). What the screen never showed -- on a 24-row terminal the
+Processes box -- stays unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._nvsmi_parser import TableReader
+from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
+from gputop_hints.sources.files._terminal import Screen
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.nvsmi_table import SnapshotMaker, stream_info
+from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+
+FORMAT = "nvidia-smi-watch"
+LABEL = "watch nvidia-smi capture"
+
+_REGION = re.compile(r"\x1b\[1;(\d{1,3})r")
+_CURSOR = re.compile(r"\x1b\[(\d{1,3});(\d{1,3})H")
+
+
+@dataclass
+class WatchPlan:
+    rows: int
+    cols: int
+    frames: list[TableSnapshot] = field(default_factory=list)
+    processes_shown: bool = False
+
+
+def screen_size(text: str) -> tuple[int, int]:
+    """The terminal's size as the capture shows it: its scroll region and the
+    farthest cursor position (watch parks the cursor in the bottom-right corner)."""
+    rows, cols = 24, 80
+    region = _REGION.search(text)
+    if region is not None:
+        rows = int(region.group(1))
+    for m in _CURSOR.finditer(text):
+        rows = max(rows, int(m.group(1)))
+        cols = max(cols, int(m.group(2)))
+    return min(rows, 500), min(cols, 1000)
+
+
+def table_lines(screen_rows: list[str], cols: int) -> list[str]:
+    """Screen rows -> nvidia-smi's lines: a table row continues on the next screen
+    row when that row does not start a line of its own (a bar or a corner)."""
+    out: list[str] = []
+    i = 0
+    while i < len(screen_rows):
+        row = screen_rows[i]
+        nxt = screen_rows[i + 1] if i + 1 < len(screen_rows) else ""
+        if row[:1] in ("|", "+") and nxt.strip() and nxt[:1] not in ("|", "+"):
+            out.append(row.ljust(cols) + nxt)
+            i += 2
+            continue
+        out.append(row)
+        i += 1
+    return out
+
+
+def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None, list[str]]:
+    """The table on one screen, and what did not read in it."""
+    problems: list[str] = []
+    reader = TableReader(
+        lambda _n, reason: problems.append(reason),
+        expect_processes=any("Processes:" in r for r in screen_rows),
+    )
+    found: TableSnapshot | None = None
+    for number, line in enumerate(table_lines(screen_rows, cols), start=1):
+        found = reader.feed(number, line) or found
+    return reader.finish() or found, problems
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
+    text = head.text
+    if "\x1b[" not in text:
+        return "no terminal escape sequences (not a watch capture)"
+    if "NVIDIA-SMI" not in text:
+        return "terminal output, but no nvidia-smi table in it"
+    rows, cols = screen_size(text)
+    plan = WatchPlan(rows, cols)
+    source = TextSource(head.path, newline="")
+    screen = Screen(rows, cols)
+    try:
+        for piece in source.chunks():
+            for frame in screen.feed(piece):
+                table, _problems = read_frame(frame, cols)
+                if table is not None:
+                    plan.frames.append(table)
+                plan.processes_shown = plan.processes_shown or any("Processes:" in r for r in frame)
+            if len(plan.frames) >= 16:
+                break
+    finally:
+        source.close()
+    return plan
+
+
+def open_watch(
+    path: Path, plan: WatchPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of snapshots of a ``watch nvidia-smi`` capture, one per complete frame."""
+    notes = [f"{plan.cols}x{plan.rows} terminal"]
+    if mapping:
+        notes.append("--map is not used for nvidia-smi tables (their layout names every value)")
+    info, interval = stream_info(
+        path, FORMAT, LABEL, plan.frames, plan.processes_shown, interval_s, notes
+    )
+    detail = f"{LABEL}: {path.name}"
+
+    def reader(source: TextSource) -> Iterator[Snapshot]:
+        maker = SnapshotMaker(info, interval, detail)
+        screen = Screen(plan.rows, plan.cols)
+        counts = {"frames": 0, "incomplete": 0}
+        info.header.update(frames=0, incomplete_frames=0, noise_characters=0)
+        for piece in source.chunks():
+            for frame in screen.feed(piece):
+                counts["frames"] += 1
+                table, problems = read_frame(frame, plan.cols)
+                for reason in problems:
+                    note_bad_line(
+                        info, counts["frames"], f"watch frame {counts['frames']}: {reason}"
+                    )
+                if table is None:
+                    counts["incomplete"] += 1
+                    if not problems:
+                        note_bad_line(info, counts["frames"], "watch frame without a whole table")
+                _update(info, counts, screen)
+                if table is not None:
+                    yield maker.make(table)
+        if screen.dirty:  # the capture ends in the middle of a redraw
+            counts["frames"] += 1
+            counts["incomplete"] += 1
+            note_bad_line(
+                info, counts["frames"], f"watch frame {counts['frames']}: cut short at the end"
+            )
+            _update(info, counts, screen)
+
+    return ImportedStream(path, info, reader, newline="")
+
+
+def _update(info: StreamInfo, counts: dict[str, int], screen: Screen) -> None:
+    info.header["frames"] = counts["frames"]
+    info.header["incomplete_frames"] = counts["incomplete"]
+    info.header["noise_characters"] = screen.noise

@@ -1,0 +1,128 @@
+"""``nvidia-smi pmon`` output: per-process SM %, memory % and (``-s m``) VRAM.
+
+::
+
+    # gpu         pid  type    sm   mem   enc   dec   command
+    # Idx           #   C/G     %     %     %     %   name
+        0      12345     C    45    20     -     -   python
+        1          -     -     -     -     -     -   -
+
+Header driven like dmon (its pair of ``#`` lines repeats); ``-o DT`` adds
+``Date``/``Time`` columns; ``fb`` (``-s m``, MB read as MiB) is the process's
+VRAM. A row of dashes says the GPU runs no process. Per-process SM % is NVML's
+process-utilization sample, so a process without a sample reads ``-``: unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gputop_hints.model import GpuProcess, Snapshot
+from gputop_hints.sources.files import _polls
+from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._polls import ProcessRow
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.nvsmi_apps import stream_info
+from gputop_hints.sources.files.stream import note_bad_line
+
+FORMAT = "nvidia-smi-pmon"
+LABEL = "nvidia-smi pmon"
+MIB = 2.0**20
+
+
+@dataclass
+class PmonPlan:
+    names: list[str]
+    rows: list[ProcessRow] = field(default_factory=list)
+
+
+def header_names(line: str) -> list[str] | None:
+    """``# gpu pid type sm ...`` or ``#Date Time gpu pid ...`` -> lower-case names."""
+    text = line.strip()
+    if not text.startswith("#"):
+        return None
+    names = [n.lower() for n in text[1:].split()]
+    if "gpu" not in names or "pid" not in names:
+        return None
+    return names
+
+
+def _row(cells: list[str], names: list[str], line: int) -> ProcessRow:
+    if len(cells) < len(names) - 1:
+        raise v.CellError(f"expected {len(names)} fields, found {len(cells)}")
+    if len(cells) > len(names):  # a command with spaces: the rest is its name
+        cells = [*cells[: len(names) - 1], " ".join(cells[len(names) - 1 :])]
+    at = dict(zip(names, cells, strict=False))
+    gpu = v.integer(at["gpu"], 0, 4095)
+    if gpu is None:
+        raise v.CellError("no GPU index")
+    stamp = None
+    if "time" in at:
+        stamp, _ = v.dmon_datetime(at.get("date"), at["time"])
+    pid = v.integer(at["pid"], 0, 2**31)
+    if pid is None:
+        return ProcessRow(line, stamp, gpu, None)
+    fb = at.get("fb")
+    name = v.text(at.get("command", ""))
+    proc = GpuProcess(
+        pid=pid,
+        gpu_index=gpu,
+        sm_percent=v.percent(at.get("sm", "-")),
+        memory_access_percent=v.percent(at.get("mem", "-")),
+        vram_bytes=None if fb is None else v.byte_count(fb, MIB),
+        name=name,
+        command=name or "",
+    )
+    return ProcessRow(line, stamp, gpu, proc)
+
+
+def sniff(head: Head, mapping: Mapping[str, str] | None) -> PmonPlan | str:
+    lines = head.nonblank
+    if not lines:
+        return "empty file"
+    names = header_names(lines[0])
+    if names is None:
+        return "first line is not a '# gpu pid type ...' pmon header"
+    plan = PmonPlan(names)
+    for n, line in enumerate(lines[1:80], start=2):
+        if line.lstrip().startswith("#"):
+            continue
+        try:
+            plan.rows.append(_row(line.split(), names, n))
+        except v.CellError:
+            continue
+    if len(lines) > 2 and not plan.rows:
+        return "no line reads as pmon values"
+    return plan
+
+
+def open_pmon(
+    path: Path, plan: PmonPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """Per-process rows of a pmon log, as snapshots of identity-only GPUs."""
+    notes = [f"columns {' '.join(plan.names)}"]
+    times = sorted({r.timestamp for r in plan.rows if r.timestamp is not None})
+    info, interval = stream_info(path, FORMAT, LABEL, times, interval_s, notes)
+    detail = f"{LABEL}: {path.name}"
+
+    def reader(source: TextSource) -> Iterator[Snapshot]:
+        def rows() -> Iterator[ProcessRow]:
+            names = plan.names
+            for line, text in source.lines():
+                if not text.strip():
+                    continue
+                if text.lstrip().startswith("#"):
+                    names = header_names(text) or names
+                    continue
+                try:
+                    yield _row(text.split(), names, line)
+                except v.CellError as exc:
+                    note_bad_line(info, line, str(exc))
+
+        tolerance = min(max(0.5 * interval, 0.002), 5.0)
+        yield from _polls.snapshots(_polls.polls(rows(), tolerance), info, interval, detail)
+
+    return ImportedStream(path, info, reader)

@@ -1,0 +1,63 @@
+"""``gputop-hints report`` on the logs people keep, through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.ci import IN_CI
+from tests.support.paths import TRACES
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("GPUTOP_HINTS_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "gputop_hints", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def traces() -> Path:
+    if not TRACES.is_dir():
+        if IN_CI:
+            pytest.fail(f"shared traces missing at {TRACES} (CI must provide ../shared)")
+        pytest.skip(f"shared traces not found at {TRACES}")
+    return TRACES
+
+
+def test_report_on_an_appended_table_log_names_processes_holding_idle_memory(
+    traces: Path,
+) -> None:
+    result = cli("report", str(traces / "nvsmi_table_groupederag_565.log"))
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "1098 samples every 5 s" in text
+    # Per-process findings: the pid of a job that held 10.9 GiB while GPU 0 sat idle.
+    assert "idle-holding-vram -- pid 3565752 on GPU 0" in text
+    assert "no processes in this file" not in text
+
+
+def test_report_json_on_a_table_log_has_process_subjects(traces: Path) -> None:
+    result = cli("report", "--json", str(traces / "nvsmi_table_groupederag_565.log"))
+    assert result.returncode == 0, result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    pids = {f["subject"].get("pid") for f in findings if f["rule"] == "idle-holding-vram"}
+    assert 3565752 in pids
+
+
+def test_report_on_a_watch_capture(traces: Path) -> None:
+    result = cli("report", str(traces / "nvsmi_watch_hirataken_570.log"))
+    assert result.returncode == 0, result.stderr
+    assert "1355 samples every 2 s" in result.stdout

@@ -1,0 +1,78 @@
+"""dcgmi dmon and gpustat logs (hand-written from the tools' documented output,
+see tests/fixtures/import/README.md), with broken variants."""
+
+from __future__ import annotations
+
+from contextlib import closing
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files import open_stream
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PROCESSES,
+    StreamInfo,
+)
+from tests.support.paths import FIXTURES as FIXTURE_ROOT
+
+MIB = 2**20
+FIXTURES = FIXTURE_ROOT / "import"
+
+
+def load(name: str, **kwargs: object) -> tuple[list[Snapshot], StreamInfo]:
+    stream = open_stream(FIXTURES / name, **kwargs)  # type: ignore[arg-type]
+    with closing(stream):
+        snaps = list(stream)
+    return snaps, stream.info
+
+
+def test_dcgmi_dmon_by_name_with_a_bad_power_cell() -> None:
+    snaps, info = load("dcgmi_dmon.log", interval_s=0.5)
+    assert info.format == "dcgmi-dmon" and info.gpu_count == 2
+    assert [s.timestamp for s in snaps] == [0, 0.5, 1.0]
+    g0 = [s.gpus[0] for s in snaps]
+    assert [g.sm_percent for g in g0] == [95, 97, 96]  # GPUTL, not the SMACT ratio
+    assert [g.memory_access_percent for g in g0] == [40, 42, None]  # N/A: unknown
+    assert g0[0].vram_used_bytes == 20000 * MIB and g0[0].temperature_c == 61
+    assert g0[2].power_watts is None and g0[2].temperature_c == 62  # the row is kept
+    assert info.header["bad_cells"] == {"POWER": [1, 9]}
+
+
+def test_dcgmi_dmon_by_field_id_scales_ratios_and_skips_instances() -> None:
+    snaps, info = load("dcgmi_dmon_ids.log")
+    assert len(snaps) == 2 and info.gpu_count == 1  # the GPU-I row is not a GPU
+    assert [s.gpus[0].sm_percent for s in snaps] == [85, 90]  # GRACT 0.85 -> 85 %
+    assert [s.gpus[0].memory_access_percent for s in snaps] == [30, 35]  # DRAMA
+    assert snaps[0].gpus[0].vram_used_bytes == 10240 * MIB
+    assert "no timestamps" in info.detail
+
+
+def test_gpustat_json_lines_with_processes_and_a_cut_document() -> None:
+    snaps, info = load("gpustat.jsonl")
+    assert info.format == "gpustat" and info.hostname == "node1"
+    assert len(snaps) == 2 and info.interval_s == 5
+    assert [s.gpus[0].sm_percent for s in snaps] == [95, 0]
+    (p,) = snaps[1].processes
+    assert (p.pid, p.user, p.name, p.vram_bytes, p.cpu_percent) == (
+        1234,
+        "ana",
+        "python",
+        19000 * MIB,
+        2.0,
+    )
+    assert METRIC_PROCESSES not in info.missing and METRIC_MEMORY_ACCESS in info.missing
+    assert info.bad_lines == 1 and "cut short" in (info.first_bad_reason or "")
+
+
+def test_gpustat_text_lines() -> None:
+    snaps, info = load("gpustat.log")
+    assert info.format == "gpustat" and len(snaps) == 3 and info.gpu_count == 2
+    assert [s.timestamp - snaps[0].timestamp for s in snaps] == [0, 5, 10]
+    first = snaps[0].gpus[0]
+    assert (first.sm_percent, first.temperature_c, first.power_watts) == (95, 45, 250)
+    assert (first.vram_used_bytes, first.vram_total_bytes) == (20000 * MIB, 81920 * MIB)
+    assert {(p.pid, p.user, p.vram_bytes) for p in snaps[1].processes} == {
+        (1234, "ana", 19000 * MIB),
+        (999, "bob", 1000 * MIB),
+    }
+    assert [g.index for g in snaps[2].gpus] == [1]  # GPU 0's line does not read
+    assert info.bad_lines == 1 and info.first_bad_line == 8
