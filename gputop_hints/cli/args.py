@@ -147,15 +147,21 @@ def add_look_args(group: argparse._ArgumentGroup) -> None:
 
 def add_input_args(parser: argparse.ArgumentParser) -> None:
     """How to read FILE: recordings are recognised by content; logs may need hints."""
+    from gputop_hints.sources.files import FORMATS
+
     parser.add_argument(
         "file",
         metavar="FILE",
-        help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), an nvidia-smi --query-gpu "
-        "CSV, nvidia-smi dmon output, a W&B wandb-events.jsonl, or a CSV with metric columns",
+        nargs="+",
+        help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), or a log: plain nvidia-smi "
+        "tables appended to a file (also a captured 'watch nvidia-smi'), nvidia-smi -q, "
+        "--query-gpu CSV, dmon, pmon, --query-compute-apps CSV, dcgmi dmon, gpustat, "
+        "a W&B wandb-events.jsonl, or a CSV with metric columns; a GPU log and a per-process "
+        "log of the same run (two FILEs) are merged by time and GPU (docs/import.md)",
     )
     parser.add_argument(
         "--format",
-        choices=("recording", "nvidia-smi-csv", "nvidia-smi-dmon", "wandb", "csv"),
+        choices=FORMATS,
         help="skip detection and read FILE as this format",
     )
     parser.add_argument(

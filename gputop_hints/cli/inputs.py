@@ -65,11 +65,12 @@ def print_scenarios() -> None:
 
 
 def open_input(args: argparse.Namespace) -> SnapshotStream:
-    """FILE as a snapshot stream, its format detected unless ``--format`` says."""
-    from gputop_hints.sources.files import open_stream, parse_mapping
+    """FILE (or a GPU log and a per-process log) as one snapshot stream, each
+    format detected unless ``--format`` says."""
+    from gputop_hints.sources.files import open_streams, parse_mapping
 
     mapping = parse_mapping(args.map) if args.map else None
-    return open_stream(args.file, format=args.format, interval_s=args.interval, mapping=mapping)
+    return open_streams(args.file, format=args.format, interval_s=args.interval, mapping=mapping)
 
 
 def input_errors() -> tuple[type[BaseException], ...]:

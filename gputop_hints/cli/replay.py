@@ -59,7 +59,7 @@ def replay_main(argv: Sequence[str]) -> int:
         is_recording = probe.info.format == "recording"
         probe.close()
         source = ReplaySource(
-            args.file if is_recording else (lambda: open_input(args)), speed=args.speed
+            args.file[0] if is_recording else (lambda: open_input(args)), speed=args.speed
         )
     except input_errors() as exc:
         return usage_error(exc)
@@ -68,7 +68,7 @@ def replay_main(argv: Sequence[str]) -> int:
         source.close()
         print(
             f"gputop-hints: {reason}; replay needs a terminal "
-            f"(try 'gputop-hints report {args.file}').",
+            f"(try 'gputop-hints report {' '.join(args.file)}').",
             file=sys.stderr,
         )
         return EXIT_USAGE

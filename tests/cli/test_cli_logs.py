@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.ci import IN_CI
-from tests.support.paths import TRACES
+from tests.support.paths import FIXTURES, TRACES
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,3 +61,27 @@ def test_report_on_a_watch_capture(traces: Path) -> None:
     result = cli("report", str(traces / "nvsmi_watch_hirataken_570.log"))
     assert result.returncode == 0, result.stderr
     assert "1355 samples every 2 s" in result.stdout
+
+
+def test_report_merges_a_gpu_log_with_a_per_process_log_of_the_same_run() -> None:
+    gpu = FIXTURES / "import" / "merge_gpu.csv"
+    apps = FIXTURES / "import" / "merge_apps.csv"
+    result = cli("report", "--json", str(gpu), str(apps))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "processes from merge_apps.csv" in report["file"]["detail"]
+    assert "processes" not in report["missing"]
+
+
+def test_report_with_three_files_is_a_usage_error_naming_the_shape_it_takes() -> None:
+    gpu = str(FIXTURES / "import" / "merge_gpu.csv")
+    result = cli("report", gpu, gpu, gpu)
+    assert result.returncode == 2
+    assert "a GPU log and a per-process log" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_format_accepts_every_reader_by_name() -> None:
+    result = cli("report", "--help")
+    for name in ("nvidia-smi-table", "nvidia-smi-watch", "nvidia-smi-query", "gpustat"):
+        assert name in result.stdout
