@@ -67,6 +67,36 @@ names (power or heat). The rest (gpu_idle, application or display clock
 settings, sync boost) are harmless bookkeeping."""
 
 
+# The metrics a source may lack, by name: a file reader lists the ones its file
+# lacks (StreamInfo.missing), each hint rule names the ones it needs, and the
+# report says which rules could not be evaluated.
+METRIC_SM = "sm_percent"
+METRIC_MEMORY_ACCESS = "memory_access_percent"
+METRIC_VRAM = "vram"
+METRIC_PCIE = "pcie"
+METRIC_PROCESSES = "processes"
+"""Per-process rows (pid, VRAM, CPU of main process and workers)."""
+METRIC_HOST_CPU = "host_cpu"
+"""Per-core CPU load of the host."""
+METRIC_SUBSECOND = "sm_samples"
+"""NVML buffered sub-second utilization samples."""
+METRIC_THROTTLE = "throttle_reasons"
+METRIC_POWER = "power"
+METRIC_TEMPERATURE = "temperature"
+ALL_METRICS = (
+    METRIC_SM,
+    METRIC_MEMORY_ACCESS,
+    METRIC_VRAM,
+    METRIC_PCIE,
+    METRIC_PROCESSES,
+    METRIC_HOST_CPU,
+    METRIC_SUBSECOND,
+    METRIC_THROTTLE,
+    METRIC_POWER,
+    METRIC_TEMPERATURE,
+)
+
+
 def pcie_link_bytes_per_s(generation: int | None, width: int | None) -> float | None:
     """Theoretical one-direction bandwidth of a PCIe link, or None if unknown."""
     if generation is None or width is None or width <= 0:

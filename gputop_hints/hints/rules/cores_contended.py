@@ -6,7 +6,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subj
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
-from gputop_hints.sources.files.stream import METRIC_HOST_CPU, METRIC_PROCESSES
+from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES
 
 ID = "cores-contended"
 

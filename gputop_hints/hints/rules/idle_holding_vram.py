@@ -7,7 +7,7 @@ from gputop_hints.hints.rules.shared import gib_text, percent_text
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
-from gputop_hints.sources.files.stream import METRIC_PROCESSES, METRIC_SM
+from gputop_hints.model import METRIC_PROCESSES, METRIC_SM
 
 ID = "idle-holding-vram"
 

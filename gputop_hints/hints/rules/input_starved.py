@@ -24,8 +24,7 @@ from gputop_hints.hints.rules.shared import (
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
-from gputop_hints.model import GpuProcess, JobInfo
-from gputop_hints.sources.files.stream import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
+from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess, JobInfo
 
 ID = "input-starved"
 

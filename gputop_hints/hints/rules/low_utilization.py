@@ -11,7 +11,7 @@ from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
-from gputop_hints.sources.files.stream import METRIC_SM
+from gputop_hints.model import METRIC_SM
 
 ID = "low-utilization"
 

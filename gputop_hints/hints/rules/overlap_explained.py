@@ -6,7 +6,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
-from gputop_hints.sources.files.stream import METRIC_MEMORY_ACCESS, METRIC_SM
+from gputop_hints.model import METRIC_MEMORY_ACCESS, METRIC_SM
 
 ID = "overlap-explained"
 

@@ -6,8 +6,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subj
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
-from gputop_hints.model import GpuProcess
-from gputop_hints.sources.files.stream import METRIC_PCIE, METRIC_PROCESSES, METRIC_SM
+from gputop_hints.model import METRIC_PCIE, METRIC_PROCESSES, METRIC_SM, GpuProcess
 
 ID = "pcie-thrash"
 

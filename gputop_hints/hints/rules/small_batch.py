@@ -7,7 +7,7 @@ from gputop_hints.hints.rules.shared import gaps_evidence, gaps_seen_by, gib_tex
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
-from gputop_hints.sources.files.stream import (
+from gputop_hints.model import (
     METRIC_HOST_CPU,
     METRIC_PROCESSES,
     METRIC_SM,

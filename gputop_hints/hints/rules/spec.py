@@ -36,7 +36,7 @@ class RuleSpec:
     subject: Literal["process", "gpu"]
     """What its findings are attached to."""
     needs: tuple[str, ...]
-    """The ``METRIC_*`` names (sources.files.stream) it reads: a log lacking one of them
+    """The ``METRIC_*`` names (gputop_hints.model) it reads: a log lacking one of them
     cannot evaluate the rule, and a report says so."""
     explains_low_utilization: bool = False
     """True when its finding on a GPU (or a process on it) already says why that GPU is

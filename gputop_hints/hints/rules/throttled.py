@@ -6,8 +6,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
-from gputop_hints.model import HOLDING_CLOCK_REASONS
-from gputop_hints.sources.files.stream import METRIC_SM, METRIC_THROTTLE
+from gputop_hints.model import HOLDING_CLOCK_REASONS, METRIC_SM, METRIC_THROTTLE
 
 ID = "throttled"
 

@@ -7,7 +7,7 @@ from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
-from gputop_hints.sources.files.stream import METRIC_VRAM
+from gputop_hints.model import METRIC_VRAM
 
 ID = "vram-near-limit"
 

@@ -20,34 +20,40 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gputop_hints.model import Snapshot
-
-# Names used in StreamInfo.missing. Rules and reports refer to these.
-METRIC_SM = "sm_percent"
-METRIC_MEMORY_ACCESS = "memory_access_percent"
-METRIC_VRAM = "vram"
-METRIC_PCIE = "pcie"
-METRIC_PROCESSES = "processes"
-"""Per-process rows (pid, VRAM, CPU of main process and workers)."""
-METRIC_HOST_CPU = "host_cpu"
-"""Per-core CPU load of the host."""
-METRIC_SUBSECOND = "sm_samples"
-"""NVML buffered sub-second utilization samples."""
-METRIC_THROTTLE = "throttle_reasons"
-METRIC_POWER = "power"
-METRIC_TEMPERATURE = "temperature"
-ALL_METRICS = (
-    METRIC_SM,
-    METRIC_MEMORY_ACCESS,
-    METRIC_VRAM,
-    METRIC_PCIE,
-    METRIC_PROCESSES,
+from gputop_hints.model import (
+    ALL_METRICS,
     METRIC_HOST_CPU,
-    METRIC_SUBSECOND,
-    METRIC_THROTTLE,
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
     METRIC_POWER,
+    METRIC_PROCESSES,
+    METRIC_SM,
+    METRIC_SUBSECOND,
     METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+    Snapshot,
 )
+
+# The metric vocabulary lives in the model (the rules name what they need in it);
+# it is re-exported here for the readers that fill StreamInfo.missing.
+__all__ = [
+    "ALL_METRICS",
+    "METRIC_HOST_CPU",
+    "METRIC_MEMORY_ACCESS",
+    "METRIC_PCIE",
+    "METRIC_POWER",
+    "METRIC_PROCESSES",
+    "METRIC_SM",
+    "METRIC_SUBSECOND",
+    "METRIC_TEMPERATURE",
+    "METRIC_THROTTLE",
+    "METRIC_VRAM",
+    "SnapshotStream",
+    "StreamInfo",
+    "UnrecognisedFormat",
+    "note_bad_line",
+]
 
 
 @dataclass
