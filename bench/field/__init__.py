@@ -1,0 +1,4 @@
+"""x"""
+from __future__ import annotations
+
+X = 1
