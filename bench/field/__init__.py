@@ -1,4 +1,5 @@
 """x"""
+
 from __future__ import annotations
 
 X = 1

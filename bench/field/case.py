@@ -85,7 +85,5 @@ def scenario(
 def as_log(case: Case, interval_s: float, verdict: Verdict, power: bool = False) -> Case:
     """The same run as an ``nvidia-smi --query-gpu ... -l N`` log would have recorded it."""
     name = f"{case.name}/log-{interval_s:g}s"
-    sc = replace(
-        case.scenario, interval_s=interval_s, log=True, log_power=power, detail=name
-    )
+    sc = replace(case.scenario, interval_s=interval_s, log=True, log_power=power, detail=name)
     return Case(name, case.family, sc, verdict, case.sources)

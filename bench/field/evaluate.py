@@ -152,9 +152,7 @@ def judge(case: Case, seen: list[Seen], ticks: int) -> CaseResult:
             problems.append(f"no finding, expected {v.top}")
         elif not any(top.matches(e) for e in wanted):
             problems.append(f"top {top.describe()}, expected {v.top}")
-    for e in v.must_show:
-        if not any(s.matches(e) for s in seen):
-            problems.append(f"never showed {e}")
+    problems.extend(f"never showed {e}" for e in v.must_show if not any(s.matches(e) for s in seen))
     for e in v.must_not:
         problems.extend(f"showed forbidden {s.describe()}" for s in seen if s.matches(e))
     if v.healthy:
@@ -280,10 +278,12 @@ def _secs(value: float | None) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
+    ]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     return "\n".join(lines)
 
 

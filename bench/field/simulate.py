@@ -332,7 +332,9 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
     workers = tuple(
         WorkerProcess(
             pid=p.pid + 1 + i,
-            cpu_percent=round(max(0.0, worker + rng.gauss(0.0, 1.5)), 1),
+            cpu_percent=round(
+                min(100.0, max(0.0, worker + rng.gauss(0.0, 0.3 + 0.015 * worker))), 1
+            ),
             rss_bytes=p.worker_rss_bytes,
             state=now.worker_state,
             name=p.worker_name,
@@ -346,7 +348,7 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
         # NVML keeps a per-process sample only for a process that ran kernels.
         sm_percent=float(max(1, round(100 * kernel))) if kernel > 0.0005 else None,
         memory_access_percent=float(round(100 * memory)) if kernel > 0.0005 else None,
-        cpu_percent=round(max(0.0, main + rng.gauss(0.0, 1.0)), 1),
+        cpu_percent=round(max(0.0, main + rng.gauss(0.0, 0.3 + 0.01 * main)), 1),
         workers=workers,
         rss_bytes=p.rss_bytes,
         state=now.main_state,

@@ -12,6 +12,7 @@ cumulative sums, so long runs stay cheap.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -58,7 +59,9 @@ class VramPoint:
 class Timeline:
     """A process's activity from 0 to ``duration_s``; immutable once built."""
 
-    def __init__(self, segments: Sequence[tuple[float, float, Activity]], vram: Sequence[VramPoint]):
+    def __init__(
+        self, segments: Sequence[tuple[float, float, Activity]], vram: Sequence[VramPoint]
+    ):
         if not segments:
             raise ValueError("a timeline needs at least one segment")
         self.starts = [s for s, _, _ in segments]
@@ -77,18 +80,21 @@ class Timeline:
         i = bisect.bisect_right(self.starts, t) - 1
         return min(max(i, 0), len(self.starts) - 1)
 
+    def _value(self, index: int, name: str) -> float:
+        return float(getattr(self.activities[index], name))
+
     def _integral(self, name: str, t: float) -> float:
         if t <= 0:
             return 0.0
         if t >= self.duration_s:
-            return self._cum[name][-1] + (t - self.duration_s) * getattr(self.activities[-1], name)
+            return self._cum[name][-1] + (t - self.duration_s) * self._value(-1, name)
         i = self._index(t)
-        return self._cum[name][i] + (t - self.starts[i]) * getattr(self.activities[i], name)
+        return self._cum[name][i] + (t - self.starts[i]) * self._value(i, name)
 
     def mean(self, name: str, start: float, end: float) -> float:
         """Time-weighted mean of a numeric field over [start, end]."""
         if end <= start:
-            return getattr(self.at(end), name)  # type: ignore[no-any-return]
+            return self._value(self._index(end), name)
         return (self._integral(name, end) - self._integral(name, start)) / (end - start)
 
     def at(self, t: float) -> Activity:
@@ -102,7 +108,7 @@ class Timeline:
         points = self.vram
         if not points or t < points[0].at_s:
             return 0
-        for a, b in zip(points, points[1:]):
+        for a, b in itertools.pairwise(points):
             if a.at_s <= t < b.at_s:
                 share = (t - a.at_s) / (b.at_s - a.at_s)
                 return int(a.bytes + share * (b.bytes - a.bytes))
@@ -129,4 +135,3 @@ class TimelineBuilder:
 
     def build(self, vram: Sequence[VramPoint]) -> Timeline:
         return Timeline(self.segments, vram)
-

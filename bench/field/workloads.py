@@ -86,7 +86,9 @@ class TrainLoop:
             busy = self.batch_cpu_s / (self.workers * period) if self.batch_cpu_s else 0.0
             blocked = self.storage_s / period if self.storage_s else 0.0
             worker_cpu = min(100.0, 100.0 * busy)
-            worker_state = "D" if self.storage_s > self.batch_cpu_s else ("R" if busy > 0.5 else "S")
+            worker_state = (
+                "D" if self.storage_s > self.batch_cpu_s else ("R" if busy > 0.5 else "S")
+            )
             iowait = min(100.0, 100.0 * blocked / self.cores)
             b.add(
                 wait_s,
@@ -231,7 +233,7 @@ def lockstep(
     """
     while builders[0].now < until_s:
         start = builders[0].now
-        for b, loop in zip(builders, loops):
+        for b, loop in zip(builders, loops, strict=False):
             loop.step(b, rng)
         slowest = max(b.now for b in builders)
         for b in builders:

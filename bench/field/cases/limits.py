@@ -24,10 +24,18 @@ DURATION = 360.0
 
 
 def _job(pid: int, name: str, model: GpuModel, power: float) -> object:
-    loop = TrainLoop(step_gpu_s=0.4, batch_cpu_s=1.5, workers=8, power=power, memory=0.55, main_cpu=90.0)
+    loop = TrainLoop(
+        step_gpu_s=0.4, batch_cpu_s=1.5, workers=8, power=power, memory=0.55, main_cpu=90.0
+    )
     return process(
-        pid, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION), int(0.7 * model.vram_total_bytes),
-        "torchrun --nproc-per-node 1 pretrain.py --model gpt-1.3b --bf16", workers=8,
+        pid,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.7 * model.vram_total_bytes),
+        "torchrun --nproc-per-node 1 pretrain.py --model gpt-1.3b --bf16",
+        workers=8,
     )
 
 
@@ -35,7 +43,9 @@ def _default_cap(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/default-power-cap/{model.tag}-s{seed}"
     job = _job(9500, name, model, power=1.03)
     return Case(
-        name, FAMILY, scenario([model], [job], DURATION, 1.0, seed, name),  # type: ignore[list-item]
+        name,
+        FAMILY,
+        scenario([model], [job], DURATION, 1.0, seed, name),  # type: ignore[list-item]
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,
@@ -51,7 +61,9 @@ def _lowered_cap(model: GpuModel, seed: int, limit: float) -> Case:
     job = _job(9600, name, model, power=0.95)
     gpu = GpuSpec(index=0, model=model, power_limit_watts=limit)
     return Case(
-        name, FAMILY, scenario([gpu], [job], DURATION, 1.0, seed, name),  # type: ignore[list-item]
+        name,
+        FAMILY,
+        scenario([gpu], [job], DURATION, 1.0, seed, name),  # type: ignore[list-item]
         Verdict(
             top=expect("throttled/power", gpu=0),
             must_not=(expect("throttled/thermal"),),
@@ -66,13 +78,20 @@ def _thermal(model: GpuModel, seed: int, ambient: float, c_per_w: float) -> Case
     name = f"{FAMILY}/thermal-throttle/{model.tag}-s{seed}"
     act = Activity(kernel=0.97, memory=0.5, power=0.86, main_cpu=90.0, worker_cpu=40.0)
     job = process(
-        9700, 0, name, DURATION, lambda b, r: steady(b, r, DURATION, act, wander=0.02),
-        int(0.6 * model.vram_total_bytes), "python train.py --model unet --amp --num-workers 6",
+        9700,
+        0,
+        name,
+        DURATION,
+        lambda b, r: steady(b, r, DURATION, act, wander=0.02),
+        int(0.6 * model.vram_total_bytes),
+        "python train.py --model unet --amp --num-workers 6",
         workers=6,
     )
     gpu = GpuSpec(index=0, model=model, ambient_c=ambient, thermal_c_per_watt=c_per_w)
     return Case(
-        name, FAMILY, scenario([gpu], [job], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([gpu], [job], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("throttled/thermal", gpu=0, onset_s=0.0),
             must_not=(expect("throttled/power"),),

@@ -22,7 +22,9 @@ from field.verdicts import Verdict, expect
 from field.workloads import SPIN, TrainLoop, lockstep, steady
 
 FAMILY = "overstated"
-RANK_COMMAND = "python -u train.py --nnodes 1 --nproc-per-node {n} --local-rank {r} --model llama-7b"
+RANK_COMMAND = (
+    "python -u train.py --nnodes 1 --nproc-per-node {n} --local-rank {r} --model llama-7b"
+)
 
 
 def _ranks(
@@ -66,10 +68,16 @@ def _hang(model: GpuModel, seed: int, n: int, hung: int | None) -> Case:
     loop = TrainLoop(step_gpu_s=0.35, batch_cpu_s=1.2, workers=4, power=0.85)
     procs = _ranks(name, model, [loop] * n, duration, hang_at, hung if hung is not None else -1)
     gpus = [model] * n
-    subject = expect("collective-hang", gpu=hung if hung is not None else range(n),
-                     pid=10100 + 20 * hung if hung is not None else None, onset_s=hang_at)
+    subject = expect(
+        "collective-hang",
+        gpu=hung if hung is not None else range(n),
+        pid=10100 + 20 * hung if hung is not None else None,
+        onset_s=hang_at,
+    )
     return Case(
-        name, FAMILY, scenario(gpus, procs, duration, 1.0, seed, name, host=HostSpec(cores=8 * n)),
+        name,
+        FAMILY,
+        scenario(gpus, procs, duration, 1.0, seed, name, host=HostSpec(cores=8 * n)),
         Verdict(
             top=subject,
             must_not=(expect("compute-bound"),) if hung is None else (),
@@ -92,13 +100,23 @@ def _tiny_kernels(model: GpuModel, seed: int) -> Case:
     share = (0.3 * model.power_limit_watts - model.active_idle_watts) / (
         model.power_limit_watts - model.active_idle_watts
     )
-    act = Activity(kernel=0.7, memory=0.25, power=share, main_cpu=99.0, main_state="R", worker_cpu=4.0)
+    act = Activity(
+        kernel=0.7, memory=0.25, power=share, main_cpu=99.0, main_state="R", worker_cpu=4.0
+    )
     p = process(
-        10500, 0, name, 300, lambda b, r: steady(b, r, 300, act, wander=0.03), int(2.5 * GIB),
-        "python train_gnn.py --dataset ogbn-arxiv --hidden 64 --batch-size 64", workers=2,
+        10500,
+        0,
+        name,
+        300,
+        lambda b, r: steady(b, r, 300, act, wander=0.03),
+        int(2.5 * GIB),
+        "python train_gnn.py --dataset ogbn-arxiv --hidden 64 --batch-size 64",
+        workers=2,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name),
         Verdict(
             top=expect("small-batch", gpu=0, pid=10500),
             must_not=(expect("compute-bound"),),
@@ -122,11 +140,13 @@ def _straggler(model: GpuModel, seed: int, n: int, slow: int, starved: bool) -> 
     loops = [slow_loop if i == slow else base for i in range(n)]
     procs = _ranks(name, model, loops, 300.0)
     return Case(
-        name, FAMILY, scenario([model] * n, procs, 300.0, 1.0, seed, name, host=HostSpec(cores=8 * n)),
+        name,
+        FAMILY,
+        scenario([model] * n, procs, 300.0, 1.0, seed, name, host=HostSpec(cores=8 * n)),
         Verdict(
             top=expect("straggler", gpu=slow, pid=10100 + 20 * slow),
             why=(
-                f"Rank {slow} is the only one whose GPU never waits in the all-reduce (full power); "
+                f"Rank {slow} alone never waits in the all-reduce (its GPU at full power); "
                 f"the others spin at 100 % and lower power: rank {slow} sets the pace."
                 if not starved
                 else f"Rank {slow} waits on its single loader worker (gaps in its own trace); the "

@@ -37,14 +37,21 @@ def _bound(model: GpuModel, seed: int, pinned: bool) -> Case:
         main_cpu=60.0,
     )
     p = process(
-        11100, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION), int(0.3 * model.vram_total_bytes),
+        11100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.3 * model.vram_total_bytes),
         "python train.py --features /data/features.npy --batch-size 8192 --num-workers 8"
         + (" --pin-memory" if pinned else ""),
         workers=8,
     )
     gb = rate / 1e9
     return Case(
-        name, FAMILY, scenario([model], [p], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("pcie-thrash", gpu=0, pid=11100),
             must_not=(expect("input-starved"), expect("compute-bound")),
@@ -60,16 +67,28 @@ def _prefetch(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/async-prefetch/{model.tag}-s{seed}"
     rate = model.pinned_copy_bytes_per_s
     loop = TrainLoop(
-        step_gpu_s=0.25, batch_cpu_s=1.0, workers=8, copy_bytes=0.1 * rate * 0.25,
-        copy_rate=rate, copy_overlapped=True, main_cpu=85.0,
+        step_gpu_s=0.25,
+        batch_cpu_s=1.0,
+        workers=8,
+        copy_bytes=0.1 * rate * 0.25,
+        copy_rate=rate,
+        copy_overlapped=True,
+        main_cpu=85.0,
     )
     p = process(
-        11200, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION), int(0.5 * model.vram_total_bytes),
+        11200,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.5 * model.vram_total_bytes),
         "python train.py --data /data/imagenet --num-workers 8 --pin-memory --non-blocking",
         workers=8,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,

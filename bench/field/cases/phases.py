@@ -41,18 +41,36 @@ def _rl(model: GpuModel, seed: int, selfplay: bool) -> Case:
             rollout_end = b.now + r.uniform(10.0, 14.0)
             while b.now < rollout_end:
                 # Policy forward for a batch of observations, then wait for the envs.
-                b.add(r.uniform(0.004, 0.008), Activity(kernel=0.8, memory=0.3, power=0.3, main_cpu=100.0, worker_cpu=96.0, worker_state="R"))
-                b.add(r.uniform(0.02, 0.04), Activity(main_cpu=45.0, worker_cpu=96.0, worker_state="R"))
-            b.add(r.uniform(1.5, 3.0), Activity(kernel=0.75, memory=0.4, power=0.6, main_cpu=100.0, worker_cpu=2.0))
+                b.add(
+                    r.uniform(0.004, 0.008),
+                    Activity(
+                        kernel=0.8,
+                        memory=0.3,
+                        power=0.3,
+                        main_cpu=100.0,
+                        worker_cpu=96.0,
+                        worker_state="R",
+                    ),
+                )
+                b.add(
+                    r.uniform(0.02, 0.04),
+                    Activity(main_cpu=45.0, worker_cpu=96.0, worker_state="R"),
+                )
+            b.add(
+                r.uniform(1.5, 3.0),
+                Activity(kernel=0.75, memory=0.4, power=0.6, main_cpu=100.0, worker_cpu=2.0),
+            )
 
     command = (
         f"python selfplay.py --game go9x9 --actors {envs} --mcts-sims 400"
         if selfplay
-        else f"python train_ppo.py --env-id ALE/Breakout-v5 --num-envs {envs} --total-timesteps 10000000"
+        else f"python train_ppo.py --env-id ALE/Breakout-v5 --num-envs {envs} --total-timesteps 1e7"
     )
     p = process(8100, 0, name, duration, learner, int(2.5 * GIB), command, workers=envs)
     return Case(
-        name, FAMILY, scenario([model], [p], duration, 1.0, seed, name, host=HostSpec(cores=32)),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name, host=HostSpec(cores=32)),
         Verdict(
             top=expect("simulation-bound", gpu=0, pid=8100),
             must_not=(expect("input-starved"), expect("idle-holding-vram"), expect("small-batch")),
@@ -73,16 +91,26 @@ def _warm_up(model: GpuModel, seed: int, kind: str) -> Case:
         if kind == "compile":
             # Dynamo traces on the main thread; Inductor's compile workers build kernels;
             # autotuning runs candidate kernels for short bursts near the end.
-            pause(b, warm * 0.85, Activity(main_cpu=100.0, main_state="R", worker_cpu=70.0, worker_state="R"))
+            pause(
+                b,
+                warm * 0.85,
+                Activity(main_cpu=100.0, main_state="R", worker_cpu=70.0, worker_state="R"),
+            )
             while b.now < warm:
-                b.add(r.uniform(0.2, 0.6), Activity(kernel=0.7, memory=0.4, power=0.5, main_cpu=100.0))
+                b.add(
+                    r.uniform(0.2, 0.6), Activity(kernel=0.7, memory=0.4, power=0.5, main_cpu=100.0)
+                )
                 b.add(r.uniform(0.5, 1.5), Activity(main_cpu=100.0, worker_cpu=40.0))
         else:
             # Reading the dataset index / decoding the first shards before the first batch.
             pause(b, warm, Activity(main_cpu=35.0, main_state="D", iowait=3.0))
         loop.run(b, r, duration)
 
-    vram = [VramPoint(0.0, int(0.2 * model.vram_total_bytes)), VramPoint(warm, int(0.2 * model.vram_total_bytes)), VramPoint(warm + 5, int(0.6 * model.vram_total_bytes))]
+    vram = [
+        VramPoint(0.0, int(0.2 * model.vram_total_bytes)),
+        VramPoint(warm, int(0.2 * model.vram_total_bytes)),
+        VramPoint(warm + 5, int(0.6 * model.vram_total_bytes)),
+    ]
     command = (
         "python train.py --model llama-1b --compile --batch-size 16"
         if kind == "compile"
@@ -90,7 +118,9 @@ def _warm_up(model: GpuModel, seed: int, kind: str) -> Case:
     )
     p = process(8200, 0, name, duration, job, vram, command, workers=8)
     return Case(
-        name, FAMILY, scenario([model], [p], duration, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,
@@ -112,24 +142,39 @@ def _offload(model: GpuModel, seed: int) -> Case:
     def job(b: TimelineBuilder, r: random.Random) -> None:
         while b.now < duration:
             # Forward, then backward with gradients streamed to the host as buckets fill.
-            b.add(r.uniform(0.35, 0.45), Activity(kernel=0.95, memory=0.5, power=0.8, main_cpu=100.0))
+            b.add(
+                r.uniform(0.35, 0.45), Activity(kernel=0.95, memory=0.5, power=0.8, main_cpu=100.0)
+            )
             back = r.uniform(0.6, 0.8)
-            b.add(back, Activity(kernel=0.9, memory=0.5, power=0.75, d2h=grads / back, main_cpu=100.0))
+            b.add(
+                back, Activity(kernel=0.9, memory=0.5, power=0.75, d2h=grads / back, main_cpu=100.0)
+            )
             # DeepSpeedCPUAdam on the host's cores; the GPU waits.
             b.add(r.uniform(0.8, 1.1), Activity(main_cpu=1400.0, main_state="R"))
             b.add(grads / rate, Activity(h2d=rate, memory=0.1, main_cpu=100.0))
 
     p = process(
-        8300, 0, name, duration, job, int(0.18 * model.vram_total_bytes),
+        8300,
+        0,
+        name,
+        duration,
+        job,
+        int(0.18 * model.vram_total_bytes),
         "/usr/bin/python -u train.py --local_rank=0 --deepspeed --deepspeed_config "
         "ds_config_zero2_offload.json",
         main_threads=16,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name),
         Verdict(
             top=expect("cpu-offload", gpu=0, pid=8300),
-            must_not=(expect("input-starved"), expect("idle-holding-vram"), expect("vram-near-limit")),
+            must_not=(
+                expect("input-starved"),
+                expect("idle-holding-vram"),
+                expect("vram-near-limit"),
+            ),
             why="ZeRO-Offload: gradients stream to the host during backward, the optimizer runs "
             "on 16 CPU threads while the GPU waits, parameters come back: by design.",
         ),
@@ -142,6 +187,7 @@ def _periodic(model: GpuModel, seed: int, kind: str) -> Case:
     duration = 480.0
     loop = TrainLoop(step_gpu_s=0.28, batch_cpu_s=1.2, workers=8, main_cpu=85.0)
     every = (150.0, 200.0)[seed % 2]
+    flag = "save" if kind == "checkpointing" else "eval"
     eval_loop = TrainLoop(step_gpu_s=0.08, batch_cpu_s=0.5, workers=4, main_cpu=70.0, power=0.6)
 
     def job(b: TimelineBuilder, r: random.Random) -> None:
@@ -154,12 +200,19 @@ def _periodic(model: GpuModel, seed: int, kind: str) -> Case:
                 eval_loop.run(b, r, b.now + r.uniform(20, 40))
 
     p = process(
-        8400, 0, name, duration, job, int(0.5 * model.vram_total_bytes),
-        f"python train.py --data /data/imagenet --{'save' if kind == 'checkpointing' else 'eval'}-every 2000",
+        8400,
+        0,
+        name,
+        duration,
+        job,
+        int(0.5 * model.vram_total_bytes),
+        f"python train.py --data /data/imagenet --{flag}-every 2000",
         workers=8,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,

@@ -32,8 +32,16 @@ DURATION = 420.0
 
 def _notebook(pid: int, seed: str, vram: int, core: int) -> ProcessSpec:
     return process(
-        pid, 0, seed, DURATION, lambda b, r: pause(b, DURATION, NOTEBOOK_IDLE), vram,
-        NOTEBOOK.format(k=f"{pid:x}"), user="bob", core=core, rss_bytes=5 * GIB,
+        pid,
+        0,
+        seed,
+        DURATION,
+        lambda b, r: pause(b, DURATION, NOTEBOOK_IDLE),
+        vram,
+        NOTEBOOK.format(k=f"{pid:x}"),
+        user="bob",
+        core=core,
+        rss_bytes=5 * GIB,
     )
 
 
@@ -42,13 +50,19 @@ def _starved_beside_notebook(model: GpuModel, seed: int) -> Case:
     step, batch = ((0.15, 0.35), (0.45, 1.2))[seed % 2]
     loop = TrainLoop(step_gpu_s=step, batch_cpu_s=batch, workers=0, main_cpu=80.0)
     job = process(
-        4100, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION),
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
         int(0.3 * model.vram_total_bytes),
         "python train.py --data /data/cifar100 --batch-size 128 --num-workers 0",
     )
     nb = _notebook(5200, name, int(0.25 * model.vram_total_bytes), core=10)
     return Case(
-        name, FAMILY, scenario([model], [job, nb], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [job, nb], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("input-starved/num-workers-0", gpu=0, pid=4100),
             must_show=(expect("idle-holding-vram", gpu=0, pid=5200),),
@@ -69,13 +83,20 @@ def _healthy_beside_idle(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/healthy-beside-idle/{model.tag}-s{seed}"
     loop = TrainLoop(step_gpu_s=0.25, batch_cpu_s=1.0, workers=8, main_cpu=85.0)
     job = process(
-        4100, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION),
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
         int(0.45 * model.vram_total_bytes),
-        "python train.py --data /data/imagenet --batch-size 256 --num-workers 8", workers=8,
+        "python train.py --data /data/imagenet --batch-size 256 --num-workers 8",
+        workers=8,
     )
     nb = _notebook(5200, name, int(0.3 * model.vram_total_bytes), core=20)
     return Case(
-        name, FAMILY, scenario([model], [job, nb], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [job, nb], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("idle-holding-vram", gpu=0, pid=5200),
             must_not=(
@@ -95,18 +116,31 @@ def _two_busy(model: GpuModel, seed: int) -> Case:
     a = TrainLoop(step_gpu_s=0.2, batch_cpu_s=0.8, workers=6, main_cpu=80.0, kernel_fill=0.49)
     b_ = TrainLoop(step_gpu_s=0.3, batch_cpu_s=1.2, workers=6, main_cpu=80.0, kernel_fill=0.48)
     job_a = process(
-        4100, 0, name, DURATION, lambda b, r: a.run(b, r, DURATION),
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: a.run(b, r, DURATION),
         int(0.35 * model.vram_total_bytes),
-        "python train.py --data /data/imagenet --batch-size 128 --num-workers 6", workers=6,
+        "python train.py --data /data/imagenet --batch-size 128 --num-workers 6",
+        workers=6,
     )
     job_b = process(
-        6100, 0, name, DURATION, lambda b, r: b_.run(b, r, DURATION),
+        6100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: b_.run(b, r, DURATION),
         int(0.4 * model.vram_total_bytes),
-        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py", workers=6,
-        user="carol", core=16,
+        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
+        workers=6,
+        user="carol",
+        core=16,
     )
     return Case(
-        name, FAMILY, scenario([model], [job_a, job_b], DURATION, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [job_a, job_b], DURATION, 1.0, seed, name),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,
@@ -122,9 +156,14 @@ def _three_tenants(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/three-tenants/{model.tag}-s{seed}"
     loop = TrainLoop(step_gpu_s=0.3, batch_cpu_s=2.0, workers=2, main_cpu=75.0)
     job = process(
-        4100, 0, name, DURATION, lambda b, r: loop.run(b, r, DURATION),
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
         int(0.3 * model.vram_total_bytes),
-        "python train.py --data /data/coco --batch-size 32 --num-workers 2", workers=2,
+        "python train.py --data /data/coco --batch-size 32 --num-workers 2",
+        workers=2,
     )
     nb = _notebook(5200, name, int(0.2 * model.vram_total_bytes), core=12)
 
@@ -135,12 +174,21 @@ def _three_tenants(model: GpuModel, seed: int) -> Case:
             b.add(r.uniform(2, 6), Activity(kernel=0.6, memory=0.3, power=0.5, main_cpu=100.0))
 
     nb2 = process(
-        5300, 0, name, DURATION, cells, int(0.15 * model.vram_total_bytes),
-        NOTEBOOK.format(k="5300"), user="dave", core=14,
+        5300,
+        0,
+        name,
+        DURATION,
+        cells,
+        int(0.15 * model.vram_total_bytes),
+        NOTEBOOK.format(k="5300"),
+        user="dave",
+        core=14,
     )
     host = HostSpec(cores=32)
     return Case(
-        name, FAMILY, scenario([model], [job, nb, nb2], DURATION, 1.0, seed, name, host=host),
+        name,
+        FAMILY,
+        scenario([model], [job, nb, nb2], DURATION, 1.0, seed, name, host=host),
         Verdict(
             top=expect("input-starved/more-workers", gpu=0, pid=4100),
             must_not=(

@@ -41,11 +41,19 @@ def _healthy(model: GpuModel, seed: int, interval: float) -> Case:
         kernel_fill=0.975,
     )
     p = process(
-        4100, 0, name, 300, lambda b, r: loop.run(b, r, 300), int(0.55 * model.vram_total_bytes),
-        TRAIN.format(arch="resnet50", batch=256, w=8), workers=8,
+        4100,
+        0,
+        name,
+        300,
+        lambda b, r: loop.run(b, r, 300),
+        int(0.55 * model.vram_total_bytes),
+        TRAIN.format(arch="resnet50", batch=256, w=8),
+        workers=8,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, interval, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, interval, seed, name),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,
@@ -61,12 +69,19 @@ def _memory_bound(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/memory-bound/{model.tag}-s{seed}"
     act = Activity(kernel=0.93, memory=0.95 + 0.01 * seed, power=0.62, main_cpu=80.0)
     p = process(
-        4200, 0, name, 300, lambda b, r: steady(b, r, 300, act, wander=0.02),
-        int(0.6 * model.vram_total_bytes), "python train_dlrm.py --embedding-dim 128",
+        4200,
+        0,
+        name,
+        300,
+        lambda b, r: steady(b, r, 300, act, wander=0.02),
+        int(0.6 * model.vram_total_bytes),
+        "python train_dlrm.py --embedding-dim 128",
         workers=4,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name),
         Verdict(
             top=expect("memory-bound", gpu=0),
             must_not=(expect("input-starved"), expect("small-batch")),
@@ -85,12 +100,19 @@ def _vram_growing(model: GpuModel, seed: int) -> Case:
     onset = duration * (0.9 * total - start) / (end - start)
     loop = TrainLoop(step_gpu_s=0.3, batch_cpu_s=1.2, workers=8, power=0.8)
     p = process(
-        4300, 0, name, duration, lambda b, r: loop.run(b, r, duration),
+        4300,
+        0,
+        name,
+        duration,
+        lambda b, r: loop.run(b, r, duration),
         [VramPoint(0.0, start), VramPoint(duration, end)],
-        "python finetune.py --model gpt2-xl --max-len 2048 --keep-history", workers=8,
+        "python finetune.py --model gpt2-xl --max-len 2048 --keep-history",
+        workers=8,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name),
         Verdict(
             top=expect("vram-near-limit", gpu=0, onset_s=onset),
             why="Device memory climbs steadily (a leak or ever larger shapes) past 90 % and "
@@ -104,11 +126,19 @@ def _small_batch(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/small-batch/{model.tag}-s{seed}"
     act = Activity(kernel=0.42 + 0.03 * seed, memory=0.2, power=0.3, main_cpu=99.0, main_state="R")
     p = process(
-        4400, 0, name, 300, lambda b, r: steady(b, r, 300, _worker(act, 4.0), wander=0.03),
-        3 * GIB, "python train.py --model mlp --batch-size 16 --workers 4", workers=4,
+        4400,
+        0,
+        name,
+        300,
+        lambda b, r: steady(b, r, 300, _worker(act, 4.0), wander=0.03),
+        3 * GIB,
+        "python train.py --model mlp --batch-size 16 --workers 4",
+        workers=4,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name),
         Verdict(
             top=expect("small-batch", gpu=0, pid=4400),
             must_not=(expect("input-starved"), expect("compute-bound")),
@@ -129,11 +159,18 @@ def _starved_inline(model: GpuModel, seed: int) -> Case:
     step, batch = ((0.12, 0.3), (0.5, 1.4))[seed % 2]
     loop = TrainLoop(step_gpu_s=step, batch_cpu_s=batch, workers=0, main_cpu=75.0)
     p = process(
-        4500, 0, name, 300, lambda b, r: loop.run(b, r, 300), int(0.35 * model.vram_total_bytes),
+        4500,
+        0,
+        name,
+        300,
+        lambda b, r: loop.run(b, r, 300),
+        int(0.35 * model.vram_total_bytes),
         TRAIN.format(arch="resnet18", batch=128, w=0),
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name),
         Verdict(
             top=expect("input-starved/num-workers-0", gpu=0, pid=4500),
             why="DataLoader(num_workers=0): each batch is decoded in the training process, "
@@ -148,12 +185,21 @@ def _starved_cpu(model: GpuModel, seed: int) -> Case:
     step, batch = ((0.15, 2.4), (0.45, 8.0))[seed % 2]
     loop = TrainLoop(step_gpu_s=step, batch_cpu_s=batch, workers=7, main_cpu=70.0, cores=64)
     p = process(
-        4600, 0, name, 300, lambda b, r: loop.run(b, r, 300), int(0.4 * model.vram_total_bytes),
-        TRAIN.format(arch="vit_b_16", batch=128, w=7), workers=7, core=8,
+        4600,
+        0,
+        name,
+        300,
+        lambda b, r: loop.run(b, r, 300),
+        int(0.4 * model.vram_total_bytes),
+        TRAIN.format(arch="vit_b_16", batch=128, w=7),
+        workers=7,
+        core=8,
     )
     host = HostSpec(cores=64, allowed=tuple(range(8, 16)), background_cpu=1.0)
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name, host=host),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name, host=host),
         Verdict(
             top=expect("input-starved/cpu-bound", gpu=0, pid=4600),
             why="Seven workers with heavy augmentation on an 8-core SLURM cpuset: every allowed "
@@ -168,12 +214,19 @@ def _starved_storage(model: GpuModel, seed: int) -> Case:
     step, wait = ((0.1, 1.3), (0.4, 5.0))[seed % 2]
     loop = TrainLoop(step_gpu_s=step, batch_cpu_s=0.05, storage_s=wait, workers=8, cores=16)
     p = process(
-        4700, 0, name, 300, lambda b, r: loop.run(b, r, 300), int(0.3 * model.vram_total_bytes),
+        4700,
+        0,
+        name,
+        300,
+        lambda b, r: loop.run(b, r, 300),
+        int(0.3 * model.vram_total_bytes),
         TRAIN.format(arch="resnet50", batch=256, w=8) + " --data-root /nfs/datasets",
         workers=8,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], 300, 1.0, seed, name, host=HostSpec(cores=16)),
+        name,
+        FAMILY,
+        scenario([model], [p], 300, 1.0, seed, name, host=HostSpec(cores=16)),
         Verdict(
             top=expect("input-starved/storage-bound", gpu=0, pid=4700),
             why="Workers wait on NFS reads (D state, iowait high) with idle CPUs: storage, "

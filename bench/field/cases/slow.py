@@ -31,13 +31,22 @@ FAMILY = "slow"
 def _nfs_cycles(model: GpuModel, seed: int, duration: float, interval: float) -> Case:
     name = f"{FAMILY}/nfs-load-compute/{model.tag}-s{seed}-{duration / 60:.0f}min"
     fetch, compute = ((18.0, 16.0), (12.0, 25.0), (25.0, 12.0))[seed % 3]
-    loop = TrainLoop(step_gpu_s=compute, storage_s=fetch, batch_cpu_s=1.0, workers=0, cores=32, jitter=0.15)
+    loop = TrainLoop(
+        step_gpu_s=compute, storage_s=fetch, batch_cpu_s=1.0, workers=0, cores=32, jitter=0.15
+    )
     p = process(
-        9100, 0, name, duration, lambda b, r: loop.run(b, r, duration), int(0.45 * model.vram_total_bytes),
+        9100,
+        0,
+        name,
+        duration,
+        lambda b, r: loop.run(b, r, duration),
+        int(0.45 * model.vram_total_bytes),
         "python train.py --shards s3://bucket/webdataset/{000..999}.tar --cache none",
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, interval, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, interval, seed, name),
         Verdict(
             top=expect("input-starved/storage-bound", gpu=0, pid=9100),
             must_not=(expect("idle-holding-vram"), expect("small-batch")),
@@ -50,7 +59,8 @@ def _nfs_cycles(model: GpuModel, seed: int, duration: float, interval: float) ->
 
 def _nfs_log(case: Case, interval: float) -> Case:
     return as_log(
-        case, interval,
+        case,
+        interval,
         Verdict(
             top=expect("input-starved", gpu=0),
             must_not=(expect("compute-bound"), expect("small-batch")),
@@ -63,13 +73,23 @@ def _nfs_log(case: Case, interval: float) -> Case:
 def _sawtooth(model: GpuModel, seed: int, duration: float, interval: float) -> Case:
     name = f"{FAMILY}/sawtooth-1hz/{model.tag}-s{seed}"
     # Four workers at a full core each make a batch per second; the GPU needs 0.27 s.
-    loop = TrainLoop(step_gpu_s=0.27, batch_cpu_s=4.0, workers=4, main_cpu=60.0, cores=32, jitter=0.04)
+    loop = TrainLoop(
+        step_gpu_s=0.27, batch_cpu_s=4.0, workers=4, main_cpu=60.0, cores=32, jitter=0.04
+    )
     p = process(
-        9200, 0, name, duration, lambda b, r: loop.run(b, r, duration), int(0.4 * model.vram_total_bytes),
-        "python train.py --data /data/imagenet --batch-size 256 --num-workers 4", workers=4,
+        9200,
+        0,
+        name,
+        duration,
+        lambda b, r: loop.run(b, r, duration),
+        int(0.4 * model.vram_total_bytes),
+        "python train.py --data /data/imagenet --batch-size 256 --num-workers 4",
+        workers=4,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, interval, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, interval, seed, name),
         Verdict(
             top=expect("input-starved/more-workers", gpu=0, pid=9200),
             must_not=(expect("compute-bound"), expect("small-batch")),
@@ -82,13 +102,23 @@ def _sawtooth(model: GpuModel, seed: int, duration: float, interval: float) -> C
 
 def _steady_level(model: GpuModel, seed: int, duration: float, interval: float) -> Case:
     name = f"{FAMILY}/steady-27/{model.tag}-s{seed}"
-    act = Activity(kernel=0.27, memory=0.12, power=0.25, main_cpu=99.0, main_state="R", worker_cpu=3.0)
+    act = Activity(
+        kernel=0.27, memory=0.12, power=0.25, main_cpu=99.0, main_state="R", worker_cpu=3.0
+    )
     p = process(
-        9300, 0, name, duration, lambda b, r: steady(b, r, duration, act, wander=0.04), 3 * GIB,
-        "python train.py --data /data/tabular --batch-size 32 --num-workers 4", workers=4,
+        9300,
+        0,
+        name,
+        duration,
+        lambda b, r: steady(b, r, duration, act, wander=0.04),
+        3 * GIB,
+        "python train.py --data /data/tabular --batch-size 32 --num-workers 4",
+        workers=4,
     )
     return Case(
-        name, FAMILY, scenario([model], [p], duration, interval, seed, name),
+        name,
+        FAMILY,
+        scenario([model], [p], duration, interval, seed, name),
         Verdict(
             top=expect("small-batch", gpu=0, pid=9300),
             must_not=(expect("input-starved"), expect("compute-bound")),
@@ -101,7 +131,8 @@ def _steady_level(model: GpuModel, seed: int, duration: float, interval: float) 
 
 def _cannot_tell_log(case: Case, interval: float) -> Case:
     return as_log(
-        case, interval,
+        case,
+        interval,
         Verdict(
             top=expect("low-utilization", gpu=0),
             must_not=(expect("compute-bound"), expect("input-starved"), expect("small-batch")),
@@ -119,14 +150,31 @@ def _trickle(model: GpuModel, seed: int, duration: float, level: float, interval
         if level < 10:
             while b.now < duration:
                 b.add(r.uniform(3.0, 12.0), Activity(main_cpu=100.0, main_state="R"))
-                b.add(r.uniform(0.1, 0.4), Activity(kernel=0.6, memory=0.2, power=0.3, main_cpu=100.0))
+                b.add(
+                    r.uniform(0.1, 0.4), Activity(kernel=0.6, memory=0.2, power=0.3, main_cpu=100.0)
+                )
         else:
-            steady(b, r, duration, Activity(kernel=level / 100, memory=0.1, power=0.2, main_cpu=90.0), wander=0.12)
+            steady(
+                b,
+                r,
+                duration,
+                Activity(kernel=level / 100, memory=0.1, power=0.2, main_cpu=90.0),
+                wander=0.12,
+            )
 
-    p = process(9400, 0, name, duration, job, int(0.2 * model.vram_total_bytes), "python run_experiment.py")
-    live = Case(name, FAMILY, scenario([model], [p], duration, 1.0, seed, name, host=HostSpec()), Verdict(top=None), ("nvml-util",))
+    p = process(
+        9400, 0, name, duration, job, int(0.2 * model.vram_total_bytes), "python run_experiment.py"
+    )
+    live = Case(
+        name,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, seed, name, host=HostSpec()),
+        Verdict(top=None),
+        ("nvml-util",),
+    )
     return as_log(
-        live, interval,
+        live,
+        interval,
         Verdict(
             top=expect("low-utilization", gpu=0),
             must_not=(expect("compute-bound"),),
