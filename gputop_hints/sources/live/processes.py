@@ -112,6 +112,7 @@ class ProcessTracker:
         self._tick = 0
 
     def begin_tick(self) -> None:
+        """Start a tick: each pid is read at most once until the next one."""
         self._tick += 1
 
     def end_tick(self) -> None:
@@ -121,6 +122,7 @@ class ProcessTracker:
             del self._tracked[pid]
 
     def __len__(self) -> int:
+        """How many pids are remembered (it must not grow without bound)."""
         return len(self._tracked)
 
     def read(self, pid: int, table: ProcTable | None, *, details: bool) -> ProcessReading | None:

@@ -30,6 +30,8 @@ INFRASTRUCTURE_NAMES = frozenset({"slurmstepd", "sleep_forever"})
 
 @dataclass
 class _Verdict:
+    """A pid's membership, judged once for the process that started at ``start``."""
+
     start: int
     member: bool | None
     """True / False from cgroup or environ; None: neither could tell."""
@@ -156,7 +158,7 @@ class ForeignLoad:
         return min(100.0, foreign_s / capacity * 100.0)
 
 
-# -- CUDA_VISIBLE_DEVICES ------------------------------------------------------------------
+# -- the job's GPUs as NVML indices ------------------------------------------------------
 
 
 @dataclass(frozen=True)
