@@ -1,0 +1,112 @@
+"""How the live source calls NVML: one call through nvitop's ``nvmlQuery``,
+unknown as ``None``, and what a GPU does not support remembered per GPU.
+
+Shared by :mod:`~gputop_hints.sources.live.nvml` (devices) and
+:mod:`~gputop_hints.sources.live.nvml_processes` (processes on them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nvitop.api import libnvml
+
+_MISSING: Any = object()
+"""Default handed to ``nvmlQuery`` so a function the driver lacks is told apart."""
+
+NO_NEW_SAMPLES: Any = object()
+"""What :func:`query` answers for NVML's NotFound when the caller asks to tell it apart."""
+
+
+def known(value: Any) -> Any:
+    """nvitop's ``NA`` (the string ``'N/A'``) and None both mean unknown."""
+    if value is None or (isinstance(value, str) and value == "N/A"):
+        return None
+    return value
+
+
+def int_or_none(value: Any) -> int | None:
+    """A known number as an int; None for unknown and for anything not a number."""
+    value = known(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
+
+
+def float_or_none(value: Any) -> float | None:
+    """A known number as a float; None for unknown and for anything not a number."""
+    value = known(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+@dataclass
+class GpuState:
+    """What we remember about one GPU between ticks."""
+
+    index: int
+    device: Any
+    """nvitop ``PhysicalDevice`` (None when NVML would not give a handle)."""
+    handle: Any
+    name: str | None
+    uuid: str | None
+    max_sm_clock_mhz: int | None = None
+    unsupported: set[str] = field(default_factory=set)
+    """NVML functions that answered NotSupported / NoPermission / FunctionNotFound:
+    asked once, never again (they do not start working mid-run)."""
+    last_sample_us: int | None = None
+    """Timestamp of the newest buffered utilization sample already reported."""
+    last_process_sample_us: int | None = None
+    """Timestamp of the newest per-process utilization sample already used."""
+
+
+def query(state: GpuState, function: str, *args: Any, not_found: Any = None) -> Any:
+    """One NVML call on ``state``'s GPU; None when unknown this tick.
+
+    NotSupported, NoPermission and FunctionNotFound are remembered so the
+    call is never made again for this GPU. GpuIsLost propagates: the caller
+    gives up on the GPU for this tick. NotFound -- for the sample buffers,
+    "nothing recorded since then" -- answers ``not_found``.
+    """
+    if function in state.unsupported:
+        return None
+    try:
+        value = libnvml.nvmlQuery(
+            function,
+            state.handle,
+            *args,
+            default=_MISSING,
+            ignore_errors=False,
+            ignore_function_not_found=True,
+        )
+    except libnvml.NVMLError_NotFound:
+        return not_found
+    except (libnvml.NVMLError_NotSupported, libnvml.NVMLError_NoPermission):
+        state.unsupported.add(function)
+        return None
+    except libnvml.NVMLError_GpuIsLost:
+        raise
+    except libnvml.NVMLError:
+        return None
+    if value is _MISSING:
+        state.unsupported.add(function)
+        return None
+    return value
+
+
+def sample_value(value: Any, value_type: int) -> float | None:
+    """Read an ``nvmlValue_t`` union by its declared type."""
+    attribute = {
+        0: "dVal",
+        1: "uiVal",
+        2: "ulVal",
+        3: "ullVal",
+        4: "sllVal",
+        5: "siVal",
+        6: "usVal",
+    }.get(value_type)
+    if attribute is None:
+        return None
+    return float(getattr(value, attribute))
