@@ -10,14 +10,16 @@ import pytest
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
-from gputop_hints.tui.detail import ProcessDetailScreen
 from gputop_hints.tui.messages import SnapshotReady
 from gputop_hints.tui.render import BLOCKS, GAP, bar, sparkline
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
-from gputop_hints.tui.widgets.header import GpuUnavailableBanner, HeaderBar
-from gputop_hints.tui.widgets.process_table import SORT_KEYS, ProcessTable, sort_processes
+from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
+from gputop_hints.tui.widgets.header import HeaderBar
+from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes
+from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.units import core_ranges
 from tests.support.screen import screen_text
 
@@ -297,7 +299,7 @@ async def test_question_mark_opens_the_metrics_help_and_escape_closes_it() -> No
         await pilot.pause()
         from textual.widgets import Markdown
 
-        from gputop_hints.tui.help import HelpScreen
+        from gputop_hints.tui.screens.help import HelpScreen
 
         assert isinstance(app.screen, HelpScreen)
         assert app.screen.query_one(Markdown) is not None

@@ -17,16 +17,17 @@ from gputop_hints.hints.findings import Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
-from gputop_hints.tui.detail import FindingsView, ProcessDetailScreen
-from gputop_hints.tui.help import HelpScreen, help_text, hints_help
 from gputop_hints.tui.hint_text import (
     GPU_LEVEL_PREFIX,
     SEVERITY_MARK,
     duration_text,
     fit_text,
 )
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
+from gputop_hints.tui.screens.help import HelpScreen, help_text, hints_help
+from gputop_hints.tui.widgets.findings_view import FindingsView
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
-from gputop_hints.tui.widgets.process_table import (
+from gputop_hints.tui.widgets.process_columns import (
     HINT_WIDTH,
     visible_columns,
 )

@@ -38,7 +38,7 @@ def load_metrics_doc() -> str:
     packaged = resources.files("gputop_hints") / "_data" / "metrics.md"
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    repo_copy = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+    repo_copy = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
     if repo_copy.is_file():
         return repo_copy.read_text(encoding="utf-8")
     return _MISSING
