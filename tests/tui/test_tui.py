@@ -10,8 +10,9 @@ import pytest
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.glyphs import UNICODE
 from gputop_hints.tui.messages import SnapshotReady
-from gputop_hints.tui.render import BLOCKS, GAP, bar, sparkline
+from gputop_hints.tui.render import GAP, bar, sparkline
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
@@ -22,6 +23,8 @@ from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.units import core_ranges
 from tests.support.screen import screen_text
+
+BLOCKS = UNICODE.blocks
 
 
 class ClosingDemo(DemoSource):

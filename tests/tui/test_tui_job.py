@@ -11,6 +11,8 @@ ASCII glyph set and its locale detection.
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -203,6 +205,21 @@ async def test_ascii_screen_is_pure_ascii(ascii_glyphs: None) -> None:
 
 def test_unicode_glyphs_are_back_after_ascii() -> None:
     assert sparkline([100.0], 1, 100.0) == "█"
+
+
+def test_glyph_choice_needs_no_rendering_module() -> None:
+    """glyphs is below render: switching glyphs loads nothing that draws (no import cycle)."""
+    probe = (
+        "import sys\n"
+        "from gputop_hints.tui import glyphs\n"
+        "glyphs.configure(ascii=True)\n"
+        "assert glyphs.active() is glyphs.ASCII\n"
+        "print('gputop_hints.tui.render' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize(

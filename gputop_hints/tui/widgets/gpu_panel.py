@@ -25,10 +25,10 @@ from textual.strip import Strip
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import GpuSample
+from gputop_hints.tui import glyphs
 from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
-    LIMIT_MARK,
     Line,
     Piece,
     add_pieces,
@@ -341,7 +341,7 @@ class GpuPanel(StripWidget):
         line = Line().add(f" {'VRAM':<{_LABEL - 1}}", p.label)
         filled, track = bar(gpu.vram_fraction, bar_width - 1)
         line.add(filled, p.vram).add(track, p.track)
-        line.add(LIMIT_MARK, p.critical)
+        line.add(glyphs.active().limit_mark, p.critical)
         if trend_width:
             line.add(" ")
             values = self.sparkline_values("vram_used_bytes", trend_width)
@@ -391,7 +391,7 @@ class GpuPanel(StripWidget):
                 [
                     Piece("VRAM ", p.label),
                     *mini_bar(fraction, p.vram),
-                    Piece(LIMIT_MARK, p.critical),
+                    Piece(glyphs.active().limit_mark, p.critical),
                     Piece(
                         f"{_one_decimal_gib(gpu.vram_used_bytes):>3}/"
                         f"{_one_decimal_gib(gpu.vram_total_bytes)}G".ljust(8),
