@@ -312,7 +312,7 @@ class GputopApp(PlaybackControls):
                     engine.for_gpu(index),
                     ticks=history.ticks,
                 )
-            self.cpu_panel.update_from(snapshot.host, snapshot.job)
+            self.cpu_panel.update_from(snapshot.host, snapshot.job, self.findings)
             table = self.process_table
             table.note = (
                 "no GPU processes (no GPUs: see the banner above)"

@@ -97,6 +97,34 @@ async def test_cpu_panel_splits_job_cores_from_the_rest_and_shows_others() -> No
     assert "others on job cores 30%" in text
 
 
+def others_style(app: GputopApp) -> tuple[Style | None, Style]:
+    """The style "others on job cores" is drawn in, and the theme's warning style."""
+    panel = app.cpu_panel
+    for segment in panel.render_line(0):
+        if "others on job cores" in segment.text:
+            return segment.style, panel.palette.warning
+    raise AssertionError(f"no 'others on job cores' in {panel.text_lines()}")
+
+
+@pytest.mark.parametrize(("foreign", "warned"), [(30.0, True), (15.0, False)])
+async def test_others_on_job_cores_warn_only_with_the_engines_finding(
+    foreign: float, warned: bool
+) -> None:
+    """Warned in colour exactly when the engine's cores-contended finding holds (25 % by
+    default, after 5 s): 15 % is shown, but not as a warning."""
+    job = dataclasses.replace(JOB, foreign_cpu_percent=foreign)
+    app = GputopApp(FixedSource(), autostart=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        for tick in range(8):
+            app.ingest(snapshot(job=job, timestamp=1_700_000_000.0 + tick))
+        await pilot.pause()
+        contended = any(f.rule == "cores-contended" for f in app.findings)
+        assert contended is warned
+        style, warning = others_style(app)
+        assert style is not None
+        assert (style.color == warning.color) is warned
+
+
 async def test_job_processes_first_and_others_marked_with_all() -> None:
     unfiltered = dataclasses.replace(JOB, filtered=False)
     text = await show(snapshot(job=unfiltered), size=(200, 40))

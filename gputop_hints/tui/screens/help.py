@@ -65,7 +65,8 @@ def hints_help() -> str:
         "with `+N` for the others; the compact one-line-per-GPU layout shows the mark "
         "and the rule's name. Whole-GPU info (healthy, overlap) stays in the panel; only "
         "warnings and worse reach the HINT column. When SM % + memory-access % passes "
-        "100 the MEM row (compact: `Σ`) says the two overlap.",
+        "100 (the `overlap_explained` threshold) the MEM row (compact: `Σ`) says the "
+        "two overlap.",
         "",
         "Press Enter on a process for all its hints and its GPU's: why, the evidence "
         "(metric, value, threshold, whether it was met, and whose numbers they are -- "

@@ -11,9 +11,11 @@ Two shapes, chosen by the height the layout gives the widget:
 GPU-level findings (the engine's ``for_gpu``) show in both: the worst one's
 label, in its severity's colour, at the end of the rich title row with ``+N``
 for the others; in compact mode a marker (severity mark and rule id). The
-overlap finding has its own place: whenever SM % + memory % passes 100 the
-MEM row's note (compact: ``Σ``) says the two overlap, so the sum never stands
-unexplained.
+overlap finding has its own place: while the engine reports it for the sample
+on screen (SM % + memory % past the ``overlap_explained`` threshold, 100 by
+default) the MEM row's note carries its label (compact: ``Σ`` and the sum), so
+the sum never stands unexplained. The panel itself judges nothing: what it marks comes from
+findings and model properties.
 """
 
 from __future__ import annotations
@@ -53,15 +55,26 @@ def _one_decimal_gib(value: int | None) -> str:
 
 
 OVERLAP_RULE = "overlap-explained"
+"""The finding the MEM row explains (not repeated in the title's findings)."""
 COMPACT_MARKER_WIDTH = 16
 
 
-def overlap_note(gpu: GpuSample) -> str | None:
-    """'SM+mem 142%: overlap' when the two fractions add up past 100 (shown, never clamped)."""
-    total = gpu.utilization_sum_percent
-    if total is None or total <= 100:
-        return None
-    return f"SM+mem {total:.0f}%: overlap"
+def overlap_finding(findings: tuple[Finding, ...], gpu: GpuSample) -> Finding | None:
+    """The engine's overlap finding among a GPU's findings, if it is about ``gpu``.
+
+    The MEM row's note sits beside the sample's own SM and memory numbers, so it
+    shows the finding only while the finding's evidence is that sample. Once the
+    sum falls back the engine keeps the finding visible for its clear-after time
+    (lists must not flicker) with the numbers it last saw, which would put
+    "SM+mem 148%" beside a 20 % and a 13 %. No threshold is applied here: the
+    configured one already decided whether there is a finding at all.
+    """
+    shown = {gpu.sm_percent, gpu.memory_access_percent, gpu.utilization_sum_percent}
+    for finding in findings:
+        if finding.rule == OVERLAP_RULE:
+            evidence = {e.value for e in finding.evidence}
+            return finding if shown <= evidence else None
+    return None
 
 
 def panel_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
@@ -146,16 +159,6 @@ class GpuPanel(StripWidget):
         cells = bucketed(series.last(width * per_cell + filling), per_cell, self.ticks)[-width:]
         self._cells[(name, width)] = (bucket, cells)
         return cells
-
-    def overlap_text(self, gpu: GpuSample) -> str | None:
-        """The overlap finding's label while the sum is over 100, else the plain note."""
-        note = overlap_note(gpu)
-        if note is None:
-            return None
-        for finding in self.findings:
-            if finding.rule == OVERLAP_RULE:
-                return finding.label
-        return note
 
     # --- building -----------------------------------------------------------
 
@@ -270,7 +273,8 @@ class GpuPanel(StripWidget):
                 width,
             )
         )
-        note = self.overlap_text(gpu)
+        overlap = overlap_finding(self.findings, gpu)
+        note = overlap.label if overlap is not None else None
         lines.append(
             self._metric_row(
                 "MEM",
@@ -402,9 +406,9 @@ class GpuPanel(StripWidget):
             (4, [Piece("↓" + human_rate(gpu.pcie_rx_bytes_per_s).rjust(8), p.rx)]),
             (5, [Piece("↑" + human_rate(gpu.pcie_tx_bytes_per_s).rjust(8), p.tx)]),
         ]
-        note = overlap_note(gpu)
-        if note is not None:
-            groups.append((2, [Piece(f"Σ{gpu.utilization_sum_percent:.0f}%", p.info)]))
+        total = gpu.utilization_sum_percent
+        if total is not None and overlap_finding(self.findings, gpu) is not None:
+            groups.append((2, [Piece(f"Σ{total:.0f}%", p.info)]))
         if gpu.temperature_c is not None:
             groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
         if gpu.clocks_held_by:
