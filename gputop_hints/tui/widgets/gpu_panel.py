@@ -28,7 +28,12 @@ from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import GpuSample
 from gputop_hints.tui import glyphs
-from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
+from gputop_hints.tui.hint_text import (
+    OVERLAP_RULE,
+    SEVERITY_STYLE,
+    findings_text,
+    panel_findings,
+)
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
     Line,
@@ -54,11 +59,6 @@ def _one_decimal_gib(value: int | None) -> str:
     return UNKNOWN if value is None else f"{value / 2**30:.0f}"
 
 
-OVERLAP_RULE = "overlap-explained"
-"""The finding the MEM row explains (not repeated in the title's findings)."""
-COMPACT_MARKER_WIDTH = 16
-
-
 def overlap_finding(findings: tuple[Finding, ...], gpu: GpuSample) -> Finding | None:
     """The engine's overlap finding among a GPU's findings, if it is about ``gpu``.
 
@@ -75,24 +75,6 @@ def overlap_finding(findings: tuple[Finding, ...], gpu: GpuSample) -> Finding | 
             evidence = {e.value for e in finding.evidence}
             return finding if shown <= evidence else None
     return None
-
-
-def panel_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
-    """The GPU-level findings the title row / compact marker show (overlap has the MEM row)."""
-    return tuple(f for f in findings if f.rule != OVERLAP_RULE)
-
-
-def findings_text(findings: tuple[Finding, ...], compact: bool = False) -> str:
-    """'! memory-bound kernels +1' (rich) or '!memory-bound+1' (compact); '' for none."""
-    shown = panel_findings(findings)
-    if not shown:
-        return ""
-    worst = shown[0]
-    others = f"+{len(shown) - 1}" if len(shown) > 1 else ""
-    if compact:
-        name = worst.rule[: COMPACT_MARKER_WIDTH - 1 - len(others)]
-        return f"{SEVERITY_MARK[worst.severity]}{name}{others}"
-    return f"{SEVERITY_MARK[worst.severity]} {worst.label}" + (f" {others}" if others else "")
 
 
 class GpuPanel(StripWidget):
@@ -257,41 +239,32 @@ class GpuPanel(StripWidget):
         def last(name: str, n: int = spark_width) -> list[float | None]:
             return self.sparkline_values(name, n)
 
-        lines = [self._title(gpu, width, base, p)]
-        lines.append(
-            self._metric_row(
-                "SM",
-                last("sm_percent"),
-                100.0,
-                percent(gpu.sm_percent),
-                "of time busy",
-                p.sm,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
-        )
+        def row(
+            label: str,
+            values: list[float | None],
+            high: float,
+            value_text: str,
+            note: str,
+            style: Style,
+            note_style: Style | None = None,
+        ) -> Strip:
+            return self._metric_row(
+                label, values, high, value_text, note, style, base, p,
+                spark_width, note_width, width, note_style,
+            )  # fmt: skip
+
         overlap = overlap_finding(self.findings, gpu)
-        note = overlap.label if overlap is not None else None
-        lines.append(
-            self._metric_row(
-                "MEM",
-                last("memory_access_percent"),
-                100.0,
-                percent(gpu.memory_access_percent),
-                note or "of time accessed",
-                p.mem,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-                note_style=(p.info) if note else None,
-            )
+        mem_note, mem_note_style = (
+            ("of time accessed", None) if overlap is None else (overlap.label, p.info)
         )
-        lines.append(self._vram_row(gpu, width, base, p, note_width, spark_width))
+        mem_values = last("memory_access_percent")
+        mem_text = percent(gpu.memory_access_percent)
+        lines = [
+            self._title(gpu, width, base, p),
+            row("SM", last("sm_percent"), 100.0, percent(gpu.sm_percent), "of time busy", p.sm),
+            row("MEM", mem_values, 100.0, mem_text, mem_note, p.mem, mem_note_style),
+            self._vram_row(gpu, width, base, p, note_width, spark_width),
+        ]
         link = gpu.pcie_link_bytes_per_s
         rx = last("pcie_rx_bytes_per_s")
         tx = last("pcie_tx_bytes_per_s")
@@ -304,36 +277,8 @@ class GpuPanel(StripWidget):
             high = max(known) if known else 0.0
             rx_note = f"window max {human_rate(high)}"
             tx_note = "(link speed n/a)"
-        lines.append(
-            self._metric_row(
-                "RX",
-                rx,
-                high,
-                human_rate(gpu.pcie_rx_bytes_per_s),
-                rx_note,
-                p.rx,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
-        )
-        lines.append(
-            self._metric_row(
-                "TX",
-                tx,
-                high,
-                human_rate(gpu.pcie_tx_bytes_per_s),
-                tx_note,
-                p.tx,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
-        )
+        lines.append(row("RX", rx, high, human_rate(gpu.pcie_rx_bytes_per_s), rx_note, p.rx))
+        lines.append(row("TX", tx, high, human_rate(gpu.pcie_tx_bytes_per_s), tx_note, p.tx))
         return lines
 
     def _vram_row(
