@@ -7,11 +7,14 @@ pseudo-terminal of 160x50 for 60 s, reads everything it writes, and prints:
   measured after a warm-up so start-up cost is reported separately;
 * peak RSS (the kernel's VmHWM) and RSS at the end;
 * bytes written to the terminal per second in the steady state;
-* time to the first frame (first bytes of the full-screen UI).
+* time to the first frame (first bytes of the full-screen UI);
+* with ``--keys N``: the CPU a burst of N Down/j key presses costs beyond the
+  same time idle (keys held down must not cost a burst of CPU).
 
 Usage::
 
     python bench/overhead.py [--duration 60] [--size 160x50] [--gpus 8] [--processes 64]
+                             [--keys 200]
 
 The comparison point from DESIGN.md: nvitop on the same fake 8 x 64 load uses
 about 3.3 % of one core, 25 MB RSS and 1.6 KB/s at 160x50.
@@ -120,6 +123,7 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         elapsed = time.monotonic() - t_start
         cpu = _cpu_seconds(proc.pid) - cpu_start
         peak, rss = _peak_rss_bytes(proc.pid)
+        keys_cpu = _key_burst_cpu_seconds(proc.pid, master, args.keys) if args.keys else 0.0
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -136,7 +140,32 @@ def run(args: argparse.Namespace) -> dict[str, float]:
         "first_output_s": first_frame if first_frame is not None else float("nan"),
         "measured_s": elapsed,
         "startup_bytes": float(total - measured),
+        "keys_cpu_s": keys_cpu,
     }
+
+
+def _drain(master: int, seconds: float) -> None:
+    """Read (and drop) the terminal output for ``seconds``, so the monitor never blocks."""
+    until = time.monotonic() + seconds
+    while (left := until - time.monotonic()) > 0:
+        ready, _, _ = select.select([master], [], [], min(0.1, left))
+        if ready:
+            os.read(master, 65536)
+
+
+def _key_burst_cpu_seconds(pid: int, master: int, keys: int) -> float:
+    """CPU seconds ``keys`` Down/j presses (written at once) cost, beyond as long idle."""
+    before = _cpu_seconds(pid)
+    started = time.monotonic()
+    burst = b"".join(b"\x1b[B" if i % 2 == 0 else b"j" for i in range(keys))
+    os.write(master, burst)
+    _drain(master, 1.0)  # the keys are taken and the screen settles
+    took = time.monotonic() - started
+    burst_cpu = _cpu_seconds(pid) - before
+    before = _cpu_seconds(pid)
+    _drain(master, took)
+    idle_cpu = _cpu_seconds(pid) - before
+    return max(0.0, burst_cpu - idle_cpu)
 
 
 def main() -> int:
@@ -148,6 +177,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=64)
     parser.add_argument("--scenario", default="mixed")
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument(
+        "--keys", type=int, default=0, help="then press Down/j this many times at once (0: no)"
+    )
     args = parser.parse_args()
     if (
         shutil.which("gputop-hints") is None
@@ -167,6 +199,10 @@ def main() -> int:
     print(f"  terminal output     {result['terminal_bytes_per_s'] / 1000:.2f} KB/s")
     print(f"  first output after  {result['first_output_s']:.2f} s")
     print(f"  start-up output     {result['startup_bytes'] / 1000:.1f} KB")
+    if args.keys:
+        print(
+            f"  {args.keys} keys at once    {result['keys_cpu_s'] * 1000:.0f} ms of CPU beyond idle"
+        )
     return 0
 
 

@@ -40,6 +40,7 @@ def main() -> int:
             processes=args.processes,
             scenario="mixed",
             interval=1.0,
+            keys=0,
         )
         result = run(ns)
         kb_s = result["terminal_bytes_per_s"] / 1000

@@ -18,7 +18,7 @@ import pytest
 PROBE = """
 import json, pathlib, gputop_hints
 from gputop_hints.tui.themes import packaged_themes_dir, load_themes
-from gputop_hints.tui.help import load_metrics_doc
+from gputop_hints.tui.screens.help import load_metrics_doc
 from gputop_hints.hints.config import defaults_text
 pkg = pathlib.Path(gputop_hints.__file__).resolve().parent
 result = load_themes()

@@ -17,25 +17,25 @@ Replay (a :class:`~gputop_hints.sources.replay.ReplaySource`): a
 sampler's place. It reads the recording, several ticks per refresh at high
 speed, and posts them as one :class:`ReplayBatchReady`; :meth:`GputopApp.ingest_many`
 puts each through history and the hints, as live, and repaints once. Pause,
-step, speed and seeks are commands to that thread; after a seek, history and
-hints start over from a pre-roll of the window before the target.
+step, speed and seeks are commands to that thread (:mod:`.playback`); after a
+seek, history and hints start over from a pre-roll of the window before the target.
+
+How the panels share the terminal is decided in :mod:`.layout`; the widgets
+live in :mod:`.widgets`, the screens over this one in :mod:`.screens`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
-from textual import events
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Container
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -44,45 +44,26 @@ from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
-from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer, clamp_speed
-from gputop_hints.sampling.replay_time import SeekError, parse_seek, span_text, speed_text
+from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
 from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui import glyphs, partial_output
-from gputop_hints.tui.detail import ProcessDetailScreen
+from gputop_hints.tui.layout import choose_layout
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
-from gputop_hints.tui.themes import DEFAULT_THEME, MONOCHROME_THEME, ThemeSet, load_themes
+from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
+from gputop_hints.tui.screens.main import MainScreen
+from gputop_hints.tui.themes import DEFAULT_THEME, ThemeSet, choose_theme, load_themes
 from gputop_hints.tui.widgets.base import StripWidget
-from gputop_hints.tui.widgets.cpu_panel import CpuPanel, lines_needed
-from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, GpuPanel
-from gputop_hints.tui.widgets.header import (
-    APP_NAME,
-    GpuUnavailableBanner,
-    HeaderBar,
-    ReplayStatus,
-)
+from gputop_hints.tui.widgets.cpu_panel import CpuPanel
+from gputop_hints.tui.widgets.gpu_area import GpuArea
+from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
+from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_table import ProcessTable
 
-RICH_PANEL_MIN_WIDTH = 76
-"""Narrowest column a rich GPU panel gets before panels go side by side."""
-COMPACT_LINE_WIDTH = 80
-TABLE_MIN_HEIGHT = 8
-"""Header plus seven rows: the table must stay useful when GPUs are many."""
 
-
-class MainScreen(Screen[None]):
-    """The monitor's screen; tells the app when the terminal size changed."""
-
-    def __init__(self, on_resized: Callable[[], None]) -> None:
-        super().__init__(id="main")
-        self._on_resized = on_resized
-
-    def on_resize(self, event: events.Resize) -> None:
-        self._on_resized()
-
-
-class GputopApp(App[None]):
+class GputopApp(PlaybackControls):
     """GPU panels, host CPU, the process table; ``?`` explains every metric."""
 
     CSS_PATH = "app.tcss"
@@ -105,16 +86,6 @@ class GputopApp(App[None]):
         Binding("G", "replay_end", "End", show=False),
         Binding("slash,colon", "replay_seek", "Seek", key_display="/"),
     ]
-    REPLAY_ACTIONS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "replay_step",
-            "replay_faster",
-            "replay_slower",
-            "replay_start",
-            "replay_end",
-            "replay_seek",
-        }
-    )
 
     def __init__(
         self,
@@ -136,8 +107,6 @@ class GputopApp(App[None]):
         # Textual reads NO_COLOR itself (and greys everything out); we also switch
         # to the monochrome theme so shapes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
-        # Changed cells only, not whole lines: what a slow SSH link pays for.
-        partial_output.install()
         super().__init__()
         self.source = source
         self.interval_s = interval_s
@@ -160,7 +129,7 @@ class GputopApp(App[None]):
         self.snapshot: Snapshot | None = None
         self.ticks_ingested = 0
         self._layout_key: tuple[int, ...] | None = None
-        self._gpu_panels: dict[int, GpuPanel] = {}
+        self._patched_output = False
         self._last_error: str | None = None
         self._source_closed = False
         self.exit_on_signals = False
@@ -170,22 +139,12 @@ class GputopApp(App[None]):
         theme_set = themes if themes is not None else load_themes()
         self.theme_errors = list(theme_set.errors)
         """Theme files that were skipped, for the CLI to print."""
-        self.notes: list[str] = [f"Theme skipped: {error}" for error in self.theme_errors]
         for loaded in theme_set.themes.values():
             self.register_theme(loaded)
-        if self.color:
-            self.theme_names = theme_set.names
-            wanted = theme
-        else:
-            self.theme_names = [n for n in theme_set.names if n == MONOCHROME_THEME]
-            wanted = MONOCHROME_THEME
-        if wanted not in theme_set.themes:
-            if theme_set.themes:
-                self.notes.append(
-                    f"Unknown theme {wanted!r}; available: {', '.join(theme_set.names)}"
-                )
-            wanted = DEFAULT_THEME if DEFAULT_THEME in theme_set.themes else "textual-dark"
-        self.theme = wanted
+        choice = choose_theme(theme_set, theme, self.color)
+        self.notes: list[str] = choice.notes
+        self.theme_names = choice.cycle
+        self.theme = choice.name
 
     # --- building the screen -----------------------------------------------
 
@@ -197,7 +156,7 @@ class GputopApp(App[None]):
         self.header.paused = self.paused
         self.header.replay = self.replay_status()
         self.banner = GpuUnavailableBanner()
-        self.gpu_area = Container(id="gpus")
+        self.gpu_area = GpuArea()
         self.cpu_panel = CpuPanel()
         self.process_table = ProcessTable()
         yield self.header
@@ -208,6 +167,9 @@ class GputopApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        # Changed cells only, not whole lines: what a slow SSH link pays for.
+        # Installed while this app runs, not when it is built (see partial_output).
+        self._patched_output = partial_output.install()
         if self.exit_on_signals:
             self._handle_exit_signals()
         self.process_table.focus()
@@ -265,20 +227,16 @@ class GputopApp(App[None]):
                     self.restart_history()
                 self.replay_ended = batch.at_end
                 if batch.at_end and not self.paused:
-                    self._set_paused(True)
+                    self.set_paused(True)
                 if batch.snapshots:
                     self.ingest_many(batch.snapshots)
                 else:
-                    self._show_replay_status()
+                    self.show_replay_status()
         finally:
             if self.player is not None:
                 self.player.consumed()
         if batch.at_end:
-            self.notify(
-                "End of recording: g goes back to the start, / seeks to a time.",
-                title="Replay",
-                timeout=6,
-            )
+            self.notify(END_OF_RECORDING_NOTE, title="Replay", timeout=6)
 
     def on_sampling_failed(self, message: SamplingFailed) -> None:
         if message.error != self._last_error:
@@ -287,6 +245,9 @@ class GputopApp(App[None]):
 
     def on_unmount(self) -> None:
         self.shutdown()
+        if self._patched_output:
+            self._patched_output = False
+            partial_output.uninstall()
 
     def _handle_exit_signals(self) -> None:
         """SIGTERM (``kill``, a job ending) and SIGHUP (an SSH link dropping) quit like ``q``:
@@ -340,18 +301,18 @@ class GputopApp(App[None]):
             for proc in snapshot.processes
         }
         with self.batch_update():
-            self._sync_gpu_panels(snapshot)
+            self.gpu_area.show_gpus([gpu.index for gpu in snapshot.gpus])
             self.header.update_from(snapshot)
-            self._show_replay_status()
+            self.show_replay_status()
             self.banner.set_reason(snapshot.gpu_unavailable_reason)
-            for index, panel in self._gpu_panels.items():
+            for index, panel in self.gpu_area.panels.items():
                 panel.update_from(
                     snapshot.gpu(index),
                     history.gpus.get(index),
                     engine.for_gpu(index),
                     ticks=history.ticks,
                 )
-            self.cpu_panel.update_from(snapshot.host, snapshot.job)
+            self.cpu_panel.update_from(snapshot.host, snapshot.job, self.findings)
             table = self.process_table
             table.note = (
                 "no GPU processes (no GPUs: see the banner above)"
@@ -375,43 +336,6 @@ class GputopApp(App[None]):
         self.engine = HintEngine(self.thresholds)
         self.findings = ()
 
-    # --- replay ---------------------------------------------------------------
-
-    def replay_status(self) -> ReplayStatus | None:
-        """What the header says about the replay (None when not replaying)."""
-        replay = self.replay
-        if replay is None:
-            return None
-        return ReplayStatus(replay.speed, replay.start_time, replay.end_time, self.replay_ended)
-
-    def _show_replay_status(self) -> None:
-        status = self.replay_status()
-        if status is None:
-            return
-        self.header.set_replay(status)
-        for header in self.screen.query(HeaderBar):
-            header.set_replay(status)
-
-    def _sync_gpu_panels(self, snapshot: Snapshot) -> None:
-        """Mount or remove panels only when the set of GPUs changes."""
-        indices = [gpu.index for gpu in snapshot.gpus]
-        if list(self._gpu_panels) == indices:
-            return
-        container = self.gpu_area
-        for index in list(self._gpu_panels):
-            if index not in indices:
-                self._gpu_panels.pop(index).remove()
-        new = [GpuPanel(index) for index in indices if index not in self._gpu_panels]
-        if new:
-            container.mount(*new)
-        self._gpu_panels = {
-            index: self._gpu_panels.get(index)
-            or next(panel for panel in new if panel.index == index)
-            for index in indices
-        }
-        if new and len(new) != len(indices):
-            container.sort_children(key=lambda w: w.index if isinstance(w, GpuPanel) else 0)
-
     # --- layout -------------------------------------------------------------
 
     def get_default_screen(self) -> Screen[None]:
@@ -423,11 +347,11 @@ class GputopApp(App[None]):
         Runs on resize and on ticks, but only touches styles when the outcome
         changes, so a steady screen never re-lays itself out.
         """
-        width, height = self.size
-        gpus = len(self._gpu_panels)
-        cores = self.snapshot.host.core_count if self.snapshot is not None else 0
         if not hasattr(self, "banner"):
-            return
+            return  # a resize before compose: nothing to lay out yet
+        width, height = self.size
+        gpus = len(self.gpu_area.panels)
+        cores = self.snapshot.host.core_count if self.snapshot is not None else 0
         banner = self.banner
         banner_height = banner.height_for(width)
         key = (width, height, gpus, cores, banner_height)
@@ -435,139 +359,29 @@ class GputopApp(App[None]):
             return
         self._layout_key = key
         banner.styles.height = max(1, banner_height)
-        available = height - 2 - banner_height
-        table_min = min(TABLE_MIN_HEIGHT, max(2, available // 3))
-
-        rich_cols = max(1, min(gpus, width // RICH_PANEL_MIN_WIDTH)) if gpus else 1
-        rich_rows = math.ceil(gpus / rich_cols)
-        rich_height = rich_rows * RICH_HEIGHT + max(0, rich_rows - 1)
-        compact_cols = max(1, min(gpus, width // COMPACT_LINE_WIDTH)) if gpus else 1
-        compact_height = math.ceil(gpus / compact_cols)
-        cpu_rich = lines_needed(cores, width, compact=False)
-        cpu_compact = lines_needed(cores, width, compact=True)
-        choices = [
-            (False, rich_cols, rich_height, False, cpu_rich),
-            (False, rich_cols, rich_height, True, cpu_compact),
-            (True, compact_cols, compact_height, False, cpu_rich),
-            (True, compact_cols, compact_height, True, cpu_compact),
-        ]
-        fitting = [c for c in choices if c[2] + c[4] + table_min <= available]
-        gpu_compact, cols, gpu_height, cpu_is_compact, cpu_height = (
-            fitting[0] if fitting else choices[-1]
-        )
-        if not fitting:
-            # Too small for everything: GPU lines scroll in what is left.
-            gpu_height = max(1, min(gpu_height, available - cpu_height - 2))
+        layout = choose_layout(width, height, gpus, cores, banner_height)
         container = self.gpu_area
-        container.set_class(gpu_compact, "-compact")
-        container.styles.grid_size_columns = cols
-        container.styles.height = gpu_height if gpus else 0
-        cpu = self.cpu_panel
-        cpu.set_compact(cpu_is_compact)
-        cpu.styles.height = max(1, min(cpu_height, available - 2))
+        container.set_class(layout.gpu_compact, "-compact")
+        container.styles.grid_size_columns = layout.gpu_columns
+        container.styles.height = layout.gpu_height if gpus else 0
+        self.cpu_panel.set_compact(layout.cpu_compact)
+        self.cpu_panel.styles.height = layout.cpu_height
 
     # --- actions --------------------------------------------------------------
 
     def action_help(self) -> None:
         # Imported on first use: the Markdown widget and its parser cost a few MB
         # of resident memory that a monitor left running for hours need not carry.
-        from gputop_hints.tui.help import HelpScreen
+        from gputop_hints.tui.screens.help import HelpScreen
 
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
         else:
             self.push_screen(HelpScreen(replay=self.replay is not None))
 
-    def action_toggle_pause(self) -> None:
-        if self.paused and self.replay_ended:
-            self.notify("End of recording: g goes back to the start, / seeks to a time.", timeout=4)
-            return
-        self._set_paused(not self.paused)
-
-    def _set_paused(self, paused: bool) -> None:
-        self.paused = paused
-        if self.sampler is not None:
-            self.sampler.pause(paused)
-        if self.player is not None:
-            self.player.pause(paused)
-        self.header.set_paused(paused)
-        for header in self.screen.query(HeaderBar):
-            header.set_paused(paused)
-
     def get_key_display(self, binding: Binding) -> str:
         # The footer's own symbols (the Enter key's) must not reach an ASCII terminal.
         return glyphs.shown(super().get_key_display(binding))
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        # Replay keys exist (and show in the footer) only when replaying.
-        if action in self.REPLAY_ACTIONS:
-            return self.replay is not None
-        return True
-
-    def action_replay_step(self) -> None:
-        """One recorded tick forward; pauses first if playing."""
-        if self.player is None:
-            return
-        if not self.paused:
-            self._set_paused(True)
-        self.player.step()
-
-    def action_replay_faster(self) -> None:
-        self._set_speed(2.0)
-
-    def action_replay_slower(self) -> None:
-        self._set_speed(0.5)
-
-    def _set_speed(self, factor: float) -> None:
-        replay = self.replay
-        if replay is None:
-            return
-        wanted = clamp_speed(replay.speed * factor)
-        if wanted == replay.speed:
-            limit = "fastest" if factor > 1 else "slowest"
-            self.notify(f"{speed_text(wanted)} is the {limit} replay speed.", timeout=2)
-            return
-        if self.player is not None:
-            self.player.set_speed(wanted)
-        else:
-            replay.speed = wanted
-        self._show_replay_status()
-
-    def action_replay_start(self) -> None:
-        if self.player is not None:
-            self.player.seek_start()
-
-    def action_replay_end(self) -> None:
-        if self.player is not None:
-            self.player.seek_end()
-
-    def action_replay_seek(self) -> None:
-        from gputop_hints.tui.seek_prompt import SeekPrompt
-
-        replay = self.replay
-        if replay is None or isinstance(self.screen, SeekPrompt):
-            return
-        here = self.snapshot.timestamp if self.snapshot is not None else None
-        self.push_screen(
-            SeekPrompt(span_text(replay.start_time, replay.end_time, here)), self.seek_to
-        )
-
-    def seek_to(self, text: str | None) -> None:
-        """Jump to the time ``text`` names (the seek prompt's answer); a bad one is
-        reported and the position kept."""
-        replay = self.replay
-        if text is None or replay is None:
-            return
-        position = self.snapshot.timestamp if self.snapshot is not None else replay.start_time
-        try:
-            target = parse_seek(
-                text, position=position, start=replay.start_time, end=replay.end_time
-            )
-        except SeekError as exc:
-            self.notify(str(exc), title="Seek", severity="error", timeout=6)
-            return
-        if self.player is not None:
-            self.player.seek(target)
 
     def action_cycle_sort(self) -> None:
         self.process_table.cycle_sort()
@@ -595,4 +409,4 @@ class GputopApp(App[None]):
         screen.call_after_refresh(
             screen.update_from, self.snapshot, self.history, self.paused, self.engine
         )
-        screen.call_after_refresh(self._show_replay_status)
+        screen.call_after_refresh(self.show_replay_status)

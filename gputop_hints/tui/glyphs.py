@@ -18,6 +18,7 @@ import locale
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from rich.cells import cell_len
 
@@ -60,7 +61,40 @@ ASCII_FOR: Mapping[str, str] = {
 
 _TABLE = str.maketrans(dict(ASCII_FOR))
 
+
+@dataclass(frozen=True, slots=True)
+class GlyphSet:
+    """The characters sparklines, bars and limit marks are drawn with."""
+
+    blocks: str
+    """Sparkline levels, lowest to highest; even 0 draws the lowest."""
+    eighths: tuple[str, ...]
+    """A bar's partly filled last cell, by eighths (index 0: nothing)."""
+    bar_full: str
+    bar_track: str
+    """The empty part of a bar."""
+    limit_mark: str
+    """Where a bar ends: the VRAM limit."""
+
+
+UNICODE = GlyphSet(
+    blocks="▁▂▃▄▅▆▇█",
+    eighths=("", "▏", "▎", "▍", "▌", "▋", "▊", "▉"),
+    bar_full="█",
+    bar_track="─",
+    limit_mark="│",
+)
+ASCII = GlyphSet(
+    blocks=".:-=+*#@",
+    eighths=("", ":", ":", ":", "+", "+", "+", "+"),
+    bar_full="#",
+    bar_track="-",
+    limit_mark="|",
+)
+"""What the terminal gets where it cannot show block characters."""
+
 _ascii = False
+_active = UNICODE
 
 
 def ascii_only() -> bool:
@@ -68,13 +102,16 @@ def ascii_only() -> bool:
     return _ascii
 
 
+def active() -> GlyphSet:
+    """The glyphs to draw with now: :data:`UNICODE` or :data:`ASCII`."""
+    return _active
+
+
 def configure(ascii: bool) -> None:
     """Switch every glyph the views draw to ASCII (True) or Unicode (False)."""
-    global _ascii
+    global _ascii, _active
     _ascii = ascii
-    from gputop_hints.tui import render
-
-    render.use_glyphs(ascii)
+    _active = ASCII if ascii else UNICODE
 
 
 def to_ascii(text: str) -> str:

@@ -1,8 +1,9 @@
 """How a finding reads on screen: severity marks and colours, the GPU-level prefix.
 
-Shared by the process table's HINT column, the GPU panels, the detail screen
-and the ``?`` help, so the same mark means the same thing everywhere. Nothing
-here decides anything about a GPU: it only turns findings into text.
+Shared by the process table's HINT column, the GPU panels' title and compact
+marker, the detail screen and the ``?`` help, so the same mark means the same
+thing everywhere. Nothing here decides anything about a GPU: it only turns
+findings into text.
 """
 
 from __future__ import annotations
@@ -63,3 +64,26 @@ def duration_text(seconds: float) -> str:
         return f"{minutes}m{secs:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+OVERLAP_RULE = "overlap-explained"
+"""The finding the MEM row explains (not repeated in the title's findings)."""
+COMPACT_MARKER_WIDTH = 16
+
+
+def panel_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The GPU-level findings the title row / compact marker show (overlap has the MEM row)."""
+    return tuple(f for f in findings if f.rule != OVERLAP_RULE)
+
+
+def findings_text(findings: tuple[Finding, ...], compact: bool = False) -> str:
+    """'! memory-bound kernels +1' (rich) or '!memory-bound+1' (compact); '' for none."""
+    shown = panel_findings(findings)
+    if not shown:
+        return ""
+    worst = shown[0]
+    others = f"+{len(shown) - 1}" if len(shown) > 1 else ""
+    if compact:
+        name = worst.rule[: COMPACT_MARKER_WIDTH - 1 - len(others)]
+        return f"{SEVERITY_MARK[worst.severity]}{name}{others}"
+    return f"{SEVERITY_MARK[worst.severity]} {worst.label}" + (f" {others}" if others else "")

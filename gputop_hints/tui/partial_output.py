@@ -7,16 +7,27 @@ source says "TODO: crop to x extents"). Our widgets refresh exactly the cells
 that changed (``StripWidget.invalidate``), so a GPU panel whose value column
 changed would still resend its whole sparkline every tick.
 
-:func:`install` wraps that method so a chop is also cut on the left, but only
-where the cut falls on a segment boundary: a cut through a wide character
+:func:`install` replaces that method so a chop is also cut on the left, but
+only where the cut falls on a segment boundary: a cut through a wide character
 (CJK in a command line) would leave half of it on screen, so there the chop is
-written from its left edge, as Textual does. If Textual's internals ever change
-shape the wrapper steps aside and Textual's own method runs.
+written from its left edge, as Textual does. The result on the terminal must be
+cell for cell what Textual's own method draws; ``tests/tui/test_partial_output.py``
+renders random screens through a terminal emulator both ways and compares them.
+
+The replacement is the app's, for as long as it runs: the app installs it on
+mount and uninstalls it on unmount (nested apps count), so importing or
+building the app changes nothing in Textual. It is installed only on the Textual
+major version it was written for (the dependency pin says the same) and only
+when ``ChopsUpdate`` still takes the chops, spans and chop ends it reads;
+otherwise Textual's own method stays, and so it does if the replacement ever
+raises on an update.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from rich.cells import cell_len
@@ -24,7 +35,15 @@ from rich.console import Console
 from rich.control import Control
 from textual.strip import Strip
 
-_installed = False
+TEXTUAL_MAJOR = 8
+"""The Textual major version whose ``ChopsUpdate`` this module was checked against."""
+_EXPECTED_FIELDS = ("chops", "spans", "chop_ends")
+
+RenderSegments = Callable[[Any, Console], str]
+
+_original: RenderSegments | None = None
+_patched: RenderSegments | None = None
+_users = 0
 
 
 def _left_cut(strip: Strip, offset: int) -> int:
@@ -67,18 +86,49 @@ def render_segments(update: Any, console: Console) -> str:
     return "".join(sequences)
 
 
-def install() -> bool:
-    """Patch Textual's partial-update writer once; False if it is not there to patch."""
-    global _installed
-    if _installed:
-        return True
+def textual_is_supported() -> bool:
+    """Whether the installed Textual is the major version this module was checked against."""
+    try:
+        installed = version("textual")
+    except PackageNotFoundError:
+        return False
+    major = installed.split(".", 1)[0]
+    return major.isdigit() and int(major) == TEXTUAL_MAJOR
+
+
+def _chops_update_class() -> Any | None:
+    """Textual's ``ChopsUpdate`` if it still has the shape :func:`render_segments` reads."""
     try:
         from textual._compositor import ChopsUpdate
     except ImportError:
+        return None
+    if not callable(getattr(ChopsUpdate, "render_segments", None)):
+        return None
+    try:
+        parameters = tuple(inspect.signature(ChopsUpdate.__init__).parameters)[1:]
+    except (TypeError, ValueError):
+        return None
+    if parameters != _EXPECTED_FIELDS:
+        return None
+    return ChopsUpdate
+
+
+def install() -> bool:
+    """Replace Textual's partial-update writer; False (and nothing changed) if unsupported.
+
+    Each True must be matched by one :func:`uninstall`; Textual's method comes
+    back when the last user uninstalls.
+    """
+    global _original, _patched, _users
+    if _patched is not None:
+        _users += 1
+        return True
+    if not textual_is_supported():
         return False
-    original: Callable[[Any, Console], str] | None = getattr(ChopsUpdate, "render_segments", None)
-    if original is None:
+    chops_update = _chops_update_class()
+    if chops_update is None:
         return False
+    original: RenderSegments = chops_update.render_segments
 
     def patched(self: Any, console: Console) -> str:
         try:
@@ -87,6 +137,25 @@ def install() -> bool:
             return original(self, console)
 
     patched.__doc__ = render_segments.__doc__
-    ChopsUpdate.render_segments = patched  # type: ignore[method-assign]
-    _installed = True
+    chops_update.render_segments = patched
+    _original, _patched, _users = original, patched, 1
     return True
+
+
+def uninstall() -> None:
+    """Undo one :func:`install`; the last one puts Textual's own method back."""
+    global _original, _patched, _users
+    if _patched is None:
+        return
+    _users -= 1
+    if _users > 0:
+        return
+    chops_update = _chops_update_class()
+    if chops_update is not None and chops_update.render_segments is _patched:
+        chops_update.render_segments = _original
+    _original, _patched, _users = None, None, 0
+
+
+def installed() -> bool:
+    """Whether Textual's partial updates are written by :func:`render_segments` now."""
+    return _patched is not None

@@ -4,7 +4,8 @@ Textual's own ``Sparkline`` scales to the min and max of what it shows, so a
 flat 5 % and a flat 100 % look alike. Here every scale is given by the caller
 (0-100 for percentages, 0-total for VRAM), an unknown value is a gap rather
 than a zero, and the result is a plain string so one Segment draws a whole
-sparkline.
+sparkline. The characters come from :func:`gputop_hints.tui.glyphs.active`
+(block characters, or ASCII where the terminal cannot show them).
 """
 
 from __future__ import annotations
@@ -19,40 +20,20 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-from gputop_hints.tui.glyphs import to_ascii
+from gputop_hints.tui import glyphs
 
-UNICODE_BLOCKS = "▁▂▃▄▅▆▇█"
-ASCII_BLOCKS = ".:-=+*#@"
-"""The sparkline levels where the terminal cannot show block characters."""
-BLOCKS = UNICODE_BLOCKS
-"""Sparkline levels, lowest to highest; even 0 draws the lowest block."""
 GAP = " "
 """What an unknown value (None) draws: nothing, so it cannot be mistaken for 0."""
-UNICODE_EIGHTHS = ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")
-ASCII_EIGHTHS = ("", ":", ":", ":", "+", "+", "+", "+")
-_EIGHTHS = UNICODE_EIGHTHS
-BAR_FULL = "█"
-BAR_TRACK = "─"
-LIMIT_MARK = "│"
-_ascii = False
-
-
-def use_glyphs(ascii: bool) -> None:
-    """Draw with ASCII only (True) or with block characters (False); see ``glyphs``."""
-    global BLOCKS, _EIGHTHS, BAR_FULL, BAR_TRACK, LIMIT_MARK, _ascii
-    _ascii = ascii
-    BLOCKS = ASCII_BLOCKS if ascii else UNICODE_BLOCKS
-    _EIGHTHS = ASCII_EIGHTHS if ascii else UNICODE_EIGHTHS
-    BAR_FULL, BAR_TRACK, LIMIT_MARK = ("#", "-", "|") if ascii else ("█", "─", "│")
 
 
 def level(value: float, high: float, low: float = 0.0) -> str:
     """The block for ``value`` on the fixed scale ``low..high`` (clamped)."""
+    blocks = glyphs.active().blocks
     span = high - low
     if span <= 0 or value != value:
-        return BLOCKS[0]
-    index = math.ceil((value - low) / span * len(BLOCKS)) - 1
-    return BLOCKS[min(len(BLOCKS) - 1, max(0, index))]
+        return blocks[0]
+    index = math.ceil((value - low) / span * len(blocks)) - 1
+    return blocks[min(len(blocks) - 1, max(0, index))]
 
 
 def sparkline(values: Sequence[float | None], width: int, high: float, low: float = 0.0) -> str:
@@ -63,18 +44,19 @@ def sparkline(values: Sequence[float | None], width: int, high: float, low: floa
     if width <= 0:
         return ""
     shown = values[-width:]
+    blocks = glyphs.active().blocks
     span = high - low
-    top = len(BLOCKS) - 1
+    top = len(blocks) - 1
     chars = [" "] * (width - len(shown))
     append = chars.append
     for value in shown:
         if value is None or value != value:
             append(GAP)
         elif span <= 0:
-            append(BLOCKS[0])
+            append(blocks[0])
         else:
             index = math.ceil((value - low) / span * 8) - 1
-            append(BLOCKS[top if index > top else 0 if index < 0 else index])
+            append(blocks[top if index > top else 0 if index < 0 else index])
     return "".join(chars)
 
 
@@ -115,12 +97,13 @@ def bar(fraction: float | None, width: int) -> tuple[str, str]:
     """
     if width <= 0:
         return "", ""
+    drawn = glyphs.active()
     if fraction is None or fraction != fraction:
-        return "", BAR_TRACK * width
+        return "", drawn.bar_track * width
     eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
     full, part = divmod(eighths, 8)
-    filled = BAR_FULL * full + _EIGHTHS[part]
-    return filled, BAR_TRACK * (width - len(filled))
+    filled = drawn.bar_full * full + drawn.eighths[part]
+    return filled, drawn.bar_track * (width - len(filled))
 
 
 def short_gpu_name(name: str | None) -> str:
@@ -144,8 +127,8 @@ class Line:
 
     def add(self, text: str, style: Style | None = None) -> Line:
         """Append text made of single-cell characters (digits, blocks, ASCII)."""
-        if _ascii and not text.isascii():
-            text = to_ascii(text)
+        if not text.isascii() and glyphs.ascii_only():
+            text = glyphs.to_ascii(text)
         if text:
             self.segments.append(Segment(text, style))
             self.cells += len(text)
@@ -153,8 +136,8 @@ class Line:
 
     def add_text(self, text: str, style: Style | None = None) -> Line:
         """Append text of any width (user names, command lines)."""
-        if _ascii and not text.isascii():
-            text = to_ascii(text)
+        if not text.isascii() and glyphs.ascii_only():
+            text = glyphs.to_ascii(text)
         if text:
             self.segments.append(Segment(text, style))
             self.cells += cell_len(text)

@@ -225,3 +225,33 @@ def load_themes(
         result.themes[theme.name] = theme
         result.sources[theme.name] = path
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class ThemeChoice:
+    """The theme the monitor opens with, what ``t`` cycles through, and what to tell the user."""
+
+    name: str
+    cycle: list[str]
+    """Theme names ``t`` steps through (only monochrome when colours are off)."""
+    notes: list[str]
+    """Skipped theme files and an unknown theme name, said once at start-up."""
+
+
+def choose_theme(theme_set: ThemeSet, wanted: str, color: bool) -> ThemeChoice:
+    """The theme to show: ``wanted`` if it loaded, else ``dark``, else Textual's own.
+
+    Without colour (NO_COLOR, ``--no-color``) the monochrome theme is the only
+    one, so shapes, not hues, carry meaning.
+    """
+    notes = [f"Theme skipped: {error}" for error in theme_set.errors]
+    if color:
+        cycle = theme_set.names
+    else:
+        cycle = [name for name in theme_set.names if name == MONOCHROME_THEME]
+        wanted = MONOCHROME_THEME
+    if wanted not in theme_set.themes:
+        if theme_set.themes:
+            notes.append(f"Unknown theme {wanted!r}; available: {', '.join(theme_set.names)}")
+        wanted = DEFAULT_THEME if DEFAULT_THEME in theme_set.themes else "textual-dark"
+    return ThemeChoice(wanted, cycle, notes)

@@ -147,10 +147,6 @@ def test_resize_storm(tmux: Tmux) -> None:
     assert tmux.wait_until_exited() == 0
 
 
-def _threads(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/task"))
-
-
 @pytest.mark.parametrize("number", [signal.SIGHUP, signal.SIGTERM])
 def test_signal_exits_promptly_and_restores_the_terminal(tmux: Tmux, number: int) -> None:
     tmux.start(DEMO, 100, 30)
@@ -160,41 +156,22 @@ def test_signal_exits_promptly_and_restores_the_terminal(tmux: Tmux, number: int
     with open(f"/proc/{pid}/cmdline", "rb") as f:
         assert b"gputop" in f.read()
     os.kill(pid, number)
-    started = time.monotonic()
-    status = tmux.wait_until_exited(5)
-    # Exited by itself (a status, not killed by the signal), with the signal's conventional code.
-    assert status == 128 + number
-    assert time.monotonic() - started < 1.5  # 1 s, plus tmux noticing
+    # Exited by itself on the one signal (a status, not killed by it), with the signal's
+    # conventional code; the wait only bounds a hang.
+    assert tmux.wait_until_exited(10) == 128 + number
     assert tmux.pane("#{alternate_on}") == "0"  # back on the main screen
 
 
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def test_keys_held_down_cost_little_cpu(tmux: Tmux) -> None:
-    """200 Down/j keys as fast as tmux sends them: the CPU used stays bounded.
-
-    A behaviour check, not a benchmark: generous, relative to an idle period
-    of the same length, so a loaded two-core machine passes too."""
+def test_keys_held_down_are_all_taken_and_the_monitor_keeps_up(tmux: Tmux) -> None:
+    """200 Down/j keys as fast as tmux sends them: none is lost or left queued -- the
+    next key is answered, and the monitor still quits cleanly. (What the burst costs
+    in CPU is a figure, not a test: ``bench/overhead.py --keys 200``.)"""
     tmux.start(DEMO, 120, 40)
     tmux.wait_for("python")
-    time.sleep(2)
-    pid = tmux.pid()
-    cpu = _cpu_seconds(pid)
-    started = time.monotonic()
     for _ in range(20):
         tmux.keys(*(["Down"] * 5 + ["j"] * 5))
-    time.sleep(1)
-    burst_s = time.monotonic() - started
-    burst_cpu = _cpu_seconds(pid) - cpu
-    cpu = _cpu_seconds(pid)
-    time.sleep(burst_s)
-    idle_cpu = _cpu_seconds(pid) - cpu
+    tmux.keys("p")
+    assert "PAUSED" in tmux.wait_for("PAUSED")
     assert tmux.pane("#{pane_dead}") == "0"
-    # Under 30 % of a core over the burst, beyond what the same time idle costs.
-    assert burst_cpu - idle_cpu < 0.3 * burst_s, (burst_cpu, idle_cpu, burst_s)
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0

@@ -10,16 +10,21 @@ import pytest
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
-from gputop_hints.tui.detail import ProcessDetailScreen
+from gputop_hints.tui.glyphs import UNICODE
 from gputop_hints.tui.messages import SnapshotReady
-from gputop_hints.tui.render import BLOCKS, GAP, bar, sparkline
+from gputop_hints.tui.render import GAP, bar, sparkline
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
-from gputop_hints.tui.widgets.header import GpuUnavailableBanner, HeaderBar
-from gputop_hints.tui.widgets.process_table import SORT_KEYS, ProcessTable, sort_processes
-from gputop_hints.units import core_ranges
+from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
+from gputop_hints.tui.widgets.header import HeaderBar
+from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes
+from gputop_hints.tui.widgets.process_table import ProcessTable
+from gputop_hints.units import UNKNOWN, core_ranges
 from tests.support.screen import screen_text
+
+BLOCKS = UNICODE.blocks
 
 
 class ClosingDemo(DemoSource):
@@ -144,7 +149,15 @@ async def test_resizing_down_to_40x10_and_back_does_not_break() -> None:
 async def test_s_cycles_the_sort_key_and_reorders_rows() -> None:
     app, source = make_app()
     async with app.run_test(size=(160, 50)) as pilot:
-        feed(app, source, 5)
+        feed(app, source, 4)
+        # Every third process without a per-process SM sample (NVML had none for it).
+        snap = source.sample()
+        unknown = {proc.key for proc in snap.processes[::3]}
+        processes = tuple(
+            dataclasses.replace(proc, sm_percent=None) if proc.key in unknown else proc
+            for proc in snap.processes
+        )
+        app.ingest(dataclasses.replace(snap, processes=processes))
         await pilot.pause()
         table = app.query_one(ProcessTable)
         assert table.sort_key == SORT_KEYS[0] == "gpu"
@@ -158,15 +171,18 @@ async def test_s_cycles_the_sort_key_and_reorders_rows() -> None:
         assert vram == sorted(vram, reverse=True)
         await pilot.press("s")
         assert table.sort_key == "sm"
-        known = [p.sm_percent for p in table.rows if p.sm_percent is not None]
-        assert known == sorted(known, reverse=True)
-        # Unknown SM % sorts last rather than as zero.
-        seen_unknown = False
-        for proc in table.rows:
-            if proc.sm_percent is None:
-                seen_unknown = True
-            else:
-                assert not seen_unknown
+        shown = [p.sm_percent for p in table.rows]
+        cut = len(shown) - len(unknown)
+        # Unknown SM % sorts last rather than as zero, and is drawn as unknown.
+        assert unknown and shown[cut:] == [None] * len(unknown)
+        known = [value for value in shown[:cut] if value is not None]
+        assert len(known) == cut and known == sorted(known, reverse=True)
+        assert {p.key for p in table.rows[cut:]} == unknown
+        await pilot.press("end")
+        await pilot.pause()
+        drawn = [line for line in lines_of(table) if line.strip()]
+        last = table.rows[-1]
+        assert drawn[-1].split()[0] == str(last.pid) and UNKNOWN in drawn[-1].split()
 
 
 def test_unknown_values_sort_last_whatever_the_direction() -> None:
@@ -297,7 +313,7 @@ async def test_question_mark_opens_the_metrics_help_and_escape_closes_it() -> No
         await pilot.pause()
         from textual.widgets import Markdown
 
-        from gputop_hints.tui.help import HelpScreen
+        from gputop_hints.tui.screens.help import HelpScreen
 
         assert isinstance(app.screen, HelpScreen)
         assert app.screen.query_one(Markdown) is not None

@@ -13,20 +13,22 @@ from typing import Any
 import pytest
 
 from gputop_hints.hints.catalogue import CATALOGUE
-from gputop_hints.hints.findings import Severity
+from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.model import GpuSample
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
-from gputop_hints.tui.detail import FindingsView, ProcessDetailScreen
-from gputop_hints.tui.help import HelpScreen, help_text, hints_help
 from gputop_hints.tui.hint_text import (
     GPU_LEVEL_PREFIX,
     SEVERITY_MARK,
     duration_text,
     fit_text,
 )
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
+from gputop_hints.tui.screens.help import HelpScreen, help_text, hints_help
+from gputop_hints.tui.widgets.findings_view import FindingsView
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
-from gputop_hints.tui.widgets.process_table import (
+from gputop_hints.tui.widgets.process_columns import (
     HINT_WIDTH,
     visible_columns,
 )
@@ -133,6 +135,91 @@ async def test_memory_bound_marker_in_compact_panels() -> None:
         line = app.query_one("#gpu-0", GpuPanel).text_lines()[0]
         assert "!memory-bound" in line
         assert "Σ" in line
+
+
+def with_overlap_threshold(percent: float) -> Thresholds:
+    defaults = Thresholds.defaults()
+    return dataclasses.replace(
+        defaults,
+        overlap_explained=dataclasses.replace(
+            defaults.overlap_explained, sum_above_percent=percent
+        ),
+    )
+
+
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)])
+async def test_overlap_note_follows_the_configured_threshold(size: tuple[int, int]) -> None:
+    """SM % + memory % is over 100 in the memory-bound demo: with the threshold raised to
+    200 the engine has no overlap finding, and neither panel shape says "overlap"."""
+    app, source = make_app("memory-bound", with_overlap_threshold(200), gpus=8)
+    async with app.run_test(size=size) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        gpu = app.snapshot.gpu(0) if app.snapshot is not None else None
+        assert gpu is not None and (gpu.utilization_sum_percent or 0) > 100
+        assert not any(f.rule == "overlap-explained" for f in app.engine.for_gpu(0))
+        text = "\n".join(app.query_one("#gpu-0", GpuPanel).text_lines())
+        assert "overlap" not in text and "Σ" not in text
+
+
+async def test_overlap_note_shows_below_100_when_the_threshold_says_so() -> None:
+    """A threshold under the healthy demo's sum: the engine's label is the MEM row's note."""
+    app, source = make_app("healthy", with_overlap_threshold(10))
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source)
+        await pilot.pause()
+        gpu = app.snapshot.gpu(0) if app.snapshot is not None else None
+        assert gpu is not None and (gpu.utilization_sum_percent or 0) > 10
+        overlap = [f for f in app.engine.for_gpu(0) if f.rule == "overlap-explained"]
+        assert overlap
+        mem_row = app.query_one("#gpu-0", GpuPanel).text_lines()[2]
+        assert overlap[0].label in mem_row
+
+
+def overlap(sm: float, mem: float) -> Finding:
+    """An overlap finding as the engine makes it: its evidence is the sample it saw."""
+    return Finding(
+        rule="overlap-explained",
+        subject=Subject(0),
+        severity=Severity.INFO,
+        label=f"SM+mem {sm + mem:.0f}%: overlap",
+        summary="two overlapping fractions",
+        advice=(),
+        evidence=(
+            Evidence("SM %", sm, "now"),
+            Evidence("memory-access %", mem, "now"),
+            Evidence("sum", sm + mem, "> 100"),
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("sm", "mem", "finding", "note"),
+    [
+        (90.0, 58.0, overlap(90.0, 58.0), "SM+mem 148%: overlap"),
+        # Held by the engine's clear-after time while the sum fell: not beside 20 and 13.
+        (20.0, 13.0, overlap(90.0, 58.0), None),
+        # No finding (a threshold above the sum): no note, whatever the sum.
+        (90.0, 58.0, None, None),
+    ],
+)
+async def test_mem_row_shows_the_overlap_finding_about_the_sample_on_screen(
+    sm: float, mem: float, finding: Finding | None, note: str | None
+) -> None:
+    gpu = GpuSample(index=0, name="NVIDIA H100", sm_percent=sm, memory_access_percent=mem)
+    app, _ = make_app("healthy")
+    async with app.run_test(size=(120, 30)) as pilot:
+        panel = GpuPanel(0)
+        await app.gpu_area.mount(panel)
+        panel.styles.height = 6
+        panel.update_from(gpu, None, (finding,) if finding is not None else ())
+        await pilot.pause()
+        mem_row = panel.text_lines()[2]
+        assert mem_row.lstrip().startswith("MEM")
+        if note is None:
+            assert "overlap" not in mem_row and "of time accessed" in mem_row
+        else:
+            assert note in mem_row
 
 
 async def test_healthy_has_no_warning_in_any_hint_cell() -> None:

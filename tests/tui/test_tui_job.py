@@ -11,6 +11,8 @@ ASCII glyph set and its locale detection.
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -93,6 +95,34 @@ async def test_cpu_panel_splits_job_cores_from_the_rest_and_shows_others() -> No
     text = await show(snapshot())
     assert "job cores 8-15 96% · rest of node 12%" in text
     assert "others on job cores 30%" in text
+
+
+def others_style(app: GputopApp) -> tuple[Style | None, Style]:
+    """The style "others on job cores" is drawn in, and the theme's warning style."""
+    panel = app.cpu_panel
+    for segment in panel.render_line(0):
+        if "others on job cores" in segment.text:
+            return segment.style, panel.palette.warning
+    raise AssertionError(f"no 'others on job cores' in {panel.text_lines()}")
+
+
+@pytest.mark.parametrize(("foreign", "warned"), [(30.0, True), (15.0, False)])
+async def test_others_on_job_cores_warn_only_with_the_engines_finding(
+    foreign: float, warned: bool
+) -> None:
+    """Warned in colour exactly when the engine's cores-contended finding holds (25 % by
+    default, after 5 s): 15 % is shown, but not as a warning."""
+    job = dataclasses.replace(JOB, foreign_cpu_percent=foreign)
+    app = GputopApp(FixedSource(), autostart=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        for tick in range(8):
+            app.ingest(snapshot(job=job, timestamp=1_700_000_000.0 + tick))
+        await pilot.pause()
+        contended = any(f.rule == "cores-contended" for f in app.findings)
+        assert contended is warned
+        style, warning = others_style(app)
+        assert style is not None
+        assert (style.color == warning.color) is warned
 
 
 async def test_job_processes_first_and_others_marked_with_all() -> None:
@@ -203,6 +233,21 @@ async def test_ascii_screen_is_pure_ascii(ascii_glyphs: None) -> None:
 
 def test_unicode_glyphs_are_back_after_ascii() -> None:
     assert sparkline([100.0], 1, 100.0) == "█"
+
+
+def test_glyph_choice_needs_no_rendering_module() -> None:
+    """glyphs is below render: switching glyphs loads nothing that draws (no import cycle)."""
+    probe = (
+        "import sys\n"
+        "from gputop_hints.tui import glyphs\n"
+        "glyphs.configure(ascii=True)\n"
+        "assert glyphs.active() is glyphs.ASCII\n"
+        "print('gputop_hints.tui.render' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize(

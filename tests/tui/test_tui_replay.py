@@ -23,10 +23,10 @@ from gputop_hints.sampling.replay_time import SeekError, date_time_text, parse_s
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui.app import GputopApp
-from gputop_hints.tui.help import help_text, hints_help, replay_help
-from gputop_hints.tui.seek_prompt import SeekPrompt
+from gputop_hints.tui.screens.help import help_text, hints_help, replay_help
+from gputop_hints.tui.screens.seek_prompt import SeekPrompt
 from gputop_hints.tui.widgets.header import END_OF_RECORDING
-from gputop_hints.tui.widgets.process_table import HINT_WIDTH
+from gputop_hints.tui.widgets.process_columns import HINT_WIDTH
 from tests.support.screen import screen_text
 
 START = 1_732_363_200.0

@@ -10,6 +10,9 @@ Attached to a job (``Snapshot.job``), the summary names the job's cores and
 their load apart from the rest of the node -- ``job cores 8-15 96% · rest of
 node 12%`` -- and, when known, how much of the job's cores processes outside
 the job use (``others on job cores 30%``): another job oversubscribing them.
+That figure is drawn as a warning only while the hint engine's
+``cores-contended`` finding holds (its threshold is in the YAML), never by a
+threshold of the panel's own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import math
 from rich.style import Style
 from textual.strip import Strip
 
+from gputop_hints.hints.findings import Finding
 from gputop_hints.model import HostSample, JobInfo
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
@@ -33,6 +37,8 @@ from gputop_hints.units import UNKNOWN, core_ranges, human_bytes, percent
 
 _BAR = 5
 _COMPACT_LABEL = " cores "
+CORES_CONTENDED_RULE = "cores-contended"
+"""The finding that says the job's cores are loaded by processes outside the job."""
 
 
 def _mean(values: list[float]) -> float | None:
@@ -70,11 +76,21 @@ class CpuPanel(StripWidget):
         super().__init__(id="cpu")
         self.host: HostSample | None = None
         self.job: JobInfo | None = None
+        self.contended = False
+        """The engine says others load the job's cores (a ``cores-contended`` finding)."""
         self.compact = False
 
-    def update_from(self, host: HostSample | None, job: JobInfo | None = None) -> None:
+    def update_from(
+        self,
+        host: HostSample | None,
+        job: JobInfo | None = None,
+        findings: tuple[Finding, ...] = (),
+    ) -> None:
+        """``findings``: the engine's visible findings (the panel shows whether
+        the job's cores are contended from them)."""
         self.host = host
         self.job = job
+        self.contended = any(f.rule == CORES_CONTENDED_RULE for f in findings)
         self.invalidate()
 
     def job_cores(self) -> tuple[int, ...]:
@@ -136,7 +152,7 @@ class CpuPanel(StripWidget):
             text += f" · rest of node {percent(_mean(outside))}"
         pieces = [Piece(text, p.core_allowed, 1)]
         if job.foreign_cpu_percent is not None:
-            style = p.warning if job.foreign_cpu_percent >= 10 else p.muted
+            style = p.warning if self.contended else p.muted
             pieces.append(
                 Piece(f"others on job cores {percent(job.foreign_cpu_percent)}", style, 2)
             )

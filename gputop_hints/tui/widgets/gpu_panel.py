@@ -11,9 +11,11 @@ Two shapes, chosen by the height the layout gives the widget:
 GPU-level findings (the engine's ``for_gpu``) show in both: the worst one's
 label, in its severity's colour, at the end of the rich title row with ``+N``
 for the others; in compact mode a marker (severity mark and rule id). The
-overlap finding has its own place: whenever SM % + memory % passes 100 the
-MEM row's note (compact: ``Σ``) says the two overlap, so the sum never stands
-unexplained.
+overlap finding has its own place: while the engine reports it for the sample
+on screen (SM % + memory % past the ``overlap_explained`` threshold, 100 by
+default) the MEM row's note carries its label (compact: ``Σ`` and the sum), so
+the sum never stands unexplained. The panel itself judges nothing: what it marks comes from
+findings and model properties.
 """
 
 from __future__ import annotations
@@ -25,10 +27,15 @@ from textual.strip import Strip
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import GpuSample
-from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
+from gputop_hints.tui import glyphs
+from gputop_hints.tui.hint_text import (
+    OVERLAP_RULE,
+    SEVERITY_STYLE,
+    findings_text,
+    panel_findings,
+)
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
-    LIMIT_MARK,
     Line,
     Piece,
     add_pieces,
@@ -52,34 +59,22 @@ def _one_decimal_gib(value: int | None) -> str:
     return UNKNOWN if value is None else f"{value / 2**30:.0f}"
 
 
-OVERLAP_RULE = "overlap-explained"
-COMPACT_MARKER_WIDTH = 16
+def overlap_finding(findings: tuple[Finding, ...], gpu: GpuSample) -> Finding | None:
+    """The engine's overlap finding among a GPU's findings, if it is about ``gpu``.
 
-
-def overlap_note(gpu: GpuSample) -> str | None:
-    """'SM+mem 142%: overlap' when the two fractions add up past 100 (shown, never clamped)."""
-    total = gpu.utilization_sum_percent
-    if total is None or total <= 100:
-        return None
-    return f"SM+mem {total:.0f}%: overlap"
-
-
-def panel_findings(findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
-    """The GPU-level findings the title row / compact marker show (overlap has the MEM row)."""
-    return tuple(f for f in findings if f.rule != OVERLAP_RULE)
-
-
-def findings_text(findings: tuple[Finding, ...], compact: bool = False) -> str:
-    """'! memory-bound kernels +1' (rich) or '!memory-bound+1' (compact); '' for none."""
-    shown = panel_findings(findings)
-    if not shown:
-        return ""
-    worst = shown[0]
-    others = f"+{len(shown) - 1}" if len(shown) > 1 else ""
-    if compact:
-        name = worst.rule[: COMPACT_MARKER_WIDTH - 1 - len(others)]
-        return f"{SEVERITY_MARK[worst.severity]}{name}{others}"
-    return f"{SEVERITY_MARK[worst.severity]} {worst.label}" + (f" {others}" if others else "")
+    The MEM row's note sits beside the sample's own SM and memory numbers, so it
+    shows the finding only while the finding's evidence is that sample. Once the
+    sum falls back the engine keeps the finding visible for its clear-after time
+    (lists must not flicker) with the numbers it last saw, which would put
+    "SM+mem 148%" beside a 20 % and a 13 %. No threshold is applied here: the
+    configured one already decided whether there is a finding at all.
+    """
+    shown = {gpu.sm_percent, gpu.memory_access_percent, gpu.utilization_sum_percent}
+    for finding in findings:
+        if finding.rule == OVERLAP_RULE:
+            evidence = {e.value for e in finding.evidence}
+            return finding if shown <= evidence else None
+    return None
 
 
 class GpuPanel(StripWidget):
@@ -146,16 +141,6 @@ class GpuPanel(StripWidget):
         cells = bucketed(series.last(width * per_cell + filling), per_cell, self.ticks)[-width:]
         self._cells[(name, width)] = (bucket, cells)
         return cells
-
-    def overlap_text(self, gpu: GpuSample) -> str | None:
-        """The overlap finding's label while the sum is over 100, else the plain note."""
-        note = overlap_note(gpu)
-        if note is None:
-            return None
-        for finding in self.findings:
-            if finding.rule == OVERLAP_RULE:
-                return finding.label
-        return note
 
     # --- building -----------------------------------------------------------
 
@@ -254,40 +239,32 @@ class GpuPanel(StripWidget):
         def last(name: str, n: int = spark_width) -> list[float | None]:
             return self.sparkline_values(name, n)
 
-        lines = [self._title(gpu, width, base, p)]
-        lines.append(
-            self._metric_row(
-                "SM",
-                last("sm_percent"),
-                100.0,
-                percent(gpu.sm_percent),
-                "of time busy",
-                p.sm,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
+        def row(
+            label: str,
+            values: list[float | None],
+            high: float,
+            value_text: str,
+            note: str,
+            style: Style,
+            note_style: Style | None = None,
+        ) -> Strip:
+            return self._metric_row(
+                label, values, high, value_text, note, style, base, p,
+                spark_width, note_width, width, note_style,
+            )  # fmt: skip
+
+        overlap = overlap_finding(self.findings, gpu)
+        mem_note, mem_note_style = (
+            ("of time accessed", None) if overlap is None else (overlap.label, p.info)
         )
-        note = self.overlap_text(gpu)
-        lines.append(
-            self._metric_row(
-                "MEM",
-                last("memory_access_percent"),
-                100.0,
-                percent(gpu.memory_access_percent),
-                note or "of time accessed",
-                p.mem,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-                note_style=(p.info) if note else None,
-            )
-        )
-        lines.append(self._vram_row(gpu, width, base, p, note_width, spark_width))
+        mem_values = last("memory_access_percent")
+        mem_text = percent(gpu.memory_access_percent)
+        lines = [
+            self._title(gpu, width, base, p),
+            row("SM", last("sm_percent"), 100.0, percent(gpu.sm_percent), "of time busy", p.sm),
+            row("MEM", mem_values, 100.0, mem_text, mem_note, p.mem, mem_note_style),
+            self._vram_row(gpu, width, base, p, note_width, spark_width),
+        ]
         link = gpu.pcie_link_bytes_per_s
         rx = last("pcie_rx_bytes_per_s")
         tx = last("pcie_tx_bytes_per_s")
@@ -300,36 +277,8 @@ class GpuPanel(StripWidget):
             high = max(known) if known else 0.0
             rx_note = f"window max {human_rate(high)}"
             tx_note = "(link speed n/a)"
-        lines.append(
-            self._metric_row(
-                "RX",
-                rx,
-                high,
-                human_rate(gpu.pcie_rx_bytes_per_s),
-                rx_note,
-                p.rx,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
-        )
-        lines.append(
-            self._metric_row(
-                "TX",
-                tx,
-                high,
-                human_rate(gpu.pcie_tx_bytes_per_s),
-                tx_note,
-                p.tx,
-                base,
-                p,
-                spark_width,
-                note_width,
-                width,
-            )
-        )
+        lines.append(row("RX", rx, high, human_rate(gpu.pcie_rx_bytes_per_s), rx_note, p.rx))
+        lines.append(row("TX", tx, high, human_rate(gpu.pcie_tx_bytes_per_s), tx_note, p.tx))
         return lines
 
     def _vram_row(
@@ -341,7 +290,7 @@ class GpuPanel(StripWidget):
         line = Line().add(f" {'VRAM':<{_LABEL - 1}}", p.label)
         filled, track = bar(gpu.vram_fraction, bar_width - 1)
         line.add(filled, p.vram).add(track, p.track)
-        line.add(LIMIT_MARK, p.critical)
+        line.add(glyphs.active().limit_mark, p.critical)
         if trend_width:
             line.add(" ")
             values = self.sparkline_values("vram_used_bytes", trend_width)
@@ -391,7 +340,7 @@ class GpuPanel(StripWidget):
                 [
                     Piece("VRAM ", p.label),
                     *mini_bar(fraction, p.vram),
-                    Piece(LIMIT_MARK, p.critical),
+                    Piece(glyphs.active().limit_mark, p.critical),
                     Piece(
                         f"{_one_decimal_gib(gpu.vram_used_bytes):>3}/"
                         f"{_one_decimal_gib(gpu.vram_total_bytes)}G".ljust(8),
@@ -402,9 +351,9 @@ class GpuPanel(StripWidget):
             (4, [Piece("↓" + human_rate(gpu.pcie_rx_bytes_per_s).rjust(8), p.rx)]),
             (5, [Piece("↑" + human_rate(gpu.pcie_tx_bytes_per_s).rjust(8), p.tx)]),
         ]
-        note = overlap_note(gpu)
-        if note is not None:
-            groups.append((2, [Piece(f"Σ{gpu.utilization_sum_percent:.0f}%", p.info)]))
+        total = gpu.utilization_sum_percent
+        if total is not None and overlap_finding(self.findings, gpu) is not None:
+            groups.append((2, [Piece(f"Σ{total:.0f}%", p.info)]))
         if gpu.temperature_c is not None:
             groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
         if gpu.clocks_held_by:

@@ -1,10 +1,8 @@
-"""The top line (host, driver, interval, source, DEMO/REPLAY/PAUSED badges, sample
-time; in replay the recorded date and time and the recording's span) and the banner
-shown when there are no GPUs to draw."""
+"""The top line: host, driver, interval, source, DEMO/REPLAY/PAUSED badges and the
+sample time; in replay the recorded date and time and the recording's span."""
 
 from __future__ import annotations
 
-import textwrap
 import time
 from dataclasses import dataclass
 
@@ -148,66 +146,3 @@ class HeaderBar(StripWidget):
         line.segments.extend(right_line.segments)
         line.cells += right_line.cells
         return [line.strip(width, base)]
-
-
-DEMO_COMMAND = "gputop-hints --demo"
-NBSP = "\u00a0"
-
-
-class GpuUnavailableBanner(StripWidget):
-    """Why there are no GPU panels, and what to try instead."""
-
-    DEFAULT_CSS = """
-    GpuUnavailableBanner {
-        height: 2;
-        background: $warning-muted;
-        display: none;
-    }
-    """
-
-    def __init__(self) -> None:
-        super().__init__(id="no-gpu")
-        self.reason: str | None = None
-
-    LEAD = "No GPU panels: "
-    ADVICE = (
-        "CPU and host figures below are live. To see the full monitor without a GPU, run "
-        + DEMO_COMMAND.replace(" ", NBSP)
-    )
-
-    def set_reason(self, reason: str | None) -> None:
-        if reason != self.reason:
-            self.reason = reason
-            self.display = reason is not None
-            self.invalidate()
-
-    def wrapped(self, width: int) -> tuple[list[str], list[str]]:
-        """The reason and the advice, word-wrapped to ``width`` (never cut off)."""
-        inner = max(10, width - 2)
-        reason = textwrap.wrap(self.LEAD + (self.reason or ""), inner) or [self.LEAD]
-        advice = textwrap.wrap(self.ADVICE, inner, break_long_words=False, break_on_hyphens=False)
-        return reason, advice
-
-    def height_for(self, width: int) -> int:
-        if not self.display:
-            return 0
-        reason, advice = self.wrapped(width)
-        return len(reason) + len(advice)
-
-    def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
-        reason, advice = self.wrapped(width)
-        lines: list[Strip] = []
-        for i, text in enumerate(reason):
-            line = Line().add(" ")
-            if i == 0:
-                line.add(self.LEAD, palette.warning + Style(bold=True))
-                text = text[len(self.LEAD) :]
-            lines.append(line.add_text(text, palette.text).strip(width, base))
-        for text in advice:
-            line = Line().add(" ")
-            head, sep, _ = text.partition(DEMO_COMMAND.replace(" ", NBSP))
-            line.add(head, palette.muted)
-            if sep:
-                line.add(DEMO_COMMAND, palette.header_accent)
-            lines.append(line.strip(width, base))
-        return lines

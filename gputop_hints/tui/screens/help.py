@@ -38,7 +38,7 @@ def load_metrics_doc() -> str:
     packaged = resources.files("gputop_hints") / "_data" / "metrics.md"
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8")
-    repo_copy = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+    repo_copy = Path(__file__).resolve().parents[3] / "docs" / "metrics.md"
     if repo_copy.is_file():
         return repo_copy.read_text(encoding="utf-8")
     return _MISSING
@@ -65,7 +65,8 @@ def hints_help() -> str:
         "with `+N` for the others; the compact one-line-per-GPU layout shows the mark "
         "and the rule's name. Whole-GPU info (healthy, overlap) stays in the panel; only "
         "warnings and worse reach the HINT column. When SM % + memory-access % passes "
-        "100 the MEM row (compact: `Σ`) says the two overlap.",
+        "100 (the `overlap_explained` threshold) the MEM row (compact: `Σ`) says the "
+        "two overlap.",
         "",
         "Press Enter on a process for all its hints and its GPU's: why, the evidence "
         "(metric, value, threshold, whether it was met, and whose numbers they are -- "

@@ -1,0 +1,323 @@
+"""The partial-output patch draws, cell for cell, what Textual's own writer draws.
+
+:mod:`gputop_hints.tui.partial_output` replaces Textual's private
+``ChopsUpdate.render_segments`` to send fewer bytes. It is only right while it
+means what Textual's method means, so these tests render randomised screens --
+seeded random widget trees, contents and styles, at a few sizes, with partial
+and whole-widget updates between frames -- and the real monitor, and feed every
+frame both ways into a terminal emulator (``pyte``): Textual's method into one
+screen, the patch into another. After every frame the two screens must hold the
+same characters with the same colours and attributes. A Textual release that
+changes what the method must produce fails here, loudly, before anyone sees a
+garbled terminal.
+
+The app runs with a driver that is not headless (Textual writes nothing in
+headless mode) but discards what it is given: the frames are taken where
+Textual turns an update into terminal text.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyte
+import pytest
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual._compositor import ChopsUpdate, LayoutUpdate
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.css.types import EdgeType
+from textual.drivers import headless_driver
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
+
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui import partial_output
+from gputop_hints.tui.app import GputopApp
+
+SIZES = [(40, 12), (80, 24), (131, 37)]
+SEEDS = [0, 1, 2, 3]
+FRAMES = 14
+"""Updates per run; each is drawn before the next is made."""
+
+TEXT = "abcdefghij KLMNOP 0123456789 .,:;-_/|()[]"
+SYMBOLS = "▁▂▃▄▅▆▇█│─·‼→"
+WIDE = "漢字表示ＧＰＵ"
+"""Two cells each: a cut through one must not leave half of it on screen."""
+COLOURS = ["#e06c75", "#98c379", "#61afef", "#c678dd", "#282c34", "#d19a66", "#abb2bf"]
+
+
+class DrawingDriver(headless_driver.HeadlessDriver):
+    """Textual's test driver, except that the app believes it draws on a terminal."""
+
+    @property
+    def is_headless(self) -> bool:
+        return False
+
+    def write(self, data: str) -> None:
+        """Drop it: the frames are taken from the updates themselves (see :class:`Frames`)."""
+
+
+@dataclass
+class Frames:
+    """Every update as Textual writes it and as the patch writes it, in order."""
+
+    pairs: list[tuple[str, str]] = field(default_factory=list)
+    partial: int = 0
+    """Updates that were partial (ChopsUpdate): the ones the patch rewrites."""
+    shorter: int = 0
+    """Partial updates the patch wrote in fewer characters (it cut something)."""
+
+
+@pytest.fixture
+def frames(monkeypatch: pytest.MonkeyPatch) -> Iterator[Frames]:
+    """Run apps with :class:`DrawingDriver` and record each frame both ways."""
+    recorded = Frames()
+    textual_partial: Callable[[Any, Console], str] = ChopsUpdate.render_segments
+    textual_full: Callable[[Any, Console], str] = LayoutUpdate.render_segments
+
+    def partial(update: ChopsUpdate, console: Console) -> str:
+        theirs = textual_partial(update, console)
+        ours = partial_output.render_segments(update, console)
+        recorded.pairs.append((theirs, ours))
+        recorded.partial += 1
+        recorded.shorter += len(ours) < len(theirs)
+        return theirs
+
+    def full(update: LayoutUpdate, console: Console) -> str:
+        whole = textual_full(update, console)
+        recorded.pairs.append((whole, whole))
+        return whole
+
+    monkeypatch.setattr(headless_driver, "HeadlessDriver", DrawingDriver)
+    monkeypatch.setattr(ChopsUpdate, "render_segments", partial)
+    monkeypatch.setattr(LayoutUpdate, "render_segments", full)
+    # The monitor would install the patch over the recorder; here it is called directly.
+    monkeypatch.setattr(partial_output, "install", lambda: False)
+    yield recorded
+
+
+Cell = tuple[str, str, str, bool, bool, bool, bool, bool]
+
+
+def cells(screen: pyte.Screen) -> list[list[Cell]]:
+    """Every cell's character, colours and attributes."""
+    return [
+        [
+            (c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.strikethrough, c.reverse)
+            for c in (screen.buffer[y][x] for x in range(screen.columns))
+        ]
+        for y in range(screen.lines)
+    ]
+
+
+def assert_same_screens(recorded: Frames, size: tuple[int, int]) -> None:
+    """Feed both versions of every frame to a terminal each; compare after every frame."""
+    assert recorded.pairs, "nothing was drawn"
+    width, height = size
+    theirs_screen, ours_screen = pyte.Screen(width, height), pyte.Screen(width, height)
+    theirs_stream, ours_stream = pyte.Stream(theirs_screen), pyte.Stream(ours_screen)
+    for number, (theirs, ours) in enumerate(recorded.pairs):
+        theirs_stream.feed(theirs)
+        ours_stream.feed(ours)
+        expected, actual = cells(theirs_screen), cells(ours_screen)
+        if expected != actual:
+            y = next(y for y in range(height) if expected[y] != actual[y])
+            x = next(x for x in range(width) if expected[y][x] != actual[y][x])
+            raise AssertionError(
+                f"frame {number}: cell ({x}, {y}) is {actual[y][x]} with the patch, "
+                f"{expected[y][x]} without\nwith:    {theirs_screen.display[y]!r}"
+                f"\nwithout: {ours_screen.display[y]!r}"
+            )
+
+
+# --- random screens ---------------------------------------------------------------
+
+
+def random_style(rng: random.Random) -> Style | None:
+    if rng.random() < 0.2:
+        return None
+    return Style(
+        color=rng.choice(COLOURS),
+        bgcolor=rng.choice([None, *COLOURS]),
+        bold=rng.random() < 0.3,
+        italic=rng.random() < 0.15,
+        underline=rng.random() < 0.15,
+        reverse=rng.random() < 0.1,
+        strike=rng.random() < 0.05,
+    )
+
+
+def random_text(rng: random.Random) -> str:
+    alphabet = rng.choice([TEXT, TEXT + SYMBOLS, TEXT + WIDE, SYMBOLS, WIDE + " "])
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+
+
+def random_segments(rng: random.Random) -> list[Segment]:
+    return [Segment(random_text(rng), random_style(rng)) for _ in range(rng.randint(1, 7))]
+
+
+class RandomLines(Widget):
+    """Lines of random styled segments; an update changes part of a line and repaints
+    only from that part on, as the monitor's widgets do."""
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__()
+        self.rng = rng
+        self.lines = [random_segments(rng) for _ in range(rng.randint(1, 14))]
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y >= len(self.lines):
+            return Strip.blank(width)
+        return Strip(self.lines[y]).adjust_cell_length(width)
+
+    def change_some(self) -> None:
+        rng = self.rng
+        y = rng.randrange(len(self.lines))
+        line = self.lines[y]
+        keep = rng.randrange(len(line))
+        tail = rng.randint(0, len(line) - keep - 1)
+        middle = random_segments(rng)[: rng.randint(1, 3)]
+        self.lines[y] = line[:keep] + middle + line[len(line) - tail :]
+        start = sum(segment.cell_length for segment in line[:keep])
+        old_end = sum(segment.cell_length for segment in line[: len(line) - tail])
+        new = self.lines[y]
+        new_end = sum(segment.cell_length for segment in new[: len(new) - tail])
+        if old_end == new_end and rng.random() < 0.6:
+            # The tail did not move: only the changed cells, so the right end is cut too.
+            self.refresh(Region(start, y, max(1, new_end - start), 1))
+        else:
+            self.refresh(Region(start, y, max(1, self.size.width - start), 1))
+
+
+def random_leaf(rng: random.Random) -> Widget:
+    leaf: Widget
+    if rng.random() < 0.7:
+        leaf = RandomLines(rng)
+    else:
+        leaf = Static(Text(random_text(rng) * rng.randint(1, 6), style=random_style(rng) or ""))
+    if rng.random() < 0.3:
+        kind: EdgeType = rng.choice(["round", "solid", "heavy", "ascii"])
+        leaf.styles.border = (kind, rng.choice(COLOURS))
+    if rng.random() < 0.3:
+        leaf.styles.padding = (0, rng.randint(1, 3))
+    if rng.random() < 0.5:
+        leaf.styles.background = rng.choice(COLOURS)
+    leaf.styles.width = rng.choice(["1fr", "2fr", str(rng.randint(3, 30))])
+    leaf.styles.height = rng.choice(["1fr", str(rng.randint(1, 10))])
+    return leaf
+
+
+class RandomScreenApp(App[None]):
+    """Rows of random leaves and columns of leaves, changed at random between frames."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.rng = random.Random(seed)
+
+    def compose(self) -> ComposeResult:
+        rng = self.rng
+        for _ in range(rng.randint(1, 3)):
+            with Horizontal() as row:
+                row.styles.height = rng.choice(["1fr", str(rng.randint(2, 12))])
+                for _ in range(rng.randint(1, 4)):
+                    if rng.random() < 0.4:
+                        with Vertical():
+                            for _ in range(rng.randint(1, 3)):
+                                yield random_leaf(rng)
+                    else:
+                        yield random_leaf(rng)
+
+    def change_something(self) -> None:
+        rng = self.rng
+        lines = list(self.query(RandomLines))
+        statics = list(self.query(Static))
+        for _ in range(rng.randint(1, 4)):
+            if lines and (not statics or rng.random() < 0.8):
+                rng.choice(lines).change_some()
+            elif statics:
+                rng.choice(statics).update(Text(random_text(rng), style=random_style(rng) or ""))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("seed", SEEDS)
+async def test_random_screens_look_the_same_with_the_patch(
+    frames: Frames, seed: int, size: tuple[int, int]
+) -> None:
+    app = RandomScreenApp(seed)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        for _ in range(FRAMES):
+            app.change_something()
+            await pilot.pause()
+    assert frames.partial > 0, "no partial update: the patch was never exercised"
+    assert_same_screens(frames, size)
+
+
+@pytest.mark.parametrize("size", [(160, 50), (80, 24)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_the_monitor_looks_the_same_with_the_patch(
+    frames: Frames, size: tuple[int, int]
+) -> None:
+    """The demo, tick by tick: the patch cuts something (it saves bytes) and changes no cell."""
+    source = DemoSource("mixed", gpus=4, processes=24, seed=0)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=size) as pilot:
+        for _ in range(FRAMES):
+            app.ingest(source.sample())
+            await pilot.pause()
+    assert frames.shorter > 0, "the patch never cut a chop: nothing here tests it"
+    assert_same_screens(frames, size)
+
+
+# --- when the patch is in place ------------------------------------------------------
+
+
+@pytest.fixture
+def textual_writer() -> Iterator[Callable[[Any, Console], str]]:
+    """Textual's own method, with no patch in place before or after the test."""
+    while partial_output.installed():
+        partial_output.uninstall()
+    original: Callable[[Any, Console], str] = ChopsUpdate.render_segments
+    yield original
+    while partial_output.installed():
+        partial_output.uninstall()
+    assert ChopsUpdate.render_segments is original
+
+
+async def test_the_patch_is_in_place_only_while_the_monitor_runs(
+    textual_writer: Callable[[Any, Console], str],
+) -> None:
+    app = GputopApp(DemoSource("healthy", seed=0), autostart=False)
+    assert ChopsUpdate.render_segments is textual_writer, "building the app patched Textual"
+    async with app.run_test(size=(80, 24)):
+        assert partial_output.installed()
+        assert ChopsUpdate.render_segments is not textual_writer
+    assert not partial_output.installed()
+    assert ChopsUpdate.render_segments is textual_writer
+
+
+def test_nested_installs_keep_the_patch_until_the_last_uninstall(
+    textual_writer: Callable[[Any, Console], str],
+) -> None:
+    assert partial_output.install() and partial_output.install()
+    partial_output.uninstall()
+    assert ChopsUpdate.render_segments is not textual_writer
+    partial_output.uninstall()
+    assert ChopsUpdate.render_segments is textual_writer
+
+
+def test_another_textual_major_version_is_left_alone(
+    textual_writer: Callable[[Any, Console], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(partial_output, "TEXTUAL_MAJOR", partial_output.TEXTUAL_MAJOR + 1)
+    assert not partial_output.install()
+    assert ChopsUpdate.render_segments is textual_writer
