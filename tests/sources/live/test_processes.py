@@ -156,13 +156,14 @@ def test_main_process_and_each_worker_get_their_own_cpu(
     assert row_first.cpu_percent is None
     assert all(w.cpu_percent is None for w in row_first.workers)
 
-    # The spinning main process: what psutil saw over (nearly) the same span,
-    # and clearly busy even when other jobs compete for the 2 cores.
+    # The spinning main process: what psutil saw over (nearly) the same span.
     used = (after.user + after.system) - (before.user + before.system)
     expected = used / (ended - started) * 100
     assert row.cpu_percent is not None
     assert row.cpu_percent == pytest.approx(expected, abs=15)
-    assert row.cpu_percent > 30
+    # Busy beyond doubt, with slack for a machine shared with other work (the exact
+    # figure is checked against psutil just above).
+    assert row.cpu_percent > 10
     workers = {w.pid: w for w in row.workers}
     assert set(workers) == {*tree.busy_workers, tree.sleeper}
     for pid in tree.busy_workers:
