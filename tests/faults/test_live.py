@@ -114,6 +114,25 @@ def test_a_static_query_that_keeps_failing_is_retried_at_most_once_a_tick() -> N
     assert all(t.gpus[0].name is None and t.gpus[0].sm_percent == 30.0 for t in ticks)
 
 
+def test_healthy_gpus_are_not_asked_their_static_facts_again() -> None:
+    """Healthy GPUs, many ticks: no handle, name, UUID or max-clock query after start-up.
+
+    The retry of item "transient error at start-up" must not add to the per-tick cost.
+    """
+    static = (
+        "nvmlDeviceGetHandleByIndex",
+        "nvmlDeviceGetName",
+        "nvmlDeviceGetUUID",
+        "nvmlDeviceGetMaxClockInfo",
+    )
+    with FakeNvml(make_gpus(8)) as nvml:
+        source = LiveSource(detect_job=False)
+        at_start = {f: nvml.calls[f] for f in static}
+        for _ in range(5):
+            source.sample()
+        assert {f: nvml.calls[f] for f in static} == at_start
+
+
 def test_no_permission_on_the_gpu_count_says_permission_was_denied() -> None:
     """NoPermission on NVML's device count: says permission was denied and what to check.
 

@@ -73,6 +73,8 @@ class GpuState:
         """
         if self.handle is None:
             return True
+        if self.name is not None and self.uuid is not None and self.max_sm_clock_mhz is not None:
+            return False  # the usual case, every tick: no tuple built
         return any(
             value is None and function not in self.unsupported
             for value, function in (
