@@ -117,7 +117,7 @@ def test_a_static_query_that_keeps_failing_is_retried_at_most_once_a_tick() -> N
 def test_healthy_gpus_are_not_asked_their_static_facts_again() -> None:
     """Healthy GPUs, many ticks: no handle, name, UUID or max-clock query after start-up.
 
-    The retry of item "transient error at start-up" must not add to the per-tick cost.
+    Retrying what failed at start-up must not add to the per-tick cost of healthy GPUs.
     """
     static = (
         "nvmlDeviceGetHandleByIndex",
