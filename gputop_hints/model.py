@@ -143,6 +143,11 @@ class UtilizationSample:
     percent: float
 
 
+LOST_GPU_TEXT = "lost: NVML cannot reach it (fell off the bus?); no values until it returns"
+"""What views say of a :attr:`GpuSample.lost` GPU in place of its values: the
+monitor and ``--once`` use the same words."""
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one tick."""
@@ -174,6 +179,9 @@ class GpuSample:
     sm_samples: tuple[UtilizationSample, ...] = ()
     """Sub-second SM % readings recorded by the driver since the last tick,
     where NVML supports ``nvmlDeviceGetSamples``; empty otherwise."""
+    lost: bool = False
+    """NVML says the GPU is lost (fell off the bus, XID 79): every metric is
+    None, and views say "lost" rather than "n/a"."""
 
     @property
     def pcie_link_bytes_per_s(self) -> float | None:

@@ -78,6 +78,14 @@ class HintEngine:
         for key in [k for k, f in raw.items() if f.rule == LOW_UTILIZATION]:
             if key[1].gpu_index in explained:
                 del raw[key]
+        # A lost GPU (fell off the bus) has no values now: whatever was said of it
+        # and its processes is stale, so it goes at once, hysteresis or not.
+        latest = history.latest
+        lost = {g.index for g in latest.gpus if g.lost}
+        if lost:
+            raw = {k: f for k, f in raw.items() if k[1].gpu_index not in lost}
+            for key in [k for k in self._tracks if k[1].gpu_index in lost]:
+                del self._tracks[key]
 
         for key, finding in raw.items():
             track = self._tracks.get(key)

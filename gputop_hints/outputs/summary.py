@@ -22,7 +22,13 @@ from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History, Series
-from gputop_hints.model import GpuProcess, GpuSample, Snapshot, snapshot_to_dict
+from gputop_hints.model import (
+    LOST_GPU_TEXT,
+    GpuProcess,
+    GpuSample,
+    Snapshot,
+    snapshot_to_dict,
+)
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
 
 JSON_SCHEMA_VERSION = 1
@@ -206,6 +212,8 @@ class Summary:
         return "\n".join(out) + "\n"
 
     def _gpu_lines(self, gpu: GpuSample) -> list[str]:
+        if gpu.lost:  # not unknown values: NVML says the GPU is gone
+            return [f"GPU {gpu.index}  {gpu.name or 'n/a'}  {LOST_GPU_TEXT}"]
         gh = self.history.gpus.get(gpu.index)
         sm_mean = gh.sm_percent.mean() if gh else None
         mem_mean = gh.memory_access_percent.mean() if gh else None

@@ -59,6 +59,7 @@ TICK_COLUMNS: dict[str, list[str]] = {
         "sm_clock_mhz",
         "throttle_reasons",
         "sm_samples",
+        "lost",
     ],
     "process": [
         "pid",
@@ -75,7 +76,8 @@ TICK_COLUMNS: dict[str, list[str]] = {
 }
 """The GPUs come before the host so a reader can decode just them (the report's
 fast path). ``sm_samples`` is flat: ``[t0, percent0, t1, percent1, ...]``; ``workers`` likewise
-holds four values per worker in the ``worker`` column order."""
+holds four values per worker in the ``worker`` column order. ``lost`` (``true``) is
+written only for a GPU NVML says is lost: healthy GPUs' arrays end at ``sm_samples``."""
 
 # Column positions, for readers that work on the arrays directly (the report).
 T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES = range(5)
@@ -92,7 +94,8 @@ H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
     G_SM_CLOCK,
     G_THROTTLE,
     G_SAMPLES,
-) = range(11)
+    G_LOST,
+) = range(12)
 P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
 
 GPU_STATIC_FIELDS = (
@@ -194,7 +197,7 @@ def encode_gpu(gpu: GpuSample) -> list[Any]:
     for s in gpu.sm_samples:
         samples.append(_num(s.timestamp))
         samples.append(_num(s.percent))
-    return [
+    values = [
         gpu.index,
         _num(gpu.sm_percent),
         _num(gpu.memory_access_percent),
@@ -207,6 +210,9 @@ def encode_gpu(gpu: GpuSample) -> list[Any]:
         None if gpu.throttle_reasons is None else list(gpu.throttle_reasons),
         samples,
     ]
+    if gpu.lost:  # a trailing column: older readers ignore it, healthy ticks stay as they were
+        values.append(True)
+    return values
 
 
 def _encode_process(proc: GpuProcess) -> list[Any]:
@@ -285,6 +291,7 @@ def _decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         max_sm_clock_mhz=static.get("max_sm_clock_mhz"),
         throttle_reasons=None if throttle is None else tuple(throttle),
         sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
+        lost=len(g) > G_LOST and g[G_LOST] is True,
     )
 
 

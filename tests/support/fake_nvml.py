@@ -128,6 +128,7 @@ class FakeGpu:
     names from :data:`GROUPS`; ``lost=True`` makes every call raise
     ``NVMLError_GpuIsLost``. ``sm_sample_buffer`` is the driver's buffer of
     ``(timestamp_us, percent)`` readings behind ``nvmlDeviceGetSamples``.
+    ``errors`` holds injected faults, see :meth:`fail_next`.
     """
 
     index: int
@@ -156,6 +157,7 @@ class FakeGpu:
     no_permission: set[str] = field(default_factory=set)
     lost: bool = False
     sm_sample_buffer: list[tuple[int, int]] = field(default_factory=list)
+    errors: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.uuid:
@@ -163,6 +165,23 @@ class FakeGpu:
         unknown = (self.unsupported | self.no_permission) - GROUPS.keys()
         if unknown:
             raise ValueError(f"unknown NVML groups {sorted(unknown)}; known: {sorted(GROUPS)}")
+
+    def fail_next(self, function: str, error: int, times: int = 1) -> None:
+        """Make the next ``times`` calls of ``function`` on this GPU raise NVML ``error``.
+
+        A transient fault (``NVML_ERROR_UNKNOWN`` once at start-up) or a GPU
+        falling off the bus between two calls (``NVML_ERROR_GPU_IS_LOST`` from
+        one static query); after ``times`` calls the function answers normally.
+        ``nvmlDeviceGetHandleByIndex`` / ``...ByUUID`` count as calls on the
+        GPU they would return.
+        """
+        self.errors.setdefault(function, []).extend([error] * times)
+
+    def raise_injected(self, function: str) -> None:
+        """Raise the next fault queued by :meth:`fail_next` for ``function``, if any."""
+        queued = self.errors.get(function)
+        if queued:
+            raise _error(queued.pop(0))
 
     def add_sm_samples(self, percents: Iterable[int], *, period_s: float = 1 / 6) -> None:
         """Append readings ``period_s`` apart to the driver's sample buffer.
@@ -201,7 +220,9 @@ class FakeNvml:
     """Context manager installing fake NVML for ``gpus`` into nvitop (see module doc).
 
     ``init_error`` (e.g. ``pynvml.NVML_ERROR_LIBRARY_NOT_FOUND``) makes NVML
-    fail to initialise, as on a machine without the driver. ``missing_functions``
+    fail to initialise, as on a machine without the driver; ``count_error``
+    (e.g. ``pynvml.NVML_ERROR_NO_PERMISSION``) makes NVML initialise but fail
+    to count the GPUs. ``missing_functions``
     names functions the "driver" lacks (they raise ``NVMLError_FunctionNotFound``).
     ``calls`` counts calls per function name.
     """
@@ -213,12 +234,14 @@ class FakeNvml:
         driver_version: str = "550.54.15",
         cuda_driver_version: int = 12040,
         init_error: int | None = None,
+        count_error: int | None = None,
         missing_functions: Iterable[str] = (),
     ) -> None:
         self.gpus: list[FakeGpu] = list(gpus)
         self.driver_version = driver_version
         self.cuda_driver_version = cuda_driver_version
         self.init_error = init_error
+        self.count_error = count_error
         self.missing_functions: set[str] = set(missing_functions)
         self.calls: Counter[str] = Counter()
         self._saved_libnvml: dict[str, Any] = {}
@@ -321,6 +344,7 @@ class FakeNvml:
             raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         if handle.lost:
             raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+        handle.raise_injected(name)
         for group in handle.unsupported:
             if name in GROUPS[group]:
                 raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
@@ -333,6 +357,8 @@ class FakeNvml:
         gpu = self._gpu
 
         def get_count() -> int:
+            if self.count_error is not None:
+                raise _error(self.count_error)
             return len(self.gpus)
 
         def handle_by_index(index: int) -> FakeGpu:
@@ -341,6 +367,7 @@ class FakeNvml:
             g = self.gpus[index]
             if g.lost:
                 raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+            g.raise_injected("nvmlDeviceGetHandleByIndex")
             return g
 
         def handle_by_uuid(uuid: str | bytes) -> FakeGpu:
@@ -349,6 +376,7 @@ class FakeNvml:
                 if g.uuid == text:
                     if g.lost:
                         raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
+                    g.raise_injected("nvmlDeviceGetHandleByUUID")
                     return g
             raise _error(pynvml.NVML_ERROR_NOT_FOUND)
 

@@ -32,6 +32,7 @@ from gputop_hints.sources.live.nvml_query import (
     float_or_none,
     int_or_none,
     known,
+    learn_static,
     query,
     sample_value,
 )
@@ -117,8 +118,11 @@ def unavailable_reason(exc: BaseException) -> str:
         )
     if isinstance(exc, libnvml.NVMLError_NoPermission):
         return (
-            "NVML refused access to the NVIDIA devices (no permission on /dev/nvidia*; "
-            "inside a container, is the GPU passed through?)."
+            "NVML refused access to the NVIDIA devices: permission denied "
+            "(no permission on /dev/nvidia*). Check that your user may read and write "
+            "/dev/nvidia* (ls -l /dev/nvidia*; often the 'video' group) and, inside a "
+            "container, that the GPUs are passed through (docker run --gpus all, "
+            "the NVIDIA container toolkit)."
         )
     if isinstance(exc, libnvml.NVMLError):
         return f"NVML failed to initialise ({exc}). " + DEMO_HINT
@@ -157,11 +161,16 @@ class NvmlGpus:
     def start(self) -> str | None:
         """Find the GPUs; why there are none to show when NVML works but sees none.
 
-        Raises whatever NVML raised when it cannot be used at all
-        (:func:`unavailable_reason` turns that into a sentence).
+        Raises whatever NVML raised when it cannot be used at all, or cannot
+        count the GPUs (:func:`unavailable_reason` turns that into a
+        sentence). A GPU that fails on its own -- lost, or one transient
+        error -- is listed with what is known, and asked again next tick: it
+        does not hide the healthy GPUs.
         """
         with _quiet_nvitop_init():
-            count = Device.count()
+            # Not Device.count(): it answers 0 for any error, and "no GPUs" is
+            # the wrong story when NVML said "no permission".
+            count = libnvml.nvmlQuery("nvmlDeviceGetCount", ignore_errors=False)
         self.driver_version = known(Device.driver_version())
         self.cuda_driver_version = known(Device.cuda_driver_version())
         if count <= 0:
@@ -171,22 +180,9 @@ class NvmlGpus:
                 "SLURM --gres, cgroup device rules)."
             )
         for index in range(count):
-            try:
-                device = Device(index)
-            except libnvml.NVMLError as exc:
-                log.warning("GPU %d: NVML gave no handle (%s)", index, exc)
-                self._gpus.append(GpuState(index, None, None, None, None))
-                continue
-            handle = device.handle
-            name = known(device.name())
-            if handle is None or (isinstance(name, str) and name.startswith("ERROR:")):
-                name = None  # nvitop's "ERROR: GPU is Lost" placeholder is not a name
-            state = GpuState(index, device, handle, name, known(device.uuid()))
-            if handle is not None:
-                state.max_sm_clock_mhz = int_or_none(
-                    query(state, "nvmlDeviceGetMaxClockInfo", libnvml.NVML_CLOCK_SM)
-                )
+            state = GpuState(index, None, None, None, None)
             self._gpus.append(state)
+            self._learn_static(state)
         return None
 
     def close(self) -> None:
@@ -195,14 +191,22 @@ class NvmlGpus:
 
     def gpu_ids(self) -> list[GpuId]:
         """Index, UUID and minor number of each GPU: what SLURM's GPU ids map onto."""
-        return [
-            GpuId(
-                s.index,
-                s.uuid,
-                int_or_none(query(s, "nvmlDeviceGetMinorNumber")) if s.handle is not None else None,
-            )
-            for s in self._gpus
-        ]
+        return [GpuId(s.index, s.uuid, self._minor_number(s)) for s in self._gpus]
+
+    def _minor_number(self, state: GpuState) -> int | None:
+        if state.handle is None:
+            return None
+        try:
+            return int_or_none(query(state, "nvmlDeviceGetMinorNumber"))
+        except libnvml.NVMLError:  # lost since start-up: unknown, like its other facts
+            return None
+
+    def _learn_static(self, state: GpuState) -> None:
+        """:func:`learn_static`, with a failure kept to this GPU (and logged once)."""
+        try:
+            learn_static(state)
+        except Exception as exc:  # one GPU's surprise must not hide the others
+            self._log_gpu_failure(state, exc, "its name and values are unknown until it answers")
 
     def sample(
         self, timestamp: float
@@ -215,26 +219,31 @@ class NvmlGpus:
         gpus: list[GpuSample] = []
         processes: list[tuple[int, int, NvmlProcess]] = []
         for state in self._gpus:
+            if state.static_missing:  # at most one more try per GPU and tick
+                self._learn_static(state)
             try:
                 sample, procs = self._sample_gpu(state, timestamp)
             except Exception as exc:  # a surprise on one GPU must not blank the rest
-                self._log_gpu_failure(state, exc)
+                self._log_gpu_failure(state, exc, "its values are unknown this tick")
                 sample, procs = GpuSample(state.index, state.name, state.uuid), {}
             gpus.append(sample)
             processes.extend((state.index, pid, p) for pid, p in procs.items())
         return gpus, processes
 
-    def _log_gpu_failure(self, state: GpuState, exc: Exception) -> None:
+    def _log_gpu_failure(self, state: GpuState, exc: Exception, consequence: str) -> None:
         key = (state.index, type(exc).__name__)
         if key not in self._logged_failures:  # once per GPU and kind, not every tick
             self._logged_failures.add(key)
-            log.exception("GPU %d: sampling failed; its values are unknown this tick", state.index)
+            if isinstance(exc, libnvml.NVMLError):  # NVML's own word: no traceback needed
+                log.warning("GPU %d: NVML said %s; %s", state.index, exc, consequence)
+            else:
+                log.exception("GPU %d: %s", state.index, consequence)
 
     def _sample_gpu(
         self, state: GpuState, timestamp: float
     ) -> tuple[GpuSample, Mapping[int, NvmlProcess]]:
         if state.handle is None:
-            return GpuSample(index=state.index, name=state.name, uuid=state.uuid), {}
+            return GpuSample(state.index, state.name, state.uuid, lost=state.lost), {}
         try:
             # The first call doubles as the "is this GPU still there" probe.
             util = query(state, "nvmlDeviceGetUtilizationRates")
@@ -251,7 +260,8 @@ class NvmlGpus:
             sm_samples = self._sm_samples(state, timestamp)
             procs = gpu_processes(state, timestamp, self.interval_s)
         except libnvml.NVMLError_GpuIsLost:
-            return GpuSample(index=state.index, name=state.name, uuid=state.uuid), {}
+            # Nothing about it is known now: no metric, so no rule can fire on it.
+            return GpuSample(state.index, state.name, state.uuid, lost=True), {}
 
         def scaled(kib_per_s: Any) -> float | None:
             value = float_or_none(kib_per_s)

@@ -1,5 +1,6 @@
 """How the live source calls NVML: one call through nvitop's ``nvmlQuery``,
-unknown as ``None``, and what a GPU does not support remembered per GPU.
+unknown as ``None``, what a GPU does not support remembered per GPU, and
+what never changes about a GPU learnt -- and re-asked until it is known.
 
 Shared by :mod:`~gputop_hints.sources.live.nvml` (devices) and
 :mod:`~gputop_hints.sources.live.nvml_processes` (processes on them).
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvitop.api import libnvml
+from nvitop.api import Device, libnvml
 
 _MISSING: Any = object()
 """Default handed to ``nvmlQuery`` so a function the driver lacks is told apart."""
@@ -60,6 +61,28 @@ class GpuState:
     """Timestamp of the newest buffered utilization sample already reported."""
     last_process_sample_us: int | None = None
     """Timestamp of the newest per-process utilization sample already used."""
+    lost: bool = False
+    """NVML said GpuIsLost when asked for a handle: the GPU fell off the bus."""
+
+    @property
+    def static_missing(self) -> bool:
+        """Whether something :func:`learn_static` asks for is still unknown and worth asking.
+
+        What the GPU answered NotSupported / NoPermission for is not: it will
+        not start working mid-run.
+        """
+        if self.handle is None:
+            return True
+        if self.name is not None and self.uuid is not None and self.max_sm_clock_mhz is not None:
+            return False  # the usual case, every tick: no tuple built
+        return any(
+            value is None and function not in self.unsupported
+            for value, function in (
+                (self.name, "nvmlDeviceGetName"),
+                (self.uuid, "nvmlDeviceGetUUID"),
+                (self.max_sm_clock_mhz, "nvmlDeviceGetMaxClockInfo"),
+            )
+        )
 
 
 def query(state: GpuState, function: str, *args: Any, not_found: Any = None) -> Any:
@@ -94,6 +117,45 @@ def query(state: GpuState, function: str, *args: Any, not_found: Any = None) -> 
         state.unsupported.add(function)
         return None
     return value
+
+
+def _text(value: Any) -> str | None:
+    """A name or UUID as NVML gave it; None for unknown."""
+    value = known(value)
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    return value if isinstance(value, str) and value else None
+
+
+def learn_static(state: GpuState) -> None:
+    """Ask NVML for whatever is still unknown of ``state``'s handle, name, UUID, max clock.
+
+    Called at start-up and, while :attr:`GpuState.static_missing`, once a
+    tick after that: one transient NVML error (``Unknown``, a GPU briefly
+    lost) must not blank a GPU's name or values for the whole session.
+    Raises NVML's error when the handle cannot be had (``state.lost`` says
+    whether the GPU is lost) or the GPU is lost mid-way; the caller keeps
+    that to this GPU.
+    """
+    if state.handle is None:
+        try:
+            libnvml.nvmlQuery("nvmlDeviceGetHandleByIndex", state.index, ignore_errors=False)
+        except libnvml.NVMLError_GpuIsLost:
+            state.lost = True
+            raise
+        # nvitop's device object reads what needs its care (unified-memory boards).
+        device = Device(state.index)
+        if device.handle is None:  # lost or failed again between the two calls
+            return
+        state.device, state.handle, state.lost = device, device.handle, False
+    if state.name is None:
+        state.name = _text(query(state, "nvmlDeviceGetName"))
+    if state.uuid is None:
+        state.uuid = _text(query(state, "nvmlDeviceGetUUID"))
+    if state.max_sm_clock_mhz is None:
+        state.max_sm_clock_mhz = int_or_none(
+            query(state, "nvmlDeviceGetMaxClockInfo", libnvml.NVML_CLOCK_SM)
+        )
 
 
 def sample_value(value: Any, value_type: int) -> float | None:
