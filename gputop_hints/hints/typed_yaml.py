@@ -13,6 +13,8 @@ dotted key -- never a half-valid result.
 from __future__ import annotations
 
 import difflib
+import math
+import re
 import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import fields, is_dataclass, replace
@@ -35,6 +37,49 @@ class ConfigError(Exception):
         super().__init__(f"{where}:{what} {message}")
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
+_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
+EXCERPT_CHARS = 12
+"""At most this much of a value from a file is quoted back: enough to find it, too
+little to leak a secret from a file that was never a config (``--config /etc/shadow``)."""
+
+
+def excerpt(value: object) -> str:
+    """A short, printable quote of a value read from a file, for an error message.
+
+    Never ``repr()`` of the whole value: an alias bomb expands to gigabytes, and a
+    file named by mistake may hold secrets. Lists and mappings are named, not shown."""
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    if isinstance(value, int | float):
+        text = str(value) if abs(value) < 1e15 else "a very large number"
+        return text
+    if not isinstance(value, str):
+        return "a list" if isinstance(value, list) else f"a {type(value).__name__}"
+    head = "".join(
+        ch if ch.isprintable() and ch not in "'\\" else "?" for ch in value[:EXCERPT_CHARS]
+    )
+    return f"'{head}{'...' if len(value) > EXCERPT_CHARS else ''}'"
+
+
+def key_name(key: str) -> str:
+    """``key`` when it looks like a setting name, else a description that quotes none of it."""
+    return key if _NAME.fullmatch(key) else "(a key that is not a setting name)"
+
+
+def number_from_text(text: str) -> float | None:
+    """The number a person meant by ``1e3``, ``1.0e3`` or ``1_000``, which YAML 1.1
+    (``safe_load``) reads as strings; None when ``text`` is no such number."""
+    text = text.strip()
+    if not text or not _NUMBER_TEXT.fullmatch(text) or not any(c.isdigit() for c in text):
+        return None
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
 def parse_dataclass(
     cls: type,
     text: str,
@@ -48,7 +93,10 @@ def parse_dataclass(
     file then is an error, and otherwise overrides nothing. ``ordered_pairs``
     lists (section, low key, high key) whose values only make sense with low <= high.
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as exc:  # a NUL or other control character
+        raise ConfigError(path, None, None, f"not valid YAML: {_reader_problem(exc)}") from None
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
@@ -66,6 +114,13 @@ def parse_dataclass(
     result = _apply(cls, root, base, path, "", loader)
     _check_ordered(result, root, path, ordered_pairs)
     return result
+
+
+def _reader_problem(exc: yaml.YAMLError) -> str:
+    character = getattr(exc, "character", None)
+    if isinstance(character, int) and getattr(exc, "encoding", None) == "unicode":
+        return f"it holds a control character YAML does not allow (#x{character:04x})"
+    return "it cannot be read as YAML text"
 
 
 def field_type(cls: type, name: str) -> Any:
@@ -133,7 +188,7 @@ def _apply(
         key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
         if not isinstance(key, str):
             raise ConfigError(path, _line(key_node), None, f"keys in {section} must be names")
-        dotted = prefix + key
+        dotted = prefix + key_name(key)
         if key in seen:
             raise ConfigError(
                 path, _line(key_node), dotted, f"given twice (first on line {seen[key]})"
@@ -175,15 +230,29 @@ def _scalar(
 ) -> float | int:
     if not isinstance(node, yaml.ScalarNode):
         raise ConfigError(path, _line(node), key, "expected a single number, not a list or mapping")
-    value = loader.construct_object(node)
     low, high, unit = meta.get("min"), meta.get("max"), meta.get("unit", "")
     allowed = f"allowed {low:g}-{high:g}{(' ' + unit) if unit else ''}"
+    try:
+        value = loader.construct_object(node)
+    except yaml.YAMLError:  # an unknown tag such as !foo or !!python/name: nothing is run
+        raise ConfigError(
+            path, _line(node), key, f"a YAML tag is not a number ({allowed}); write the number"
+        ) from None
+    if isinstance(value, str):
+        # Only plain scalars: a quoted "90" is text on purpose.
+        value = number_from_text(value) if node.style is None else None
+        if value is None:
+            raise ConfigError(
+                path, _line(node), key, f"{excerpt(node.value)} is not a number ({allowed})"
+            )
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(path, _line(node), key, f"{node.value!r} is not a number ({allowed})")
+        raise ConfigError(
+            path, _line(node), key, f"{excerpt(node.value)} is not a number ({allowed})"
+        )
     if ftype is int or ftype == "int":
         if isinstance(value, float) and not value.is_integer():
             raise ConfigError(
-                path, _line(node), key, f"{value!r} must be a whole number ({allowed})"
+                path, _line(node), key, f"{value:g} must be a whole number ({allowed})"
             )
         value = int(value)
     else:

@@ -27,7 +27,11 @@ import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from gputop_hints.hints.typed_yaml import excerpt
+
 DEFAULT_THEME = "dark"
+MAX_THEME_BYTES = 64 * 1024
+"""A bigger theme file is skipped unread: the shipped ones are about 1 KB."""
 MONOCHROME_THEME = "monochrome"
 
 THEME_COLOR_KEYS: tuple[str, ...] = (
@@ -112,18 +116,20 @@ def builtin_themes_dir() -> Path:
     return packaged if packaged.is_dir() else repo_themes_dir()
 
 
-def _suggest(key: str, choices: Iterable[str]) -> str:
+def _suggest(key: object, choices: Iterable[str]) -> str:
+    if not isinstance(key, str) or len(key) > 64:
+        return ""
     close = difflib.get_close_matches(key, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _check_color(path: Path, key: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise ThemeError(f"{path}: {key!r} must be a colour string, got {value!r}")
+        raise ThemeError(f"{path}: {excerpt(key)} must be a colour string, got {excerpt(value)}")
     try:
         Color.parse(value)
-    except ColorParseError as exc:
-        raise ThemeError(f"{path}: {key!r} is not a colour: {value!r} ({exc})") from None
+    except ColorParseError:
+        raise ThemeError(f"{path}: {excerpt(key)} is not a colour: {excerpt(value)}") from None
     return value
 
 
@@ -133,7 +139,7 @@ def theme_from_mapping(data: Any, path: Path) -> Theme:
         raise ThemeError(f"{path}: a theme file must be a mapping of keys to values")
     for key in data:
         if key not in _ALL_KEYS:
-            raise ThemeError(f"{path}: unknown key {key!r}{_suggest(str(key), _ALL_KEYS)}")
+            raise ThemeError(f"{path}: unknown key {excerpt(key)}{_suggest(key, _ALL_KEYS)}")
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ThemeError(f"{path}: missing 'name' (a non-empty string)")
@@ -142,7 +148,7 @@ def theme_from_mapping(data: Any, path: Path) -> Theme:
         raise ThemeError(f"{path}: missing key(s): {', '.join(missing)}")
     dark = data["dark"]
     if not isinstance(dark, bool):
-        raise ThemeError(f"{path}: 'dark' must be true or false, got {dark!r}")
+        raise ThemeError(f"{path}: 'dark' must be true or false, got {excerpt(dark)}")
     colors = {k: _check_color(path, k, data[k]) for k in THEME_COLOR_KEYS}
     boost = data.get("boost")
     if boost is not None:
@@ -160,7 +166,9 @@ def theme_from_mapping(data: Any, path: Path) -> Theme:
     checked: dict[str, str] = {}
     for key, value in variables.items():
         if not isinstance(value, str):
-            raise ThemeError(f"{path}: variable {key!r} must be a string, got {value!r}")
+            raise ThemeError(
+                f"{path}: variable {excerpt(key)} must be a string, got {excerpt(value)}"
+            )
         if key in REQUIRED_VARIABLES:
             _check_color(path, f"variables.{key}", value)
         checked[str(key)] = value
@@ -185,17 +193,24 @@ def theme_from_mapping(data: Any, path: Path) -> Theme:
 def load_theme_file(path: Path) -> Theme:
     """Read and validate one YAML theme; :class:`ThemeError` says what is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_THEME_BYTES + 1)
     except OSError as exc:
         raise ThemeError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_THEME_BYTES:
+        raise ThemeError(f"{path}: too big for a theme (more than {MAX_THEME_BYTES // 1024} KB)")
     try:
-        data = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ThemeError(f"{path}: not UTF-8 text (byte {exc.start + 1} is not)") from None
+    try:
+        parsed = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ThemeError(f"{path}: not valid YAML{where}: {problem}") from None
-    return theme_from_mapping(data, path)
+    return theme_from_mapping(parsed, path)
 
 
 def _theme_files(directory: Path) -> list[Path]:

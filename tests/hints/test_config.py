@@ -305,7 +305,7 @@ def test_unknown_section_or_hysteresis_key_suggests_the_right_one(
         ("input_starved.min_gaps", "0", "0", "allowed 1-1000"),
         ("general.cores_busy_percent", "true", "'true'", "allowed 0-100 %"),
         ("general.cores_busy_percent", '"90"', "'90'", "allowed 0-100 %"),
-        ("pcie_thrash.floor_gb_per_s", "1e1", "'1e1'", "allowed 0-1000 GB/s"),
+        ("pcie_thrash.floor_gb_per_s", "1e9", "1e+09", "allowed 0-1000 GB/s"),
     ],
 )
 def test_bad_value_names_file_line_key_value_and_allowed_range(

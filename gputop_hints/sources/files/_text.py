@@ -15,6 +15,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from gputop_hints.sources.files.stream import require_regular_file
+
 HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""
 MAX_LINE_CHARS = 1024 * 1024
@@ -122,7 +124,8 @@ class Head:
     def __init__(self, path: Path, max_bytes: int = HEAD_BYTES) -> None:
         self.path = path
         self.lines: list[str] = []
-        self.size = path.stat().st_size
+        # Refused before opening: a FIFO would block here and a device never end.
+        self.size = require_regular_file(path)
         self.gzipped = False
         self.error: str | None = None
         source = TextSource(path)

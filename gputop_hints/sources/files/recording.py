@@ -19,7 +19,7 @@ import json
 import math
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -33,7 +33,28 @@ from gputop_hints.recording.format import (
     decode_tick,
     valid_tick,
 )
-from gputop_hints.sources.files.stream import StreamInfo, UnrecognisedFormat, note_bad_line
+from gputop_hints.sources.files._recording_values import (
+    clean_gpu_columns,
+    clean_tick,
+    header_problem,
+    loads_line,
+    record_problem,
+    replaced_reason,
+    suspect,
+)
+from gputop_hints.sources.files.stream import (
+    StreamInfo,
+    UnrecognisedFormat,
+    note_bad_line,
+    require_regular_file,
+)
+
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""A longer line is skipped as malformed: a tick of a big machine is tens of KB, and
+parsing a line costs several times its size in memory."""
+
+_REMEMBERED_BAD_LINES = 100_000
+"""How many bad line numbers are remembered so a second pass does not count them again."""
 
 
 def looks_like_recording(first_bytes: bytes) -> bool:
@@ -76,7 +97,12 @@ class DecoderState:
         return DecoderState(self.meta, dict(self.gpus), dict(self.processes), dict(self.workers))
 
     def apply(self, record: dict[str, Any]) -> bool:
-        """Take in one static record; False when its type is unknown (ignored)."""
+        """Take in one static record; False when its type is unknown (ignored).
+
+        Raises ValueError, naming the key, for a record with values of the wrong type."""
+        problem = record_problem(record)
+        if problem is not None:
+            raise ValueError(problem)
         kind = record.get("type")
         if kind == "meta":
             self.meta = {**self.meta, **{k: v for k, v in record.items() if k != "type"}}
@@ -102,7 +128,9 @@ class DecoderState:
 
 
 def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:
-    """(the header, its length in bytes with the newline); (None, 0) for an empty file."""
+    """(the header, its length in bytes with the newline); (None, 0) for an empty file.
+
+    Raises :class:`UnrecognisedFormat` naming the file, line 1 and the key at fault."""
     try:
         with open_binary(path) as f:
             first = f.readline(1 << 20)
@@ -111,8 +139,9 @@ def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:
         raise UnrecognisedFormat(f"{path}: not a readable recording ({exc})") from None
     if blank:
         return None, 0
+    replaced = 0
     try:
-        header = json.loads(first)
+        header, replaced = loads_line(first)
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -123,6 +152,9 @@ def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:
             f"{path}: recording schema_version {version!r} is newer than this gputop-hints "
             f"reads ({SCHEMA_VERSION}); upgrade gputop-hints"
         )
+    problem = "a number that is not finite or out of range" if replaced else header_problem(header)
+    if problem is not None:
+        raise UnrecognisedFormat(f"{path}: line 1 (the recording header): {problem}")
     return header, len(first)
 
 
@@ -137,7 +169,7 @@ class RecordingStream:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.gzip = self.path.stat().st_size > 0 and _is_gzip(self.path)
+        self.gzip = require_regular_file(self.path) > 0 and _is_gzip(self.path)
         header, self._header_bytes = _read_header(self.path)
         self.header: dict[str, Any] = header or {}
         self.info = StreamInfo(
@@ -157,13 +189,23 @@ class RecordingStream:
         self.truncated = False
         """True once a partial last line (or an unfinished gzip stream) was met."""
         self._open: list[IO[bytes]] = []
+        self._counted: set[int] = set()
+
+    def _note(self, line_no: int, reason: str) -> None:
+        """Count a bad line once, however many passes read it (the report reads the
+        start twice: once for the first snapshot, once for the statistics)."""
+        if line_no in self._counted:
+            return
+        if len(self._counted) < _REMEMBERED_BAD_LINES:
+            self._counted.add(line_no)
+        note_bad_line(self.info, line_no, reason)
 
     def __iter__(self) -> Iterator[Snapshot]:
         for tick, state, _offset, line_no in self.ticks_with_offsets():
             try:
                 snapshot = state.snapshot(tick)
             except (IndexError, KeyError, TypeError, ValueError):
-                note_bad_line(self.info, line_no, "tick line with the wrong shape")
+                self._note(line_no, "tick line with the wrong shape")
                 continue
             yield snapshot
 
@@ -195,10 +237,15 @@ class RecordingStream:
                     f.seek(offset)
             while True:
                 try:
-                    line = f.readline()
+                    line = f.readline(MAX_LINE_BYTES + 1)
+                    if len(line) > MAX_LINE_BYTES:
+                        line_no += 1
+                        offset += len(line) + _skip_line(f)
+                        self._note(line_no, f"line longer than {MAX_LINE_BYTES} bytes")
+                        continue
                 except (EOFError, zlib.error, OSError) as exc:
                     self.truncated = True
-                    note_bad_line(self.info, line_no + 1, f"compressed stream cut short ({exc})")
+                    self._note(line_no + 1, f"compressed stream cut short ({exc})")
                     return
                 if not line:
                     return
@@ -212,26 +259,44 @@ class RecordingStream:
             with contextlib.suppress(ValueError):
                 self._open.remove(f)
 
-    def _record(self, value: Any, state: DecoderState, line_no: int) -> DecoderState:
+    def _record(self, value: Any, state: DecoderState, line_no: int, replaced: int) -> DecoderState:
         """The decoder state after a non-tick line."""
         if value.__class__ is dict:
+            if replaced:
+                self._note(line_no, f"static record with {replaced_reason(replaced)}")
             if value.get("format") == FORMAT:
                 # A header inside (concatenated rotated files): start afresh.
+                problem = header_problem(value)
+                if problem is not None:
+                    self._note(line_no, f"header line: {problem}")
+                    return state
                 return DecoderState.from_header(value)
             try:
                 new = state.copy()
                 new.apply(value)
-            except (KeyError, TypeError, ValueError):
-                note_bad_line(self.info, line_no, "static record with the wrong shape")
+            except (KeyError, TypeError, ValueError) as exc:
+                self._note(line_no, f"static record with the wrong shape ({exc})")
                 return state
             return new
-        note_bad_line(self.info, line_no, "neither a tick nor a record")
+        self._note(line_no, "neither a tick nor a record")
         return state
 
     def _bad_json(self, line: bytes, line_no: int, exc: Exception) -> None:
         if line.strip():
             reason = "truncated last line" if not line.endswith(b"\n") else f"not JSON ({exc})"
-            note_bad_line(self.info, line_no, reason)
+            self._note(line_no, reason)
+
+    def _checked_tick(self, value: list[Any], replaced: int, line_no: int) -> list[Any] | None:
+        """A parsed tick array with every value usable, or None (counted) when it is not a tick."""
+        if not valid_tick(value):
+            self._note(line_no, "tick line with the wrong shape")
+            return None
+        tick, problem = clean_tick(value)
+        if replaced:
+            self._note(line_no, replaced_reason(replaced))
+        elif problem is not None:
+            self._note(line_no, f"{problem}, read as unknown" if tick is not None else problem)
+        return tick
 
     def ticks_with_offsets(
         self, start: tuple[int, int, DecoderState] | None = None
@@ -240,20 +305,18 @@ class RecordingStream:
         if not self.header:
             return
         offset, line_no, state = self._start(start)
-        loads = json.loads
         for line, here, number in self._lines(offset, line_no):
             try:
-                value = loads(line)
+                value, replaced = loads_line(line)
             except ValueError as exc:
                 self._bad_json(line, number, exc)
                 continue
             if value.__class__ is list:
-                if valid_tick(value):
-                    yield value, state, here, number
-                else:
-                    note_bad_line(self.info, number, "tick line with the wrong shape")
+                tick = self._checked_tick(value, replaced, number)
+                if tick is not None:
+                    yield tick, state, here, number
             else:
-                state = self._record(value, state, number)
+                state = self._record(value, state, number, replaced)
 
     def lazy_ticks(self, start: tuple[int, int, DecoderState] | None = None) -> Iterator[LazyTick]:
         """Every tick with its timestamp and GPU columns decoded, the rest on demand.
@@ -265,32 +328,29 @@ class RecordingStream:
         if not self.header:
             return
         offset, line_no, state = self._start(start)
-        raw_decode = _DECODER.raw_decode
-        loads = json.loads
+        note = self._note
         for line, here, number in self._lines(offset, line_no):
-            if line[:1] == b"[":
-                try:
-                    text = line.decode("utf-8")
-                    i1 = text.index(",", 1)
-                    i2 = text.index(",", i1 + 1)
-                    timestamp = float(text[1:i1])
-                    gpus, _end = raw_decode(text, i2 + 1)
-                    if gpus.__class__ is not list or not math.isfinite(timestamp):
-                        raise ValueError("wrong shape")
-                    if not line.endswith(b"\n"):
-                        loads(line)  # a last line without its newline may be cut short
-
-                except (ValueError, UnicodeDecodeError) as exc:
-                    self._bad_json(line, number, exc)
+            if line[:1] == b"[" and not suspect(line):
+                fast = _gpu_part(line)
+                if fast is not None:
+                    timestamp, gpus, text = fast
+                    gpus, problem = clean_gpu_columns(gpus)
+                    if problem is not None:
+                        note(number, f"{problem}, read as unknown")
+                    yield LazyTick(timestamp, gpus, text, state, number, note, here)
                     continue
-                yield LazyTick(timestamp, gpus, text, state, number, self.info, here)
-                continue
+                # Not in the compact form the recorder writes: the careful parse says why.
             try:
-                value = loads(line)
+                value, replaced = loads_line(line)
             except ValueError as exc:
                 self._bad_json(line, number, exc)
                 continue
-            state = self._record(value, state, number)
+            if value.__class__ is not list:
+                state = self._record(value, state, number, replaced)
+                continue
+            tick = self._checked_tick(value, replaced, number)
+            if tick is not None:
+                yield LazyTick(tick[0], tick[2], "", state, number, note, here, tick)
 
     def close(self) -> None:
         for f in list(self._open):
@@ -307,6 +367,24 @@ class RecordingStream:
 _DECODER = json.JSONDecoder()
 
 
+def _gpu_part(line: bytes) -> tuple[float, list[Any], str] | None:
+    """(timestamp, GPU columns, the line as text) of a tick line in the recorder's
+    compact form, decoding nothing else; None for any other form or a bad line."""
+    try:
+        text = line.decode("utf-8")
+        i1 = text.index(",", 1)
+        i2 = text.index(",", i1 + 1)
+        timestamp = float(text[1:i1])
+        gpus, _end = _DECODER.raw_decode(text, i2 + 1)
+        if not line.endswith(b"\n"):
+            json.loads(line)  # a last line without its newline may be cut short
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if gpus.__class__ is not list or not math.isfinite(timestamp):
+        return None
+    return timestamp, gpus, text
+
+
 @dataclass(slots=True)
 class LazyTick:
     """One tick line with only its timestamp and GPU columns decoded."""
@@ -314,23 +392,34 @@ class LazyTick:
     timestamp: float
     gpus: list[Any]
     text: str
+    """The line, when only its GPU part is decoded yet ("" once ``tick`` is set)."""
     state: DecoderState
     line_no: int
-    info: StreamInfo
+    note: Callable[[int, str], None]
+    """Counts a bad line (once, however often it is decoded)."""
     offset: int = 0
     """Byte offset of the line in the (uncompressed) file."""
+    tick: list[Any] | None = None
+    """The whole tick, checked, when the line was already decoded in full."""
 
     def full(self) -> list[Any] | None:
-        """The whole tick array, or None (counted as a bad line) if it is malformed."""
+        """The whole tick array, or None (counted as a bad line) if it is malformed.
+
+        Values of the wrong type or out of range come back as None (counted)."""
+        if self.tick is not None:
+            return list(self.tick)
         try:
-            value = json.loads(self.text)
+            value, _replaced = loads_line(self.text)
         except ValueError as exc:
-            note_bad_line(self.info, self.line_no, f"not JSON ({exc})")
+            self.note(self.line_no, f"not JSON ({exc})")
             return None
         if not valid_tick(value):
-            note_bad_line(self.info, self.line_no, "tick line with the wrong shape")
+            self.note(self.line_no, "tick line with the wrong shape")
             return None
-        return list(value)
+        tick, problem = clean_tick(value)
+        if problem is not None:
+            self.note(self.line_no, f"{problem}, read as unknown" if tick is not None else problem)
+        return None if tick is None else list(tick)
 
     def snapshot(self) -> Snapshot | None:
         tick = self.full()
@@ -339,8 +428,18 @@ class LazyTick:
         try:
             return self.state.snapshot(tick)
         except (IndexError, KeyError, TypeError, ValueError):
-            note_bad_line(self.info, self.line_no, "tick line with the wrong shape")
+            self.note(self.line_no, "tick line with the wrong shape")
             return None
+
+
+def _skip_line(f: IO[bytes]) -> int:
+    """Read past the rest of an overlong line in bounded pieces; how many bytes that was."""
+    skipped = 0
+    while True:
+        piece = f.readline(1 << 20)
+        skipped += len(piece)
+        if not piece or piece.endswith(b"\n"):
+            return skipped
 
 
 def _skip(f: IO[bytes], count: int) -> None:
@@ -370,10 +469,15 @@ def open_recording(path: str | os.PathLike[str]) -> RecordingStream:
 
 
 def count_ticks(path: str | os.PathLike[str]) -> int:
-    """How many lines of a recording look like ticks (a fast pre-pass, no JSON parsing)."""
+    """How many lines of a recording look like ticks (a fast pre-pass, no JSON parsing).
+
+    Reads in bounded pieces, so an overlong line costs no more memory than any other;
+    a gzip stream still being written counts up to where it ends."""
     n = 0
+    previous = b"\n"
     with contextlib.suppress(EOFError, zlib.error, OSError), open_binary(Path(path)) as f:
-        for line in f:
-            if line[:1] == b"[":
-                n += 1
+        read1 = cast(Callable[[int], bytes], f.read1)  # type: ignore[attr-defined]
+        while chunk := read1(1 << 16):
+            n += chunk.count(b"\n[") + (previous == b"\n" and chunk[:1] == b"[")
+            previous = chunk[-1:]
     return n

@@ -16,6 +16,8 @@ No Textual here.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -53,6 +55,7 @@ __all__ = [
     "StreamInfo",
     "UnrecognisedFormat",
     "note_bad_line",
+    "require_regular_file",
 ]
 
 
@@ -100,3 +103,26 @@ def note_bad_line(info: StreamInfo, line_number: int, reason: str) -> None:
     if info.first_bad_line is None:
         info.first_bad_line = line_number
         info.first_bad_reason = reason
+
+
+_SPECIAL_FILES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def require_regular_file(path: str | os.PathLike[str]) -> int:
+    """The size of ``path``, a regular file; :class:`UnrecognisedFormat` for anything else.
+
+    Checked before the file is opened, because opening a FIFO waits for a writer
+    forever and a device such as ``/dev/zero`` never ends. ``OSError`` when the
+    path cannot be looked at (missing, no permission)."""
+    status = os.stat(path)
+    mode = status.st_mode
+    if stat.S_ISREG(mode):
+        return status.st_size
+    kind = next((name for test, name in _SPECIAL_FILES if test(mode)), "not a regular file")
+    raise UnrecognisedFormat(f"{os.fspath(path)}: {kind}, not a file; give a log or recording file")
