@@ -175,6 +175,9 @@ class Throttled:
     busy_sm_above_percent: float = field(
         metadata=_t(0, 100, "%", "only while the GPU is busier than this")
     )
+    full_clock_share: float = field(
+        metadata=_t(0, 1, "", "clocks at or above this share of their maximum have not dropped")
+    )
     hysteresis: Hysteresis
 
 
@@ -185,6 +188,12 @@ class Straggler:
     )
     peers_sm_above_percent: float = field(
         metadata=_t(0, 100, "%", "only when the peers are busier than this")
+    )
+    all_busy_sm_percent: float = field(
+        metadata=_t(0, 100, "%", "every rank at least this busy: compare power instead")
+    )
+    power_above_peers_points: float = field(
+        metadata=_t(0, 100, "points", "power % of limit this far above the peers' median")
     )
     hysteresis: Hysteresis
 
@@ -212,6 +221,20 @@ class CoresContended:
 
 
 @dataclass(frozen=True)
+class CollectiveHang:
+    spin_sm_above_percent: float = field(
+        metadata=_t(0, 100, "%", "every tick of the window at least this busy ...")
+    )
+    power_share_below: float = field(
+        metadata=_t(0, 1, "", "... at a mean power below this share of the limit: spinning")
+    )
+    stopped_sm_below_percent: float = field(
+        metadata=_t(0, 100, "%", "a rank whose GPU is below this is not in the collective")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """Every threshold the rules use. Load with :meth:`defaults` or ``config.load``."""
 
@@ -228,6 +251,7 @@ class Thresholds:
     straggler: Straggler
     low_utilization: LowUtilization
     cores_contended: CoresContended
+    collective_hang: CollectiveHang
 
     @staticmethod
     def defaults() -> Thresholds:

@@ -246,6 +246,16 @@ class Window:
         gh = self.history.gpus.get(index)
         return 0.0 if gh is None else ring_idle_for_s(gh, self.now, self.interval_s, below)
 
+    def gpu_power_mean(self, index: int) -> float | None:
+        """Mean power draw over the window, W."""
+        gh = self.history.gpus.get(index)
+        return gh.power_watts.mean(self.ticks) if gh else None
+
+    def gpu_temperature_peak(self, index: int) -> float | None:
+        """Hottest reading of the window, C: evidence for the episode, not its first tick."""
+        gh = self.history.gpus.get(index)
+        return gh.temperature_c.max(self.ticks) if gh else None
+
     def throttle_fraction(self, index: int, reasons: frozenset[str]) -> tuple[float, set[str]]:
         """Share of window ticks with one of ``reasons`` active, and which were seen."""
         snaps = list(self.history.snapshots)[-self.ticks :]

@@ -19,6 +19,7 @@ here from those specs. Adding a rule: see docs/hints.md, "Adding a rule".
 from __future__ import annotations
 
 from gputop_hints.hints.rules import (
+    collective_hang,
     compute_bound,
     cores_contended,
     idle_holding_vram,
@@ -60,6 +61,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     straggler.SPEC,
     low_utilization.SPEC,
     cores_contended.SPEC,
+    collective_hang.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 
