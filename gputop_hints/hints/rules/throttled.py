@@ -94,7 +94,10 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 if limit
                 else "it reaches its power limit"
             )
-            summary = f"GPU {gpu.index} runs its clocks{clock} because {why} ({', '.join(sorted(seen))} in {fraction * 100:.0f} % of busy ticks)."
+            summary = (
+                f"GPU {gpu.index} runs its clocks{clock} because {why} "
+                f"({', '.join(sorted(seen))} in {fraction * 100:.0f} % of busy ticks)."
+            )
             advice = _POWER_ADVICE
         else:
             temp = win.gpu_temperature_peak(gpu.index)
