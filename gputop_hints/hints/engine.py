@@ -22,6 +22,11 @@ from gputop_hints.hints.rules import (
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window, ring_idle_for_s
 from gputop_hints.history import History
+from gputop_hints.model import Snapshot
+
+VRAM_STEADY_SHARE = 0.02
+"""A process's VRAM that moves by less than this share of the card holds its level
+(allocator rounding and small buffers move it by a few hundred MiB)."""
 
 
 @dataclass
@@ -54,6 +59,10 @@ class HintEngine:
         self.last_cost_s = 0.0
         self._gpu_active_at: dict[int, float] = {}
         """When each GPU last ran kernels (SM at or above the idle rule's threshold)."""
+        self._process_active_at: dict[tuple[int, int], float] = {}
+        """When each process last ran kernels of its own, or when it was first seen."""
+        self._vram_steady_since: dict[tuple[int, int], tuple[float, float]] = {}
+        """Per process: (VRAM level, since when it has stayed there) -- pre-allocation."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
@@ -66,6 +75,8 @@ class HintEngine:
             self.thresholds.general.window_s,
             worker_busy_percent=self.thresholds.general.worker_busy_percent,
             gpu_active_at=self._gpu_active_at,
+            process_active_at=self._process_active_at,
+            vram_steady_since=self._vram_steady_since,
         )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}
@@ -122,6 +133,38 @@ class HintEngine:
                 self._gpu_active_at[gpu.index] = snap.timestamp - idle
         for index in set(self._gpu_active_at) - present:
             del self._gpu_active_at[index]
+        self._track_processes(snap)
+
+    def _track_processes(self, snap: Snapshot) -> None:
+        """Per process: when it last ran kernels, and since when its VRAM has held its level.
+
+        A process without a per-process sample ran nothing in the period (NVML keeps
+        samples only for processes that did) -- where the GPU reports per-process
+        samples at all; elsewhere the device's activity stands in. A process is never
+        idle for longer than it has been seen: one log holding many runs must not count
+        the hours between them as one process idling.
+        """
+        below = self.thresholds.idle_holding_vram.sm_below_percent
+        reported = {p.gpu_index for p in snap.processes if p.sm_percent is not None}
+        keys = set()
+        for p in snap.processes:
+            keys.add(p.key)
+            if p.gpu_index in reported:
+                busy = p.sm_percent is not None and p.sm_percent >= below
+            else:
+                busy = self._gpu_active_at.get(p.gpu_index) == snap.timestamp
+            if busy or p.key not in self._process_active_at:
+                self._process_active_at[p.key] = snap.timestamp
+            gpu = snap.gpu(p.gpu_index)
+            total = gpu.vram_total_bytes if gpu and gpu.vram_total_bytes else None
+            level = float(p.vram_bytes or 0)
+            old = self._vram_steady_since.get(p.key)
+            tolerance = (total or level or 1.0) * VRAM_STEADY_SHARE
+            if old is None or abs(level - old[0]) > tolerance:
+                self._vram_steady_since[p.key] = (level, snap.timestamp)
+        for key in set(self._process_active_at) - keys:
+            del self._process_active_at[key]
+            self._vram_steady_since.pop(key, None)
 
     def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
         """Visible findings about one process, worst first."""

@@ -152,6 +152,9 @@ class IdleHoldingVram:
     critical_after_s: float = field(
         metadata=_t(1, 604800, "s", "escalate to critical after this long")
     )
+    host_busy_cpu_percent: float = field(
+        metadata=_t(0, 10000, "%", "a main process at or above this is working, not idle")
+    )
     hysteresis: Hysteresis
 
 
@@ -235,6 +238,34 @@ class CollectiveHang:
 
 
 @dataclass(frozen=True)
+class ServingIdle:
+    idle_below_percent: float = field(
+        metadata=_t(0, 100, "%", "a tick with the server's own SM below this is idle")
+    )
+    min_idle_share: float = field(metadata=_t(0, 1, "", "say so when idle at least this share"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class VramPreallocated:
+    min_share: float = field(metadata=_t(0, 1, "", "a process holding at least this share ..."))
+    reached_within_s: float = field(
+        metadata=_t(0, 3600, "s", "... reached within this long of its start ...")
+    )
+    steady_for_s: float = field(metadata=_t(0, 3600, "s", "... and flat for at least this long"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    max_age_s: float = field(metadata=_t(0, 3600, "s", "a process younger than this ..."))
+    sm_since_start_below_percent: float = field(
+        metadata=_t(0, 100, "%", "... whose GPU ran less than this since it started")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """Every threshold the rules use. Load with :meth:`defaults` or ``config.load``."""
 
@@ -252,6 +283,9 @@ class Thresholds:
     low_utilization: LowUtilization
     cores_contended: CoresContended
     collective_hang: CollectiveHang
+    serving_idle: ServingIdle
+    vram_preallocated: VramPreallocated
+    warm_up: WarmUp
 
     @staticmethod
     def defaults() -> Thresholds:

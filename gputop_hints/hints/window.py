@@ -110,6 +110,8 @@ class Window:
         *,
         worker_busy_percent: float = 20.0,
         gpu_active_at: dict[int, float] | None = None,
+        process_active_at: dict[tuple[int, int], float] | None = None,
+        vram_steady_since: dict[tuple[int, int], tuple[float, float]] | None = None,
     ) -> None:
         latest = history.latest
         if latest is None:
@@ -123,6 +125,10 @@ class Window:
         self.worker_busy_percent = worker_busy_percent
         self.gpu_active_at = gpu_active_at
         """Engine-kept time each GPU was last seen running kernels (beyond the ring)."""
+        self.process_active_at = process_active_at
+        """Engine-kept time each process last ran kernels of its own (or was first seen)."""
+        self.vram_steady_since = vram_steady_since
+        """Engine-kept (level, since) of each process's VRAM."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
@@ -278,31 +284,84 @@ class Window:
     def processes(self) -> tuple[GpuProcess, ...]:
         return self.latest.processes
 
+    def process_idle_for_s(self, proc: GpuProcess, below: float) -> float:
+        """How long the process itself has run no kernel, bounded by when it was first seen.
+
+        From the engine's record where there is one; else the process's own ring
+        (no sample = ran nothing), else the device's idle time.
+        """
+        if self.process_active_at is not None and proc.key in self.process_active_at:
+            return max(0.0, self.now - self.process_active_at[proc.key])
+        values = self.process_sm_values(proc, ticks=len(self.history))
+        if values is None:
+            ph = self.process_history(proc)
+            seen = self.now - ph.first_seen if ph else 0.0
+            return min(seen, self.gpu_idle_for_s(proc.gpu_index, below))
+        run = 0
+        for v in reversed(values):
+            if v >= below:
+                break
+            run += 1
+        return run * self.interval_s
+
+    def vram_steady(self, proc: GpuProcess) -> tuple[float, float] | None:
+        """(level, since) of the process's VRAM, as the engine tracked it (None: untracked)."""
+        if self.vram_steady_since is None:
+            return None
+        return self.vram_steady_since.get(proc.key)
+
     def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
         return self.history.process(proc.pid, proc.gpu_index)
 
-    def process_sm_mean(self, proc: GpuProcess) -> float | None:
-        """The process's own SM % mean, when NVML gave samples for most of the window."""
+    def process_samples_reported(self, index: int) -> bool:
+        """Whether NVML gives per-process SM samples on GPU ``index`` (any process, any tick).
+
+        NVML keeps a per-process sample only for a process that ran kernels in the
+        period (``nvmlDeviceGetProcessUtilization``). Where it reports any, a process
+        without one ran nothing; where it never reports any (unsupported, vGPU,
+        containers), a missing sample is unknown.
+        """
+        key = ("per-process", index)
+        if key not in self._gpu_cache:
+            self._gpu_cache[key] = any(
+                ph.gpu_index == index and ph.sm_percent.max() is not None
+                for ph in self.history.processes.values()
+            )
+        return bool(self._gpu_cache[key])
+
+    def process_sm_values(self, proc: GpuProcess, ticks: int | None = None) -> list[float] | None:
+        """The process's own SM % per tick since it was first seen, None when unknown.
+
+        A tick without a sample reads 0 where the device reports per-process samples
+        (see :meth:`process_samples_reported`), so a mean covers idle ticks too.
+        """
         ph = self.process_history(proc)
         if ph is None:
             return None
-        values = ph.sm_percent.last(self.ticks)
-        known = [v for v in values if v is not None]
-        if len(known) < max(1, len(values) // 2):
+        seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
+        n = max(1, min(ticks or self.ticks, seen))
+        values = ph.sm_percent.last(n)
+        if all(v is None for v in values) and not self.process_samples_reported(proc.gpu_index):
             return None
-        return _mean(known)
+        if not self.process_samples_reported(proc.gpu_index):
+            return None
+        return [0.0 if v is None else v for v in values]
+
+    def process_sm_mean(self, proc: GpuProcess) -> float | None:
+        """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
+        values = self.process_sm_values(proc)
+        return _mean(values) if values else None
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
-        ph = self.process_history(proc)
-        if ph is None:
+        values = self.process_sm_values(proc)
+        if not values:
             return None
-        values = ph.sm_percent.known(self.ticks)
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
 
     def process_sm_peak(self, proc: GpuProcess) -> float | None:
-        ph = self.process_history(proc)
-        return ph.sm_percent.max(self.ticks) if ph else None
+        values = self.process_sm_values(proc)
+        return max(values) if values else None
 
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)

@@ -28,10 +28,13 @@ from gputop_hints.hints.rules import (
     memory_bound,
     overlap_explained,
     pcie_thrash,
+    serving_idle,
     small_batch,
     straggler,
     throttled,
     vram_near_limit,
+    vram_preallocated,
+    warm_up,
 )
 from gputop_hints.hints.rules.spec import Rule, RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
@@ -62,6 +65,9 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     low_utilization.SPEC,
     cores_contended.SPEC,
     collective_hang.SPEC,
+    serving_idle.SPEC,
+    vram_preallocated.SPEC,
+    warm_up.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

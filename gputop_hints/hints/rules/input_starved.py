@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.pcie_thrash import link_thrashing
 from gputop_hints.hints.rules.shared import (
     at_least,
@@ -22,6 +23,7 @@ from gputop_hints.hints.rules.shared import (
     sm_evidence,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.rules.warm_up import warming_up
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess, JobInfo
@@ -65,6 +67,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     for proc in win.processes():
         if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
             continue
+        if is_server(proc) or warming_up(win, t, proc) is not None:
+            continue  # a server idles between requests; a job starting up is not starved
         sm, scope, notes = sm_evidence(win, proc, t)
         if sm is None or sm >= c.sm_mean_below_percent:
             continue
