@@ -41,8 +41,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.CRITICAL if critical else Severity.WARNING,
                 label=f"idle {age}, holds {vram / GIB:.0f}G",
                 summary=(
-                    f"This process has run no kernel on GPU {proc.gpu_index} for {age} while it holds "
-                    f"{gib_text(vram)} of its memory (main process CPU {percent_text(cpu)})."
+                    f"This process has run no kernel on GPU {proc.gpu_index} for {age} while it "
+                    f"holds {gib_text(vram)} of its memory (main process CPU {percent_text(cpu)})."
                 ),
                 advice=(
                     "A notebook or interactive session you are done with? Free the GPU: "
