@@ -20,13 +20,9 @@ from gputop_hints.hints.rules import (
     RuleSpec,
 )
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import Window, ring_idle_for_s
+from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
-
-VRAM_STEADY_SHARE = 0.02
-"""A process's VRAM that moves by less than this share of the card holds its level
-(allocator rounding and small buffers move it by a few hundred MiB)."""
 
 
 @dataclass
@@ -133,9 +129,9 @@ class HintEngine:
                 self._gpu_active_at[gpu.index] = snap.timestamp - idle
         for index in set(self._gpu_active_at) - present:
             del self._gpu_active_at[index]
-        self._track_processes(snap)
+        self._track_processes(history, snap)
 
-    def _track_processes(self, snap: Snapshot) -> None:
+    def _track_processes(self, history: History, snap: Snapshot) -> None:
         """Per process: when it last ran kernels, and since when its VRAM has held its level.
 
         A process without a per-process sample ran nothing in the period (NVML keeps
@@ -153,8 +149,13 @@ class HintEngine:
                 busy = p.sm_percent is not None and p.sm_percent >= below
             else:
                 busy = self._gpu_active_at.get(p.gpu_index) == snap.timestamp
-            if busy or p.key not in self._process_active_at:
+            if busy:
                 self._process_active_at[p.key] = snap.timestamp
+            elif p.key not in self._process_active_at:
+                # First sight of an idle process: the history may hold its idle spell.
+                self._process_active_at[p.key] = self._last_active_in_ring(
+                    history, snap, p.key, p.gpu_index in reported
+                )
             gpu = snap.gpu(p.gpu_index)
             total = gpu.vram_total_bytes if gpu and gpu.vram_total_bytes else None
             level = float(p.vram_bytes or 0)
@@ -165,6 +166,24 @@ class HintEngine:
         for key in set(self._process_active_at) - keys:
             del self._process_active_at[key]
             self._vram_steady_since.pop(key, None)
+
+    def _last_active_in_ring(
+        self, history: History, snap: Snapshot, key: tuple[int, int], reported: bool
+    ) -> float:
+        """When a process first seen idle last ran kernels, as far back as the ring reaches
+        and never before it was first seen."""
+        ph = history.processes.get(key)
+        if ph is None:
+            return snap.timestamp
+        if not reported:
+            return max(ph.first_seen, self._gpu_active_at.get(key[1], snap.timestamp))
+        below = self.thresholds.idle_holding_vram.sm_below_percent
+        run = 0
+        for v in reversed(ph.sm_percent.last()):
+            if v is not None and v >= below:
+                break
+            run += 1
+        return max(ph.first_seen, snap.timestamp - run * snap.interval_s)
 
     def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
         """Visible findings about one process, worst first."""

@@ -20,6 +20,10 @@ from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 GIB = 2**30
 
+VRAM_STEADY_SHARE = 0.02
+"""A process's VRAM that moves by less than this share of the card holds its level
+(allocator rounding and small buffers move it by a few hundred MiB)."""
+
 
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
@@ -304,11 +308,24 @@ class Window:
             run += 1
         return run * self.interval_s
 
-    def vram_steady(self, proc: GpuProcess) -> tuple[float, float] | None:
-        """(level, since) of the process's VRAM, as the engine tracked it (None: untracked)."""
-        if self.vram_steady_since is None:
+    def vram_steady(self, proc: GpuProcess, tolerance_bytes: float) -> tuple[float, float] | None:
+        """(level, since): the process's VRAM now, and since when it has held that level
+        (within ``tolerance_bytes``) -- from its ring, or the engine's longer record."""
+        ph = self.process_history(proc)
+        if ph is None or proc.vram_bytes is None:
             return None
-        return self.vram_steady_since.get(proc.key)
+        level = float(proc.vram_bytes)
+        values = ph.vram_bytes.last()
+        run = 0
+        for v in reversed(values):
+            if v is None or abs(v - level) > tolerance_bytes:
+                break
+            run += 1
+        since = max(ph.first_seen, self.now - (run - 1) * self.interval_s)
+        tracked = self.vram_steady_since.get(proc.key) if self.vram_steady_since else None
+        if tracked is not None and abs(tracked[0] - level) <= tolerance_bytes:
+            since = min(since, tracked[1])
+        return level, since
 
     def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
         return self.history.process(proc.pid, proc.gpu_index)

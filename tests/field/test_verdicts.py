@@ -9,8 +9,8 @@ import pytest
 from field.cases import all_cases
 from field.verdicts import Expect, Verdict, load_trace_verdicts
 
-from gputop_hints.hints.rules import RULES_BY_ID as BY_RULE
 from gputop_hints.hints.findings import Subject
+from gputop_hints.hints.rules import RULES_BY_ID as BY_RULE
 from tests.support.paths import TRACES
 
 ROOT = Path(__file__).resolve().parents[2]

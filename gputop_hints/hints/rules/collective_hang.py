@@ -120,7 +120,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 rule=ID,
                 subject=Subject(proc.gpu_index, proc.pid),
                 severity=Severity.CRITICAL,
-                label="hang: stopped rank" if hang.stopped else "hang: waiting in collective",
+                label="hang: stopped rank" if hang.stopped else "hang: in collective",
                 summary=summary,
                 advice=(
                     f"See where it is stuck: py-spy dump --pid {proc.pid} (every rank's stack "

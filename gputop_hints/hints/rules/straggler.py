@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
-from gputop_hints.hints.rules.collective_hang import power_share
+from gputop_hints.hints.rules.collective_hang import hangs, power_share
 from gputop_hints.hints.rules.shared import multi_gpu_jobs
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
@@ -46,7 +46,10 @@ def stragglers(win: Window, t: Thresholds) -> list[Straggling]:
     """
     c = t.straggler
     out = []
+    hung = {h.proc.key for h in hangs(win, t)}
     for (user, command), ranks in multi_gpu_jobs(win, t).items():
+        if any(p.key in hung for p in ranks.values()):
+            continue  # a rank that stopped arriving is a hang, not a slow rank
         known = {i: m for i in ranks if (m := win.gpu_sm_mean(i)) is not None}
         for index, sm in known.items():
             peers = [m for i, m in known.items() if i != index]
@@ -93,7 +96,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         gpus = ", ".join(map(str, peers))
         job = f"({s.user or 'n/a'}: {s.command[:40]})"
         if s.never_waits:
-            label = f"straggler: {s.own:.0f}% power vs {median:.0f}%"
+            label = "straggler: never waits"
             summary = (
                 f"Every rank of the job {job} reads busy, but GPU {index} draws {s.own:.0f} % of "
                 f"its power limit while GPUs {gpus} draw {median:.0f} %: they spend part of each "

@@ -17,7 +17,7 @@ from gputop_hints.hints.kinds import server_name
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import Window
+from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_VRAM, GpuProcess
 
 ID = "vram-preallocated"
@@ -27,13 +27,14 @@ def preallocated(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     """The share of the card ``proc`` pre-allocated, or None when its VRAM is not that."""
     c = t.vram_preallocated
     gpu = win.gpu(proc.gpu_index)
-    steady = win.vram_steady(proc)
-    if gpu is None or not gpu.vram_total_bytes or steady is None:
+    if gpu is None or not gpu.vram_total_bytes:
+        return None
+    steady = win.vram_steady(proc, VRAM_STEADY_SHARE * gpu.vram_total_bytes)
+    if steady is None:
         return None
     level, since = steady
     share = level / gpu.vram_total_bytes
-    ph = win.process_history(proc)
-    started = proc.create_time if proc.create_time is not None else (ph.first_seen if ph else None)
+    started = proc.create_time  # when a log begins is not when its process started
     if started is None or share < c.min_share:
         return None
     if since - started > c.reached_within_s or win.now - since < c.steady_for_s:

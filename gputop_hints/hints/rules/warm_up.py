@@ -33,8 +33,9 @@ def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, flo
     ph = win.process_history(proc)
     if ph is None:
         return None
-    started = proc.create_time if proc.create_time is not None else ph.first_seen
-    age = win.now - started
+    if proc.create_time is None:
+        return None  # when a log begins is not when its process started
+    age = win.now - proc.create_time
     if age > c.max_age_s:
         return None
     values = win.process_sm_values(proc, ticks=len(win.history))
