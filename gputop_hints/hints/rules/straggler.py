@@ -103,7 +103,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 "step spinning in the all-reduce (busy at low power) waiting for this rank, "
                 "which never waits -- it sets the pace."
             )
-            evidence = (
+            evidence: tuple[Evidence, ...] = (
                 Evidence(
                     "power / limit (mean)",
                     s.own,
