@@ -20,7 +20,7 @@ from gputop_hints.hints.rules import (
     RuleSpec,
 )
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s
+from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s, vram_rise
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 
@@ -57,8 +57,9 @@ class HintEngine:
         """When each GPU last ran kernels (SM at or above the idle rule's threshold)."""
         self._process_active_at: dict[tuple[int, int], float] = {}
         """When each process last ran kernels of its own, or when it was first seen."""
-        self._vram_steady_since: dict[tuple[int, int], tuple[float, float]] = {}
-        """Per process: (VRAM level, since when it has stayed there) -- pre-allocation."""
+        self._vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] = {}
+        """Per process: (VRAM level, since when it has stayed there, how much it rose in the
+        seconds before) -- what tells a pre-allocation from a caching allocator's growth."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
@@ -162,7 +163,10 @@ class HintEngine:
             old = self._vram_steady_since.get(p.key)
             tolerance = (total or level or 1.0) * VRAM_STEADY_SHARE
             if old is None or abs(level - old[0]) > tolerance:
-                self._vram_steady_since[p.key] = (level, snap.timestamp)
+                ph = history.processes.get(p.key)
+                values = ph.vram_bytes.last() if ph else [level]
+                rise = vram_rise(values, len(values) - 1, snap.interval_s)
+                self._vram_steady_since[p.key] = (level, snap.timestamp, rise)
         for key in set(self._process_active_at) - keys:
             del self._process_active_at[key]
             self._vram_steady_since.pop(key, None)

@@ -253,6 +253,9 @@ class VramPreallocated:
         metadata=_t(0, 3600, "s", "... reached within this long of its start ...")
     )
     steady_for_s: float = field(metadata=_t(0, 3600, "s", "... and flat for at least this long"))
+    min_jump_share: float = field(
+        metadata=_t(0, 1, "", "taken in one step: a rise of at least this share within 5 s")
+    )
     hysteresis: Hysteresis
 
 

@@ -24,6 +24,21 @@ VRAM_STEADY_SHARE = 0.02
 """A process's VRAM that moves by less than this share of the card holds its level
 (allocator rounding and small buffers move it by a few hundred MiB)."""
 
+VRAM_JUMP_S = 5.0
+"""How quickly a pre-allocation takes its share: one reservation (vLLM's KV cache after
+profiling, TensorFlow's and JAX's pool at start) lands within a few seconds, where a
+caching allocator grows with the first training steps over tens of seconds."""
+
+
+def vram_rise(values: Sequence[float | None], end: int, interval_s: float) -> float:
+    """How much VRAM rose in the ``VRAM_JUMP_S`` before index ``end`` (to ``values[end]``)."""
+    level = values[end]
+    if level is None:
+        return 0.0
+    back = max(1, math.ceil(VRAM_JUMP_S / interval_s))
+    before = [v for v in values[max(0, end - back) : end] if v is not None]
+    return max(0.0, level - min(before)) if before else 0.0
+
 
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
@@ -115,7 +130,7 @@ class Window:
         worker_busy_percent: float = 20.0,
         gpu_active_at: dict[int, float] | None = None,
         process_active_at: dict[tuple[int, int], float] | None = None,
-        vram_steady_since: dict[tuple[int, int], tuple[float, float]] | None = None,
+        vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] | None = None,
     ) -> None:
         latest = history.latest
         if latest is None:
@@ -132,7 +147,7 @@ class Window:
         self.process_active_at = process_active_at
         """Engine-kept time each process last ran kernels of its own (or was first seen)."""
         self.vram_steady_since = vram_steady_since
-        """Engine-kept (level, since) of each process's VRAM."""
+        """Engine-kept (level, since, rise) of each process's VRAM."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
@@ -308,9 +323,12 @@ class Window:
             run += 1
         return run * self.interval_s
 
-    def vram_steady(self, proc: GpuProcess, tolerance_bytes: float) -> tuple[float, float] | None:
-        """(level, since): the process's VRAM now, and since when it has held that level
-        (within ``tolerance_bytes``) -- from its ring, or the engine's longer record."""
+    def vram_steady(
+        self, proc: GpuProcess, tolerance_bytes: float
+    ) -> tuple[float, float, float] | None:
+        """(level, since, rise): the process's VRAM now, since when it has held that level
+        (within ``tolerance_bytes``), and how much it rose in the seconds before reaching
+        it -- from its ring, or the engine's longer record."""
         ph = self.process_history(proc)
         if ph is None or proc.vram_bytes is None:
             return None
@@ -322,10 +340,15 @@ class Window:
                 break
             run += 1
         since = max(ph.first_seen, self.now - (run - 1) * self.interval_s)
+        rise = vram_rise(values, len(values) - max(1, run), self.interval_s)
         tracked = self.vram_steady_since.get(proc.key) if self.vram_steady_since else None
-        if tracked is not None and abs(tracked[0] - level) <= tolerance_bytes:
-            since = min(since, tracked[1])
-        return level, since
+        if (
+            tracked is not None
+            and abs(tracked[0] - level) <= tolerance_bytes
+            and tracked[1] < since
+        ):
+            since, rise = tracked[1], tracked[2]
+        return level, since, rise
 
     def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
         return self.history.process(proc.pid, proc.gpu_index)

@@ -32,8 +32,10 @@ def preallocated(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     steady = win.vram_steady(proc, VRAM_STEADY_SHARE * gpu.vram_total_bytes)
     if steady is None:
         return None
-    level, since = steady
+    level, since, rise = steady
     share = level / gpu.vram_total_bytes
+    if rise < c.min_jump_share * gpu.vram_total_bytes:
+        return None  # grown into over the first steps: a caching allocator, not a reservation
     started = proc.create_time  # when a log begins is not when its process started
     if started is None or share < c.min_share:
         return None

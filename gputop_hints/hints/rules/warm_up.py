@@ -42,8 +42,8 @@ def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, flo
     if values is None:
         gh = win.history.gpus.get(proc.gpu_index)
         values = gh.sm_percent.known(len(values or []) or None) if gh else []
-    if not values:
-        return None
+    if not values or len(values) * win.interval_s < t.general.window_s:
+        return None  # less than a window since first seen says nothing about "since start"
     mean = sum(values) / len(values)
     if mean >= c.sm_since_start_below_percent:
         return None
