@@ -265,6 +265,9 @@ class WarmUp:
     sm_since_start_below_percent: float = field(
         metadata=_t(0, 100, "%", "... whose GPU ran less than this since it started")
     )
+    active_ticks_below_share: float = field(
+        metadata=_t(0, 1, "", "... and ran any kernel in less than this share of its ticks")
+    )
     hysteresis: Hysteresis
 
 

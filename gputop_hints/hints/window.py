@@ -20,9 +20,10 @@ from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 GIB = 2**30
 
-VRAM_STEADY_SHARE = 0.02
-"""A process's VRAM that moves by less than this share of the card holds its level
-(allocator rounding and small buffers move it by a few hundred MiB)."""
+VRAM_STEADY_SHARE = 0.005
+"""A process's VRAM that moves by less than this share of the card holds its level. A
+framework's reserved pool does not move at all; a caching allocator's reserve moves with
+fragmentation and batch shapes by more than this (400 MiB of an 80 GiB card)."""
 
 VRAM_JUMP_S = 5.0
 """How quickly a pre-allocation takes its share: one reservation (vLLM's KV cache after

@@ -47,6 +47,12 @@ def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, flo
     mean = sum(values) / len(values)
     if mean >= c.sm_since_start_below_percent:
         return None
+    # Before its first step a job's GPU runs nothing most of the time; an RL learner's
+    # small policy batches run kernels in nearly every tick (simulation, not start-up).
+    below = t.idle_holding_vram.sm_below_percent
+    active = sum(1 for v in values if v >= below) / len(values)
+    if active >= c.active_ticks_below_share:
+        return None
     cpu = win.process_cpu_mean(proc)
     working = (
         (cpu is not None and cpu >= t.idle_holding_vram.host_busy_cpu_percent)

@@ -24,10 +24,41 @@ def _growing() -> Run:
 CASES: list[Case] = [
     case(
         "prealloc/tensorflow-flat-97-percent-from-the-start",
-        lambda: one_gpu([95.0] * 40, [P(vram_gib=77.6, started_s=10.0)], gpu=G(vram_gib=78.0)),
+        # 0.5 GiB of context, then the whole pool in one step; flat after.
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick(
+                        (G(sm=95.0 if i > 3 else 0.0, vram_gib=78.0 if i > 3 else 0.9),),
+                        (P(vram_gib=77.6 if i > 3 else 0.5, started_s=5.0),),
+                    )
+                    for i in range(40)
+                ]
+            )
+            .history
+        ),
         Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 97}),
         # The flat pre-allocated level silences vram-near-limit on that GPU.
         engine=["compute-bound", "vram-preallocated"],
+    ),
+    case(
+        "prealloc/near-miss-grown-into-over-the-first-steps",
+        # A caching allocator: +2 GiB a tick up to 72 GiB, then flat -- never one step.
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick(
+                        (G(sm=95.0, vram_gib=min(73.0, 1.0 + 2 * i)),),
+                        (P(vram_gib=min(72.0, 0.5 + 2 * i), started_s=5.0),),
+                    )
+                    for i in range(80)
+                ]
+            )
+            .history
+        ),
+        None,
     ),
     case(
         "prealloc/near-miss-reached-late",
