@@ -5,7 +5,6 @@ from __future__ import annotations
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.rules.vram_preallocated import preallocated
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_VRAM
@@ -21,10 +20,6 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         frac = gpu.vram_fraction
         if frac is None or frac < c.used_fraction_above:
             continue
-        if any(
-            preallocated(win, t, p) is not None for p in win.processes() if p.gpu_index == gpu.index
-        ):
-            continue  # a flat, framework-reserved level: vram-preallocated explains it
         critical = frac >= c.critical_fraction_above
         out.append(
             Finding(

@@ -6,8 +6,8 @@ it: vLLM ``--gpu-memory-utilization`` (default 0.9), SGLang
 (maps nearly all memory unless memory growth is set), JAX (75 % by default,
 ``XLA_PYTHON_CLIENT_MEM_FRACTION``). Such a level is reached within the first
 minute or two and never moves; it says nothing about how close the work is to
-running out of memory, so vram-near-limit stays silent for it and this note
-says what it is and how to change it.
+running out of memory; this note says what it is and how to change it.
+vram-near-limit is not silenced: a job filling the card in seconds looks the same.
 """
 
 from __future__ import annotations
