@@ -46,6 +46,9 @@ class Hysteresis:
 @dataclass(frozen=True)
 class General:
     window_s: float = field(metadata=_t(2, 600, "s", "how much recent history the rules look at"))
+    slow_window_s: float = field(
+        metadata=_t(2, 3600, "s", "the longer view for slow cycles (10-30 s fetch, compute)")
+    )
     min_vram_gib: float = field(
         metadata=_t(0, 1024, "GiB", "a process holding less VRAM is not diagnosed")
     )
@@ -203,6 +206,7 @@ class Straggler:
 
 @dataclass(frozen=True)
 class LowUtilization:
+    window_s: float = field(metadata=_t(2, 3600, "s", "the mean SM is taken over this long"))
     sm_mean_below_percent: float = field(
         metadata=_t(0, 100, "%", "mean SM below this while the GPU is in use")
     )

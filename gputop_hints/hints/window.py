@@ -152,6 +152,26 @@ class Window:
         self._gpu_cache: dict[tuple[str, int], object] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
+        self._longer: dict[float, Window] = {}
+
+    def longer(self, window_s: float) -> Window:
+        """The same history over a longer window (cached): slow patterns -- a 10-30 s
+        fetch-then-compute cycle, a level judged over a minute -- need more than the few
+        seconds the fast rules look at. Never longer than the history holds."""
+        window_s = max(self.window_s, min(window_s, self.history.window_s))
+        if window_s == self.window_s:
+            return self
+        win = self._longer.get(window_s)
+        if win is None:
+            win = self._longer[window_s] = Window(
+                self.history,
+                window_s,
+                worker_busy_percent=self.worker_busy_percent,
+                gpu_active_at=self.gpu_active_at,
+                process_active_at=self.process_active_at,
+                vram_steady_since=self.vram_steady_since,
+            )
+        return win
 
     # --- sizes ----------------------------------------------------------------
 

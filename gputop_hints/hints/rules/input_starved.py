@@ -61,47 +61,100 @@ class _Diagnosis:
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
-    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input."""
-    c = t.input_starved
+    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input.
+
+    Looked for over the fast window first, then over ``general.slow_window_s``: a
+    load-then-compute cycle of 10-30 s (network or NFS fetches) has one gap at most in
+    a few seconds, and only a window holding several cycles shows the sawtooth.
+    """
     out: list[Finding] = []
     for proc in win.processes():
         if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
             continue
         if is_server(proc) or warming_up(win, t, proc) is not None:
             continue  # a server idles between requests; a job starting up is not starved
-        sm, scope, notes = sm_evidence(win, proc, t)
-        if sm is None or sm >= c.sm_mean_below_percent:
-            continue
-        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
-        if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
-            continue
-        if gaps.peak_percent < c.busy_sm_above_percent:
-            continue  # no bursts at all: idle, not starved (see idle-holding-vram)
-        thrashing, _ = link_thrashing(win, t, proc.gpu_index)
-        if thrashing:
-            continue  # copies, not input, are the bottleneck: pcie-thrash says so
-        loader = _loader(win, t, proc)
-        diagnosis = _diagnose(loader, gaps, t)
-        evidence = (
-            *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
-            *_host_evidence(t, loader),
-            *diagnosis.evidence,
-        )
-        severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
-        out.append(
-            Finding(
-                rule=ID,
-                subtype=diagnosis.subtype,
-                subject=Subject(proc.gpu_index, proc.pid),
-                severity=severity,
-                label=diagnosis.label,
-                summary=diagnosis.summary,
-                advice=diagnosis.advice,
-                evidence=evidence,
-                evidence_scope=scope,
-            )
-        )
+        for w in _windows(win, t, proc):
+            seen = _starved(w, t, proc)
+            if seen is not None:
+                out.append(_finding(w, t, proc, *seen))
+                break
     return out
+
+
+def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:
+    """The fast window, and the slow one once it no longer reaches back into the job's
+    start-up (whose compile bursts and loading gaps would read as a sawtooth)."""
+    slow = win.longer(t.general.slow_window_s)
+    if slow is win:
+        return [win]
+    if proc.create_time is not None and (
+        win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
+    ):
+        return [win]
+    return [win, slow]
+
+
+def _starved(
+    win: Window, t: Thresholds, proc: GpuProcess
+) -> tuple[float, Scope, list[Evidence], Gaps, Scope] | None:
+    """The condition on one window: (mean SM, its scope, notes, gaps, their scope) or None."""
+    c = t.input_starved
+    sm, scope, notes = sm_evidence(win, proc, t)
+    if sm is None or sm >= c.sm_mean_below_percent:
+        return None
+    gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
+    if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
+        return None
+    if gaps.peak_percent < c.busy_sm_above_percent:
+        return None  # no bursts at all: idle, not starved (see idle-holding-vram)
+    thrashing, _ = link_thrashing(win, t, proc.gpu_index)
+    if thrashing:
+        return None  # copies, not input, are the bottleneck: pcie-thrash says so
+    return sm, scope, notes, gaps, gaps_scope
+
+
+def _finding(
+    win: Window,
+    t: Thresholds,
+    proc: GpuProcess,
+    sm: float,
+    scope: Scope,
+    notes: list[Evidence],
+    gaps: Gaps,
+    gaps_scope: Scope,
+) -> Finding:
+    c = t.input_starved
+    loader = _loader(win, t, proc)
+    diagnosis = _diagnose(loader, gaps, t)
+    evidence = (
+        *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
+        *_host_evidence(t, loader),
+        *diagnosis.evidence,
+    )
+    if win.window_s > t.general.window_s:
+        evidence = (
+            *evidence,
+            Evidence(
+                f"seen over the last {win.covered_s:.0f} s (a slow load-then-compute cycle)",
+                None,
+                "slow window",
+                "",
+                gaps_scope,
+                met=None,
+            ),
+        )
+    severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
+    return Finding(
+        rule=ID,
+        subtype=diagnosis.subtype,
+        subject=Subject(proc.gpu_index, proc.pid),
+        severity=severity,
+        label=diagnosis.label,
+        summary=diagnosis.summary,
+        advice=diagnosis.advice,
+        evidence=evidence,
+        evidence_scope=scope,
+    )
 
 
 def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
