@@ -31,7 +31,12 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         own = win.process_sm_mean(proc)
         cpu = win.process_cpu_mean(proc)
-        critical = idle_s >= c.critical_after_s
+        # Critical when the whole GPU has been idle that long: nobody gets any use of it.
+        # Beside a co-tenant that runs kernels, only the memory is held back: a warning.
+        critical = (
+            idle_s >= c.critical_after_s
+            and win.gpu_idle_for_s(proc.gpu_index, c.sm_below_percent) >= c.critical_after_s
+        )
         minutes = idle_s / 60
         age = f"{idle_s:.0f} s" if idle_s < 120 else f"{minutes:.0f} min"
         out.append(

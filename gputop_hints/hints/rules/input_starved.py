@@ -110,7 +110,23 @@ def _starved(
     thrashing, _ = link_thrashing(win, t, proc.gpu_index)
     if thrashing:
         return None  # copies, not input, are the bottleneck: pcie-thrash says so
+    if not _loading(win, t, proc):
+        return None  # an idle host side waits on a person, not on an input pipeline
     return sm, scope, notes, gaps, gaps_scope
+
+
+def _loading(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether anything on the host side works at producing batches: the main process
+    (num_workers=0 loads in it), a busy worker, or a loader waiting on storage (D state).
+    Unknown host data (a log) does not rule starvation out."""
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None:
+        return True
+    return (
+        cpu >= t.idle_holding_vram.host_busy_cpu_percent
+        or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
+        or win.process_d_state_fraction(proc) > 0.0
+    )
 
 
 def _finding(

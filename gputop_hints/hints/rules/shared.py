@@ -71,13 +71,23 @@ def gaps_seen_by(
     burst in its own trace there is no sawtooth to find (None).
     """
     c = t.input_starved
-    if others_on_gpu(win, proc, t) and scope is Scope.PROCESS:
+    others = others_on_gpu(win, proc, t)
+    if others and scope is Scope.PROCESS and all(_ran_nothing(win, p) for p in others):
+        # The others ran no kernel in the window: the device's finer trace is this one's.
+        return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
+    if others and scope is Scope.PROCESS:
         peak = win.process_sm_peak(proc)
         if need_burst and (peak is None or peak < c.busy_sm_above_percent):
             # No burst in its own trace (a light inference replica): no sawtooth to find.
             return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
+
+
+def _ran_nothing(win: Window, proc: GpuProcess) -> bool:
+    """Whether ``proc``'s own samples say it ran no kernel in the window (not unknown)."""
+    values = win.process_sm_values(proc)
+    return values is not None and max(values, default=0.0) < 1.0
 
 
 def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
