@@ -352,8 +352,14 @@ def _more_workers(loader: _Loader) -> _Diagnosis:
         f"core in total and cores are {percent_text(loader.cores_busy)} busy: the loader can't "
         "keep up, but there is CPU to spare.",
         (
-            f"Raise num_workers (now {workers}; up to {n} fits the {loader.allowed_cores} allowed "
-            "cores) and prefetch_factor.",
+            (
+                f"Raise num_workers (now {workers}; up to {n} fits the {loader.allowed_cores} "
+                "allowed cores) and prefetch_factor."
+                if workers < n
+                else f"num_workers={workers} already uses the {loader.allowed_cores} allowed "
+                "cores: make each batch cheaper (decode once offline, GPU-side augmentation) "
+                "or ask for more cores."
+            ),
             "pin_memory=True and persistent_workers=True avoid per-epoch worker start-up.",
             "Profile one worker (py-spy top --pid <worker pid>) to find the slow transform.",
         ),
