@@ -1,4 +1,4 @@
-"""How good are the hints? Precision, recall, time-to-detect and flicker on the demo corpus.
+"""How good are the hints? Precision, recall, time-to-detect and flicker: demo and field corpora.
 
 Runs every demo scenario for every seed in a range through the hint engine on
 simulated time (no sleeping) and prints, per rule: true/false positives and
@@ -7,9 +7,14 @@ its first detection, and visibility flips per 10 minutes once the input is
 steady. Then the targets: every expected finding within 10 s of onset at 1 Hz,
 no warning on the healthy scenario, at most one flip per 10 minutes.
 
+Then the same per-rule table for the field corpus (bench/field, docs/field_corpus.md:
+recordings of situations the demo never simulated), its accuracy per family and
+every warning on a healthy case -- separately, since the field corpus is the one
+that says whether the hints generalise.
+
 Usage::
 
-    python bench/hints_eval.py [--seeds 0-4] [--duration 600] [--interval 1]
+    python bench/hints_eval.py [--seeds 0-4] [--duration 600] [--interval 1] [--no-field]
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from gputop_hints.outputs.evaluate import evaluate, format_table, run_corpus, run_scenario
 from gputop_hints.sources.demo import list_scenarios
@@ -37,6 +43,7 @@ def main() -> int:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--scenario", action="append", help="only these scenarios")
     parser.add_argument("--verbose", action="store_true", help="list every miss and false alarm")
+    parser.add_argument("--no-field", action="store_true", help="skip the field corpus")
     parser.add_argument(
         "--big",
         action="store_true",
@@ -89,7 +96,26 @@ def main() -> int:
         print(format_table(big))
         for line in [*big.misses, *big.false_alarms]:
             print("   ", line)
+    if not args.no_field:
+        print()
+        _field()
     return 0 if all(ok for _, ok in checks) else 1
+
+
+def _field() -> None:
+    """The field corpus: per rule precision, recall, time to detect and flips; accuracy."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from field.cases import all_cases
+    from field.evaluate import evaluate as evaluate_field
+    from field.evaluate import format_rules, format_summary
+
+    started = time.perf_counter()
+    result = evaluate_field(all_cases())
+    print(f"field corpus: {len(result.cases)} cases in {time.perf_counter() - started:.1f} s")
+    print()
+    print(format_rules(result))
+    print()
+    print(format_summary(result))
 
 
 if __name__ == "__main__":

@@ -171,6 +171,10 @@ class GpuSample:
     temperature_c: float | None = None
     power_watts: float | None = None
     power_limit_watts: float | None = None
+    """The ENFORCED power limit (NVML ``nvmlDeviceGetEnforcedPowerLimit``)."""
+    default_power_limit_watts: float | None = None
+    """The board's DEFAULT limit (``nvmlDeviceGetPowerManagementDefaultLimit``); None when
+    not measured. An enforced limit below it was lowered (``nvidia-smi -pl``)."""
     sm_clock_mhz: int | None = None
     max_sm_clock_mhz: int | None = None
     throttle_reasons: tuple[str, ...] | None = None
@@ -200,6 +204,14 @@ class GpuSample:
         if self.sm_percent is None or self.memory_access_percent is None:
             return None
         return self.sm_percent + self.memory_access_percent
+
+    @property
+    def power_limit_lowered(self) -> bool | None:
+        """Whether the enforced power limit is below the board's default (None: unknown)."""
+        if self.power_limit_watts is None or self.default_power_limit_watts is None:
+            return None
+        # NVML reports both in milliwatts; a few watts of rounding is not a lowered limit.
+        return self.power_limit_watts < self.default_power_limit_watts - 5.0
 
     @property
     def clocks_held_by(self) -> tuple[str, ...]:

@@ -20,8 +20,9 @@ from gputop_hints.hints.rules import (
     RuleSpec,
 )
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import Window, ring_idle_for_s
+from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s, vram_rise
 from gputop_hints.history import History
+from gputop_hints.model import Snapshot
 
 
 @dataclass
@@ -54,6 +55,11 @@ class HintEngine:
         self.last_cost_s = 0.0
         self._gpu_active_at: dict[int, float] = {}
         """When each GPU last ran kernels (SM at or above the idle rule's threshold)."""
+        self._process_active_at: dict[tuple[int, int], float] = {}
+        """When each process last ran kernels of its own, or when it was first seen."""
+        self._vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] = {}
+        """Per process: (VRAM level, since when it has stayed there, how much it rose in the
+        seconds before) -- what tells a pre-allocation from a caching allocator's growth."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
@@ -66,6 +72,8 @@ class HintEngine:
             self.thresholds.general.window_s,
             worker_busy_percent=self.thresholds.general.worker_busy_percent,
             gpu_active_at=self._gpu_active_at,
+            process_active_at=self._process_active_at,
+            vram_steady_since=self._vram_steady_since,
         )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}
@@ -130,6 +138,64 @@ class HintEngine:
                 self._gpu_active_at[gpu.index] = snap.timestamp - idle
         for index in set(self._gpu_active_at) - present:
             del self._gpu_active_at[index]
+        self._track_processes(history, snap)
+
+    def _track_processes(self, history: History, snap: Snapshot) -> None:
+        """Per process: when it last ran kernels, and since when its VRAM has held its level.
+
+        A process without a per-process sample ran nothing in the period (NVML keeps
+        samples only for processes that did) -- where the GPU reports per-process
+        samples at all; elsewhere the device's activity stands in. A process is never
+        idle for longer than it has been seen: one log holding many runs must not count
+        the hours between them as one process idling.
+        """
+        below = self.thresholds.idle_holding_vram.sm_below_percent
+        reported = {p.gpu_index for p in snap.processes if p.sm_percent is not None}
+        keys = set()
+        for p in snap.processes:
+            keys.add(p.key)
+            if p.gpu_index in reported:
+                busy = p.sm_percent is not None and p.sm_percent >= below
+            else:
+                busy = self._gpu_active_at.get(p.gpu_index) == snap.timestamp
+            if busy:
+                self._process_active_at[p.key] = snap.timestamp
+            elif p.key not in self._process_active_at:
+                # First sight of an idle process: the history may hold its idle spell.
+                self._process_active_at[p.key] = self._last_active_in_ring(
+                    history, snap, p.key, p.gpu_index in reported
+                )
+            gpu = snap.gpu(p.gpu_index)
+            total = gpu.vram_total_bytes if gpu and gpu.vram_total_bytes else None
+            level = float(p.vram_bytes or 0)
+            old = self._vram_steady_since.get(p.key)
+            tolerance = (total or level or 1.0) * VRAM_STEADY_SHARE
+            if old is None or abs(level - old[0]) > tolerance:
+                ph = history.processes.get(p.key)
+                values = ph.vram_bytes.last() if ph else [level]
+                rise = vram_rise(values, len(values) - 1, snap.interval_s)
+                self._vram_steady_since[p.key] = (level, snap.timestamp, rise)
+        for key in set(self._process_active_at) - keys:
+            del self._process_active_at[key]
+            self._vram_steady_since.pop(key, None)
+
+    def _last_active_in_ring(
+        self, history: History, snap: Snapshot, key: tuple[int, int], reported: bool
+    ) -> float:
+        """When a process first seen idle last ran kernels, as far back as the ring reaches
+        and never before it was first seen."""
+        ph = history.processes.get(key)
+        if ph is None:
+            return snap.timestamp
+        if not reported:
+            return max(ph.first_seen, self._gpu_active_at.get(key[1], snap.timestamp))
+        below = self.thresholds.idle_holding_vram.sm_below_percent
+        run = 0
+        for v in reversed(ph.sm_percent.last()):
+            if v is not None and v >= below:
+                break
+            run += 1
+        return max(ph.first_seen, snap.timestamp - run * snap.interval_s)
 
     def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
         """Visible findings about one process, worst first."""

@@ -46,6 +46,9 @@ class Hysteresis:
 @dataclass(frozen=True)
 class General:
     window_s: float = field(metadata=_t(2, 600, "s", "how much recent history the rules look at"))
+    slow_window_s: float = field(
+        metadata=_t(2, 3600, "s", "the longer view for slow cycles (10-30 s fetch, compute)")
+    )
     min_vram_gib: float = field(
         metadata=_t(0, 1024, "GiB", "a process holding less VRAM is not diagnosed")
     )
@@ -152,6 +155,9 @@ class IdleHoldingVram:
     critical_after_s: float = field(
         metadata=_t(1, 604800, "s", "escalate to critical after this long")
     )
+    host_busy_cpu_percent: float = field(
+        metadata=_t(0, 10000, "%", "a main process at or above this is working, not idle")
+    )
     hysteresis: Hysteresis
 
 
@@ -175,6 +181,9 @@ class Throttled:
     busy_sm_above_percent: float = field(
         metadata=_t(0, 100, "%", "only while the GPU is busier than this")
     )
+    full_clock_share: float = field(
+        metadata=_t(0, 1, "", "clocks at or above this share of their maximum have not dropped")
+    )
     hysteresis: Hysteresis
 
 
@@ -186,11 +195,18 @@ class Straggler:
     peers_sm_above_percent: float = field(
         metadata=_t(0, 100, "%", "only when the peers are busier than this")
     )
+    all_busy_sm_percent: float = field(
+        metadata=_t(0, 100, "%", "every rank at least this busy: compare power instead")
+    )
+    power_above_peers_points: float = field(
+        metadata=_t(0, 100, "points", "power % of limit this far above the peers' median")
+    )
     hysteresis: Hysteresis
 
 
 @dataclass(frozen=True)
 class LowUtilization:
+    window_s: float = field(metadata=_t(2, 3600, "s", "the mean SM is taken over this long"))
     sm_mean_below_percent: float = field(
         metadata=_t(0, 100, "%", "mean SM below this while the GPU is in use")
     )
@@ -212,6 +228,54 @@ class CoresContended:
 
 
 @dataclass(frozen=True)
+class CollectiveHang:
+    spin_sm_above_percent: float = field(
+        metadata=_t(0, 100, "%", "every tick of the window at least this busy ...")
+    )
+    power_share_below: float = field(
+        metadata=_t(0, 1, "", "... at a mean power below this share of the limit: spinning")
+    )
+    stopped_sm_below_percent: float = field(
+        metadata=_t(0, 100, "%", "a rank whose GPU is below this is not in the collective")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class ServingIdle:
+    idle_below_percent: float = field(
+        metadata=_t(0, 100, "%", "a tick with the server's own SM below this is idle")
+    )
+    min_idle_share: float = field(metadata=_t(0, 1, "", "say so when idle at least this share"))
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class VramPreallocated:
+    min_share: float = field(metadata=_t(0, 1, "", "a process holding at least this share ..."))
+    reached_within_s: float = field(
+        metadata=_t(0, 3600, "s", "... reached within this long of its start ...")
+    )
+    steady_for_s: float = field(metadata=_t(0, 3600, "s", "... and flat for at least this long"))
+    min_jump_share: float = field(
+        metadata=_t(0, 1, "", "taken in one step: a rise of at least this share within 5 s")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    max_age_s: float = field(metadata=_t(0, 3600, "s", "a process younger than this ..."))
+    sm_since_start_below_percent: float = field(
+        metadata=_t(0, 100, "%", "... whose GPU ran less than this since it started")
+    )
+    active_ticks_below_share: float = field(
+        metadata=_t(0, 1, "", "... and ran any kernel in less than this share of its ticks")
+    )
+    hysteresis: Hysteresis
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """Every threshold the rules use. Load with :meth:`defaults` or ``config.load``."""
 
@@ -228,6 +292,10 @@ class Thresholds:
     straggler: Straggler
     low_utilization: LowUtilization
     cores_contended: CoresContended
+    collective_hang: CollectiveHang
+    serving_idle: ServingIdle
+    vram_preallocated: VramPreallocated
+    warm_up: WarmUp
 
     @staticmethod
     def defaults() -> Thresholds:

@@ -11,93 +11,35 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 
-from gputop_hints.history import GpuHistory, History, ProcessHistory
+from gputop_hints.hints.traces import (
+    GIB,
+    VRAM_JUMP_S,
+    VRAM_STEADY_SHARE,
+    Gaps,
+    idle_gaps,
+    ring_idle_for_s,
+    vram_rise,
+)
+from gputop_hints.history import History, ProcessHistory
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
-GIB = 2**30
+__all__ = [
+    "GIB",
+    "VRAM_JUMP_S",
+    "VRAM_STEADY_SHARE",
+    "Gaps",
+    "Window",
+    "idle_gaps",
+    "ring_idle_for_s",
+    "vram_rise",
+]
 
 
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
-
-
-@dataclass(frozen=True, slots=True)
-class Gaps:
-    """Idle stretches in a utilization trace."""
-
-    fraction: float
-    """Share of the traced time spent in idle runs at least ``min_gap_s`` long."""
-    count: int
-    """How many such idle runs (a sawtooth has several; a checkpoint pause has one)."""
-    peak_percent: float
-    fine: bool
-    """True when computed from NVML's sub-second samples, False from 1-per-tick values."""
-
-
-def idle_gaps(
-    values: Sequence[float],
-    period_s: float,
-    below: float,
-    min_gap_s: float,
-    fine: bool,
-) -> Gaps | None:
-    """Find idle stretches: runs of samples below ``below``, each standing for ``period_s``.
-
-    A sample only partly covered by an idle stretch reads in between (a 1/6 s
-    sample that is half idle reads ~50 %), so the samples on either side of a
-    run add their idle share ``(100 - value) / 100`` of a period to its length.
-    Without that, a 0.5 s gap sampled every 1/6 s would often measure 0.33 s.
-    """
-    if not values:
-        return None
-    total = len(values) * period_s
-    idle = 0.0
-    count = 0
-    start = -1
-    for i, v in enumerate([*values, math.inf]):
-        if v < below:
-            if start < 0:
-                start = i
-            continue
-        if start >= 0:
-            length = (i - start) * period_s
-            if start > 0:
-                length += max(0.0, 100.0 - values[start - 1]) / 100.0 * period_s
-            if i < len(values):
-                length += max(0.0, 100.0 - v) / 100.0 * period_s
-            if length >= min_gap_s - 1e-9:
-                idle += length
-                count += 1
-        start = -1
-    return Gaps(
-        fraction=min(1.0, idle / total) if total > 0 else 0.0,
-        count=count,
-        peak_percent=max(values),
-        fine=fine,
-    )
-
-
-def ring_idle_for_s(gh: GpuHistory, now: float, interval_s: float, below: float) -> float:
-    """How long a GPU's SM % has stayed below ``below``, as far back as its ring reaches."""
-    run = 0
-    for v in reversed(gh.sm_percent.last()):
-        if v is None or v >= below:
-            break
-        run += 1
-    if run == 0:
-        return 0.0
-    # A burst between two ticks shows in the fine samples even when both ticks read idle.
-    fine_start = now - run * interval_s
-    for s in reversed(gh.sm_samples):
-        if s.timestamp <= fine_start:
-            break
-        if s.percent >= below:
-            return max(0.0, now - s.timestamp)
-    return run * interval_s
 
 
 class Window:
@@ -110,6 +52,8 @@ class Window:
         *,
         worker_busy_percent: float = 20.0,
         gpu_active_at: dict[int, float] | None = None,
+        process_active_at: dict[tuple[int, int], float] | None = None,
+        vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] | None = None,
     ) -> None:
         latest = history.latest
         if latest is None:
@@ -123,9 +67,33 @@ class Window:
         self.worker_busy_percent = worker_busy_percent
         self.gpu_active_at = gpu_active_at
         """Engine-kept time each GPU was last seen running kernels (beyond the ring)."""
+        self.process_active_at = process_active_at
+        """Engine-kept time each process last ran kernels of its own (or was first seen)."""
+        self.vram_steady_since = vram_steady_since
+        """Engine-kept (level, since, rise) of each process's VRAM."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
+        self._longer: dict[float, Window] = {}
+
+    def longer(self, window_s: float) -> Window:
+        """The same history over a longer window (cached): slow patterns -- a 10-30 s
+        fetch-then-compute cycle, a level judged over a minute -- need more than the few
+        seconds the fast rules look at. Never longer than the history holds."""
+        window_s = max(self.window_s, min(window_s, self.history.window_s))
+        if window_s == self.window_s:
+            return self
+        win = self._longer.get(window_s)
+        if win is None:
+            win = self._longer[window_s] = Window(
+                self.history,
+                window_s,
+                worker_busy_percent=self.worker_busy_percent,
+                gpu_active_at=self.gpu_active_at,
+                process_active_at=self.process_active_at,
+                vram_steady_since=self.vram_steady_since,
+            )
+        return win
 
     # --- sizes ----------------------------------------------------------------
 
@@ -246,6 +214,16 @@ class Window:
         gh = self.history.gpus.get(index)
         return 0.0 if gh is None else ring_idle_for_s(gh, self.now, self.interval_s, below)
 
+    def gpu_power_mean(self, index: int) -> float | None:
+        """Mean power draw over the window, W."""
+        gh = self.history.gpus.get(index)
+        return gh.power_watts.mean(self.ticks) if gh else None
+
+    def gpu_temperature_peak(self, index: int) -> float | None:
+        """Hottest reading of the window, C: evidence for the episode, not its first tick."""
+        gh = self.history.gpus.get(index)
+        return gh.temperature_c.max(self.ticks) if gh else None
+
     def throttle_fraction(self, index: int, reasons: frozenset[str]) -> tuple[float, set[str]]:
         """Share of window ticks with one of ``reasons`` active, and which were seen."""
         snaps = list(self.history.snapshots)[-self.ticks :]
@@ -268,31 +246,105 @@ class Window:
     def processes(self) -> tuple[GpuProcess, ...]:
         return self.latest.processes
 
+    def process_idle_for_s(self, proc: GpuProcess, below: float) -> float:
+        """How long the process itself has run no kernel, bounded by when it was first seen.
+
+        From the engine's record where there is one; else the process's own ring
+        (no sample = ran nothing), else the device's idle time.
+        """
+        if self.process_active_at is not None and proc.key in self.process_active_at:
+            return max(0.0, self.now - self.process_active_at[proc.key])
+        values = self.process_sm_values(proc, ticks=len(self.history))
+        if values is None:
+            ph = self.process_history(proc)
+            seen = self.now - ph.first_seen if ph else 0.0
+            return min(seen, self.gpu_idle_for_s(proc.gpu_index, below))
+        run = 0
+        for v in reversed(values):
+            if v >= below:
+                break
+            run += 1
+        return run * self.interval_s
+
+    def vram_steady(
+        self, proc: GpuProcess, tolerance_bytes: float
+    ) -> tuple[float, float, float] | None:
+        """(level, since, rise): the process's VRAM now, since when it has held that level
+        (within ``tolerance_bytes``), and how much it rose in the seconds before reaching
+        it -- from its ring, or the engine's longer record."""
+        ph = self.process_history(proc)
+        if ph is None or proc.vram_bytes is None:
+            return None
+        level = float(proc.vram_bytes)
+        values = ph.vram_bytes.last()
+        run = 0
+        for v in reversed(values):
+            if v is None or abs(v - level) > tolerance_bytes:
+                break
+            run += 1
+        since = max(ph.first_seen, self.now - (run - 1) * self.interval_s)
+        rise = vram_rise(values, len(values) - max(1, run), self.interval_s)
+        tracked = self.vram_steady_since.get(proc.key) if self.vram_steady_since else None
+        if (
+            tracked is not None
+            and abs(tracked[0] - level) <= tolerance_bytes
+            and tracked[1] < since
+        ):
+            since, rise = tracked[1], tracked[2]
+        return level, since, rise
+
     def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
         return self.history.process(proc.pid, proc.gpu_index)
 
-    def process_sm_mean(self, proc: GpuProcess) -> float | None:
-        """The process's own SM % mean, when NVML gave samples for most of the window."""
+    def process_samples_reported(self, index: int) -> bool:
+        """Whether NVML gives per-process SM samples on GPU ``index`` (any process, any tick).
+
+        NVML keeps a per-process sample only for a process that ran kernels in the
+        period (``nvmlDeviceGetProcessUtilization``). Where it reports any, a process
+        without one ran nothing; where it never reports any (unsupported, vGPU,
+        containers), a missing sample is unknown.
+        """
+        key = ("per-process", index)
+        if key not in self._gpu_cache:
+            self._gpu_cache[key] = any(
+                ph.gpu_index == index and ph.sm_percent.max() is not None
+                for ph in self.history.processes.values()
+            )
+        return bool(self._gpu_cache[key])
+
+    def process_sm_values(self, proc: GpuProcess, ticks: int | None = None) -> list[float] | None:
+        """The process's own SM % per tick since it was first seen, None when unknown.
+
+        A tick without a sample reads 0 where the device reports per-process samples
+        (see :meth:`process_samples_reported`), so a mean covers idle ticks too.
+        """
         ph = self.process_history(proc)
         if ph is None:
             return None
-        values = ph.sm_percent.last(self.ticks)
-        known = [v for v in values if v is not None]
-        if len(known) < max(1, len(values) // 2):
+        seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
+        n = max(1, min(ticks or self.ticks, seen))
+        values = ph.sm_percent.last(n)
+        if all(v is None for v in values) and not self.process_samples_reported(proc.gpu_index):
             return None
-        return _mean(known)
+        if not self.process_samples_reported(proc.gpu_index):
+            return None
+        return [0.0 if v is None else v for v in values]
+
+    def process_sm_mean(self, proc: GpuProcess) -> float | None:
+        """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
+        values = self.process_sm_values(proc)
+        return _mean(values) if values else None
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
-        ph = self.process_history(proc)
-        if ph is None:
+        values = self.process_sm_values(proc)
+        if not values:
             return None
-        values = ph.sm_percent.known(self.ticks)
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
 
     def process_sm_peak(self, proc: GpuProcess) -> float | None:
-        ph = self.process_history(proc)
-        return ph.sm_percent.max(self.ticks) if ph else None
+        values = self.process_sm_values(proc)
+        return max(values) if values else None
 
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)

@@ -19,16 +19,19 @@ from dataclasses import dataclass, field
 
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Severity
-from gputop_hints.hints.rules import overlap_explained
+from gputop_hints.hints.rules import overlap_explained, vram_preallocated, warm_up
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.sources.demo import DemoSource
 
 BENIGN = ("warming-up", "checkpointing", "serving")
 """Annotations that describe a phase, not a bottleneck: no rule should fire for them."""
-NOT_SCORED = (overlap_explained.SPEC.id,)
-"""Rules that explain a number rather than diagnose: true by construction whenever
-SM % + memory % > 100, checked directly by tests instead."""
+NOT_SCORED = (overlap_explained.SPEC.id, warm_up.SPEC.id, vram_preallocated.SPEC.id)
+"""Rules that label context rather than diagnose, and that the demo's labels do not cover:
+overlap-explained is true by construction whenever SM % + memory % > 100 (checked by
+tests instead); every demo job starts with seconds of host-only start-up and a fast VRAM
+ramp, which warm-up and vram-preallocated describe as such (info). Both are scored on
+the field corpus (bench/field), whose verdicts name them."""
 STEADY_AFTER_S = 30.0
 """Flips are counted only this long after the last label onset (steady input)."""
 
@@ -105,6 +108,9 @@ def run_scenario(
             if f.rule in NOT_SCORED:
                 continue
             key = f"{f.rule_label}@{f.subject}"
+            on_gpu = f"{f.rule_label}@gpu:{f.subject.gpu_index}"
+            if f.subject.pid is not None and on_gpu in snap.labels:
+                key = on_gpu  # a finding on a process of GPU N meets a label about GPU N
             now_visible.add(key)
             first_seen.setdefault(key, t)
             severity[key] = max(severity.get(key, f.severity), f.severity)

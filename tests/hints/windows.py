@@ -69,6 +69,13 @@ class G:
     width: int | None = 16
     throttle: tuple[str, ...] | None = ()
     samples: tuple[float, ...] = ()
+    clock: int = 1980
+    """SM clock, MHz (the board's maximum is 1980)."""
+    power: float = 400.0
+    limit: float = 700.0
+    """Enforced power limit, W."""
+    default_limit: float | None = None
+    """The board's default limit, W (None: not measured)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,8 @@ class P:
     user: str | None = "alice"
     command: str = "python train.py"
     in_job: bool | None = None
+    started_s: float | None = None
+    """How long before the first tick the process started (its create time); None: unknown."""
 
 
 @dataclass(frozen=True)
@@ -136,9 +145,10 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
                 pcie_generation=g.gen,
                 pcie_width=g.width,
                 temperature_c=65.0,
-                power_watts=400.0,
-                power_limit_watts=700.0,
-                sm_clock_mhz=1980,
+                power_watts=g.power,
+                power_limit_watts=g.limit,
+                default_power_limit_watts=g.default_limit,
+                sm_clock_mhz=g.clock,
                 max_sm_clock_mhz=1980,
                 throttle_reasons=g.throttle,
                 sm_samples=samples,
@@ -161,6 +171,7 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
             name="python",
             command=p.command,
             in_job=p.in_job,
+            create_time=None if p.started_s is None else T0 - p.started_s,
         )
         for p in tick.procs
     )
@@ -233,6 +244,10 @@ def one_gpu(
                     gpu.width,
                     gpu.throttle,
                     tuple(samples[i]) if samples is not None else (),
+                    gpu.clock,
+                    gpu.power,
+                    gpu.limit,
+                    gpu.default_limit,
                 ),
             ),
             tuple(procs),

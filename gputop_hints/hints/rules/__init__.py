@@ -19,6 +19,7 @@ here from those specs. Adding a rule: see docs/hints.md, "Adding a rule".
 from __future__ import annotations
 
 from gputop_hints.hints.rules import (
+    collective_hang,
     compute_bound,
     cores_contended,
     idle_holding_vram,
@@ -27,10 +28,13 @@ from gputop_hints.hints.rules import (
     memory_bound,
     overlap_explained,
     pcie_thrash,
+    serving_idle,
     small_batch,
     straggler,
     throttled,
     vram_near_limit,
+    vram_preallocated,
+    warm_up,
 )
 from gputop_hints.hints.rules.spec import Rule, RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
@@ -60,6 +64,10 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     straggler.SPEC,
     low_utilization.SPEC,
     cores_contended.SPEC,
+    collective_hang.SPEC,
+    serving_idle.SPEC,
+    vram_preallocated.SPEC,
+    warm_up.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.collective_hang import spinning_without_work
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.rules.straggler import stragglers
+from gputop_hints.hints.rules.throttled import power_capped_at_full_clock
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_SM
@@ -26,6 +28,15 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         low = win.gpu_sm_min(gpu.index)
         if sm is None or low is None or sm < c.sm_above_percent or low < c.min_sm_percent:
             continue
+        if spinning_without_work(win, t, gpu.index):
+            continue  # "busy" at near-idle power: kernels spin, they do not compute
+        capped = power_capped_at_full_clock(win, t, gpu)
+        at_limit = (
+            f" It runs at its {gpu.power_limit_watts:.0f} W power limit with clocks at their "
+            "maximum: normal under full load."
+            if capped and gpu.power_limit_watts
+            else ""
+        )
         out.append(
             Finding(
                 rule=ID,
@@ -34,7 +45,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 label="compute-bound: healthy",
                 summary=(
                     f"Kernels run {sm:.0f} % of the time (never below {low:.0f} %): the input "
-                    "pipeline keeps up and the GPU sets the pace."
+                    "pipeline keeps up and the GPU sets the pace." + at_limit
                 ),
                 advice=(
                     "Next gains are in the model: bf16 autocast on tensor cores, "

@@ -3,31 +3,40 @@
 from __future__ import annotations
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.kinds import is_server
+from gputop_hints.hints.rules.collective_hang import hangs
 from gputop_hints.hints.rules.shared import gib_text, percent_text
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
-from gputop_hints.model import METRIC_PROCESSES, METRIC_SM
+from gputop_hints.model import METRIC_PROCESSES, METRIC_SM, GpuProcess
 
 ID = "idle-holding-vram"
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
-    """A process holding VRAM on a GPU that has run no kernel for ``idle_for_s``."""
+    """A process holding VRAM that has run no kernel of its own for ``idle_for_s``, and
+    is not busy on the host either (a checkpoint save, a warm-up, a loader at work)."""
     c = t.idle_holding_vram
     out: list[Finding] = []
+    hung = {h.proc.key for h in hangs(win, t)}
     for proc in win.processes():
         vram = proc.vram_bytes or 0
-        if vram < c.min_vram_gib * GIB:
-            continue
-        idle_s = win.gpu_idle_for_s(proc.gpu_index, c.sm_below_percent)
+        if vram < c.min_vram_gib * GIB or proc.key in hung or is_server(proc):
+            continue  # a hung rank is collective-hang's; a server's idling is serving-idle's
+        idle_s = win.process_idle_for_s(proc, c.sm_below_percent)
         if idle_s < c.idle_for_s:
             continue
-        own = win.process_sm_mean(proc)
-        if own is not None and own >= c.sm_below_percent:
+        if _working_on_host(win, t, proc):
             continue
+        own = win.process_sm_mean(proc)
         cpu = win.process_cpu_mean(proc)
-        critical = idle_s >= c.critical_after_s
+        # Critical when the whole GPU has been idle that long: nobody gets any use of it.
+        # Beside a co-tenant that runs kernels, only the memory is held back: a warning.
+        critical = (
+            idle_s >= c.critical_after_s
+            and win.gpu_idle_for_s(proc.gpu_index, c.sm_below_percent) >= c.critical_after_s
+        )
         minutes = idle_s / 60
         age = f"{idle_s:.0f} s" if idle_s < 120 else f"{minutes:.0f} min"
         out.append(
@@ -37,8 +46,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.CRITICAL if critical else Severity.WARNING,
                 label=f"idle {age}, holds {vram / GIB:.0f}G",
                 summary=(
-                    f"GPU {proc.gpu_index} has run no kernel for {age} while this process holds "
-                    f"{gib_text(vram)} of its memory (main process CPU {percent_text(cpu)})."
+                    f"This process has run no kernel on GPU {proc.gpu_index} for {age} while it "
+                    f"holds {gib_text(vram)} of its memory (main process CPU {percent_text(cpu)})."
                 ),
                 advice=(
                     "A notebook or interactive session you are done with? Free the GPU: "
@@ -48,7 +57,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 ),
                 evidence=(
                     Evidence(
-                        "device SM idle for",
+                        "no kernel of its own for",
                         idle_s,
                         f">= {c.idle_for_s:g} s below {c.sm_below_percent:g} %",
                         "s",
@@ -65,6 +74,22 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _working_on_host(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether the process works on the CPU or waits on I/O: its GPU idles for a reason.
+
+    A forgotten notebook's kernel sleeps (a few % of a core); a job saving a
+    checkpoint, compiling, loading a dataset or waiting on storage does not.
+    """
+    c = t.idle_holding_vram
+    cpu = win.process_cpu_mean(proc)
+    busy_workers = win.process_busy_workers_mean(proc) or 0.0
+    return (
+        (cpu is not None and cpu >= c.host_busy_cpu_percent)
+        or busy_workers >= 0.5
+        or win.process_d_state_fraction(proc) > 0.0
+    )
 
 
 SPEC = RuleSpec(

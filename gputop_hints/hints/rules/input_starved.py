@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.pcie_thrash import link_thrashing
 from gputop_hints.hints.rules.shared import (
     at_least,
@@ -22,6 +23,7 @@ from gputop_hints.hints.rules.shared import (
     sm_evidence,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.rules.warm_up import warming_up
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess, JobInfo
@@ -59,45 +61,116 @@ class _Diagnosis:
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
-    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input."""
-    c = t.input_starved
+    """Low mean SM with idle gaps while the process holds VRAM: the GPU waits for input.
+
+    Looked for over the fast window first, then over ``general.slow_window_s``: a
+    load-then-compute cycle of 10-30 s (network or NFS fetches) has one gap at most in
+    a few seconds, and only a window holding several cycles shows the sawtooth.
+    """
     out: list[Finding] = []
     for proc in win.processes():
         if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
             continue
-        sm, scope, notes = sm_evidence(win, proc, t)
-        if sm is None or sm >= c.sm_mean_below_percent:
-            continue
-        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
-        if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
-            continue
-        if gaps.peak_percent < c.busy_sm_above_percent:
-            continue  # no bursts at all: idle, not starved (see idle-holding-vram)
-        thrashing, _ = link_thrashing(win, t, proc.gpu_index)
-        if thrashing:
-            continue  # copies, not input, are the bottleneck: pcie-thrash says so
-        loader = _loader(win, t, proc)
-        diagnosis = _diagnose(loader, gaps, t)
-        evidence = (
-            *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
-            *_host_evidence(t, loader),
-            *diagnosis.evidence,
-        )
-        severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
-        out.append(
-            Finding(
-                rule=ID,
-                subtype=diagnosis.subtype,
-                subject=Subject(proc.gpu_index, proc.pid),
-                severity=severity,
-                label=diagnosis.label,
-                summary=diagnosis.summary,
-                advice=diagnosis.advice,
-                evidence=evidence,
-                evidence_scope=scope,
-            )
-        )
+        if is_server(proc) or warming_up(win, t, proc) is not None:
+            continue  # a server idles between requests; a job starting up is not starved
+        for w in _windows(win, t, proc):
+            seen = _starved(w, t, proc)
+            if seen is not None:
+                out.append(_finding(w, t, proc, *seen))
+                break
     return out
+
+
+def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:
+    """The fast window, and the slow one once it no longer reaches back into the job's
+    start-up (whose compile bursts and loading gaps would read as a sawtooth)."""
+    slow = win.longer(t.general.slow_window_s)
+    if slow is win:
+        return [win]
+    if proc.create_time is not None and (
+        win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
+    ):
+        return [win]
+    return [win, slow]
+
+
+def _starved(
+    win: Window, t: Thresholds, proc: GpuProcess
+) -> tuple[float, Scope, list[Evidence], Gaps, Scope] | None:
+    """The condition on one window: (mean SM, its scope, notes, gaps, their scope) or None."""
+    c = t.input_starved
+    sm, scope, notes = sm_evidence(win, proc, t)
+    if sm is None or sm >= c.sm_mean_below_percent:
+        return None
+    gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
+    if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
+        return None
+    if gaps.peak_percent < c.busy_sm_above_percent:
+        return None  # no bursts at all: idle, not starved (see idle-holding-vram)
+    thrashing, _ = link_thrashing(win, t, proc.gpu_index)
+    if thrashing:
+        return None  # copies, not input, are the bottleneck: pcie-thrash says so
+    if not _loading(win, t, proc):
+        return None  # an idle host side waits on a person, not on an input pipeline
+    return sm, scope, notes, gaps, gaps_scope
+
+
+def _loading(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether anything on the host side works at producing batches: the main process
+    (num_workers=0 loads in it), a busy worker, or a loader waiting on storage (D state).
+    Unknown host data (a log) does not rule starvation out."""
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None:
+        return True
+    return (
+        cpu >= t.idle_holding_vram.host_busy_cpu_percent
+        or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
+        or win.process_d_state_fraction(proc) > 0.0
+    )
+
+
+def _finding(
+    win: Window,
+    t: Thresholds,
+    proc: GpuProcess,
+    sm: float,
+    scope: Scope,
+    notes: list[Evidence],
+    gaps: Gaps,
+    gaps_scope: Scope,
+) -> Finding:
+    c = t.input_starved
+    loader = _loader(win, t, proc)
+    diagnosis = _diagnose(loader, gaps, t)
+    evidence = (
+        *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
+        *_host_evidence(t, loader),
+        *diagnosis.evidence,
+    )
+    if win.window_s > t.general.window_s:
+        evidence = (
+            *evidence,
+            Evidence(
+                f"seen over the last {win.covered_s:.0f} s (a slow load-then-compute cycle)",
+                None,
+                "slow window",
+                "",
+                gaps_scope,
+                met=None,
+            ),
+        )
+    severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
+    return Finding(
+        rule=ID,
+        subtype=diagnosis.subtype,
+        subject=Subject(proc.gpu_index, proc.pid),
+        severity=severity,
+        label=diagnosis.label,
+        summary=diagnosis.summary,
+        advice=diagnosis.advice,
+        evidence=evidence,
+        evidence_scope=scope,
+    )
 
 
 def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
@@ -279,8 +352,14 @@ def _more_workers(loader: _Loader) -> _Diagnosis:
         f"core in total and cores are {percent_text(loader.cores_busy)} busy: the loader can't "
         "keep up, but there is CPU to spare.",
         (
-            f"Raise num_workers (now {workers}; up to {n} fits the {loader.allowed_cores} allowed "
-            "cores) and prefetch_factor.",
+            (
+                f"Raise num_workers (now {workers}; up to {n} fits the {loader.allowed_cores} "
+                "allowed cores) and prefetch_factor."
+                if workers < n
+                else f"num_workers={workers} already uses the {loader.allowed_cores} allowed "
+                "cores: make each batch cheaper (decode once offline, GPU-side augmentation) "
+                "or ask for more cores."
+            ),
             "pin_memory=True and persistent_workers=True avoid per-epoch worker start-up.",
             "Profile one worker (py-spy top --pid <worker pid>) to find the slow transform.",
         ),

@@ -20,6 +20,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     """A GPU in use but nearly idle, when no specific rule explains it (see the engine)."""
     c = t.low_utilization
     out: list[Finding] = []
+    # A level is judged over a minute: a checkpoint save or an evaluation pause of
+    # 10-30 s is a phase of a busy job, not a job that leaves its GPU idle.
+    win = win.longer(c.window_s)
     # Imported logs (nvidia-smi, W&B) have no per-process rows at all: the specific
     # rules cannot run, so a higher bar says "underused, and this data cannot say why".
     no_process_data = not win.latest.processes and win.latest.source == "replay"

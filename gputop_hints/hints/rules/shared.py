@@ -7,6 +7,9 @@ that says which was taken, live here so that every rule says it the same way.
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
+
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
@@ -68,13 +71,23 @@ def gaps_seen_by(
     burst in its own trace there is no sawtooth to find (None).
     """
     c = t.input_starved
-    if others_on_gpu(win, proc, t) and scope is Scope.PROCESS:
+    others = others_on_gpu(win, proc, t)
+    if others and scope is Scope.PROCESS and all(_ran_nothing(win, p) for p in others):
+        # The others ran no kernel in the window: the device's finer trace is this one's.
+        return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
+    if others and scope is Scope.PROCESS:
         peak = win.process_sm_peak(proc)
         if need_burst and (peak is None or peak < c.busy_sm_above_percent):
             # No burst in its own trace (a light inference replica): no sawtooth to find.
             return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
+
+
+def _ran_nothing(win: Window, proc: GpuProcess) -> bool:
+    """Whether ``proc``'s own samples say it ran no kernel in the window (not unknown)."""
+    values = win.process_sm_values(proc)
+    return values is not None and max(values, default=0.0) < 1.0
 
 
 def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
@@ -86,3 +99,29 @@ def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
         "%",
         scope,
     )
+
+
+_RANK_ARGUMENT = re.compile(r"(--?(?:local[-_])?rank[= ])\d+")
+"""A per-rank argument: older launchers (torch.distributed.launch, some mpirun wrappers)
+pass ``--local-rank N``/``--local_rank=N``; everything else on the ranks' line is the same."""
+
+
+def job_command(command: str) -> str:
+    """A command line with its per-rank argument blanked: the same for every rank of a job."""
+    return _RANK_ARGUMENT.sub(r"\1*", command)
+
+
+def multi_gpu_jobs(
+    win: Window, t: Thresholds
+) -> dict[tuple[str | None, str], dict[int, GpuProcess]]:
+    """Multi-GPU jobs on this node: GPU -> rank process, grouped by user and command line.
+
+    DDP launchers (torchrun, mpirun, srun) start every rank with the same command,
+    apart from a rank argument some launchers add.
+    """
+    min_vram = t.general.min_vram_gib * GIB
+    jobs: dict[tuple[str | None, str], dict[int, GpuProcess]] = defaultdict(dict)
+    for proc in win.processes():
+        if (proc.vram_bytes or 0) >= min_vram and proc.command:
+            jobs[(proc.user, job_command(proc.command))].setdefault(proc.gpu_index, proc)
+    return {k: v for k, v in jobs.items() if len(v) >= 2}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import gaps_evidence, gaps_seen_by, gib_text, sm_evidence
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
@@ -23,6 +24,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     g = t.general
     out: list[Finding] = []
     for proc in win.processes():
+        if is_server(proc):
+            continue  # a server's batch is its request load, not a training setting
         vram = proc.vram_bytes or 0
         gpu = win.gpu(proc.gpu_index)
         if gpu is None or not gpu.vram_total_bytes or vram < g.min_vram_gib * GIB:

@@ -1,18 +1,71 @@
-"""throttled: the driver holds the clocks down for power or heat while the GPU is busy."""
+"""throttled: the driver holds the clocks down for power or heat while the GPU is busy.
+
+A busy board reaching its power limit is how GPU boost works: the driver keeps
+the draw at the limit and trims the clock only when demand exceeds it by more
+than the boost range absorbs (nvidia-smi docs, "Clocks Event Reasons: SW Power
+Cap"). At the DEFAULT limit a dense training step therefore often reports
+``sw_power_cap`` with the clock still at its maximum: that costs nothing and is
+no finding (compute-bound mentions the limit instead). It is a warning when
+the clocks actually drop below their maximum, or when the enforced limit is
+below the board's default (an administrator ran ``nvidia-smi -pl``). Heat
+(``sw_thermal``, ``hw_thermal``) is always a warning: the board is hotter than
+its slowdown temperature, and the advice is about cooling, not power.
+"""
 
 from __future__ import annotations
+
+import statistics
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
-from gputop_hints.model import HOLDING_CLOCK_REASONS, METRIC_SM, METRIC_THROTTLE
+from gputop_hints.model import HOLDING_CLOCK_REASONS, METRIC_SM, METRIC_THROTTLE, GpuSample
 
 ID = "throttled"
 
+_POWER_ADVICE = (
+    "Check the enforced power limit against the board's default (nvidia-smi -q -d POWER); "
+    "a lowered limit (nvidia-smi -pl) makes the node slower for every job on it.",
+    "If the limit is the default and clocks still drop, the work draws more than the board "
+    "may: expected for dense bf16/fp8 GEMMs; ask the admins before raising it.",
+)
+_THERMAL_ADVICE = (
+    "The board is above its slowdown temperature: check fans, airflow, blanking panels and "
+    "inlet temperature with the admins (nvidia-smi -q -d TEMPERATURE shows the slowdown point).",
+    "A neighbouring hot card or a blocked intake raises this one's temperature: compare the "
+    "node's GPUs side by side.",
+)
+
+
+def clock_share(win: Window, index: int) -> float | None:
+    """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
+    shares = []
+    for snap in list(win.history.snapshots)[-win.ticks :]:
+        g = snap.gpu(index)
+        if g is None or not g.sm_clock_mhz or not g.max_sm_clock_mhz:
+            continue
+        if g.throttle_reasons and "gpu_idle" in g.throttle_reasons:
+            continue
+        shares.append(g.sm_clock_mhz / g.max_sm_clock_mhz)
+    return statistics.median(shares) if shares else None
+
+
+def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bool:
+    """Whether a busy GPU sits at its (not lowered) power limit with clocks at their maximum.
+
+    compute-bound asks this to say "at its N W power limit" in its healthy note.
+    """
+    c = t.throttled
+    fraction, seen = win.throttle_fraction(gpu.index, frozenset(HOLDING_CLOCK_REASONS))
+    if fraction < c.min_fraction or {HOLDING_CLOCK_REASONS[r] for r in seen} != {"power"}:
+        return False
+    share = clock_share(win, gpu.index)
+    return gpu.power_limit_lowered is not True and share is not None and share >= c.full_clock_share
+
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
-    """Power or thermal clock reasons in enough ticks while the GPU is busy."""
+    """Thermal reasons, or power reasons that actually cost clock, while the GPU is busy."""
     c = t.throttled
     out: list[Finding] = []
     reasons = frozenset(HOLDING_CLOCK_REASONS)
@@ -21,14 +74,39 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         sm = win.gpu_sm_mean(gpu.index)
         if fraction < c.min_fraction or sm is None or sm < c.busy_sm_above_percent:
             continue
-        kinds = sorted({HOLDING_CLOCK_REASONS[r] for r in seen})
-        # "power" or "thermal" when one cause holds the clocks, "power-thermal" for both.
-        subtype = kinds[0] if len(kinds) == 1 else "power-thermal"
-        clock = (
-            f" at {gpu.sm_clock_mhz} of {gpu.max_sm_clock_mhz} MHz"
-            if gpu.sm_clock_mhz and gpu.max_sm_clock_mhz
-            else ""
-        )
+        kinds = {HOLDING_CLOCK_REASONS[r] for r in seen}
+        share = clock_share(win, gpu.index)
+        lowered = gpu.power_limit_lowered
+        if "thermal" not in kinds:
+            clocks_drop = share is not None and share < c.full_clock_share
+            if not clocks_drop and lowered is not True:
+                continue  # at its limit, clocks at their maximum: the boost working as designed
+        # Heat names the cause whenever it is present: its advice is what helps.
+        subtype = "thermal" if "thermal" in kinds else "power"
+        clock = _clock_text(gpu, share)
+        limit = gpu.power_limit_watts
+        if subtype == "power":
+            why = (
+                f"its enforced limit {limit:.0f} W is below the default "
+                f"{gpu.default_power_limit_watts:.0f} W"
+                if lowered and limit is not None and gpu.default_power_limit_watts
+                else f"it draws its {limit:.0f} W limit"
+                if limit
+                else "it reaches its power limit"
+            )
+            summary = (
+                f"GPU {gpu.index} runs its clocks{clock} because {why} "
+                f"({', '.join(sorted(seen))} in {fraction * 100:.0f} % of busy ticks)."
+            )
+            advice = _POWER_ADVICE
+        else:
+            temp = win.gpu_temperature_peak(gpu.index)
+            hot = f" at up to {temp:.0f} C" if temp is not None else ""
+            summary = (
+                f"GPU {gpu.index} is too hot{hot}: the driver holds its clocks{clock} "
+                f"({', '.join(sorted(seen))} in {fraction * 100:.0f} % of busy ticks)."
+            )
+            advice = _THERMAL_ADVICE
         out.append(
             Finding(
                 rule=ID,
@@ -36,15 +114,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 subject=Subject(gpu.index),
                 severity=Severity.WARNING,
                 label=f"throttled: {subtype}",
-                summary=(
-                    f"GPU {gpu.index} runs its clocks{clock} held down by "
-                    f"{', '.join(sorted(seen))} in {fraction * 100:.0f} % of ticks while busy."
-                ),
-                advice=(
-                    "Power: check the power limit (nvidia-smi -q -d POWER) against the card's "
-                    "default; a capped node is slower for everyone.",
-                    "Thermal: check fans, airflow and inlet temperature with the admins.",
-                ),
+                summary=summary,
+                advice=advice,
                 evidence=(
                     Evidence(
                         "ticks with power/thermal reasons",
@@ -52,11 +123,29 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                         f">= {c.min_fraction * 100:g}",
                     ),
                     Evidence("SM % (mean)", sm, f">= {c.busy_sm_above_percent:g}"),
-                    Evidence("temperature", gpu.temperature_c, "for context", "C", met=None),
                     Evidence(
-                        "power",
-                        gpu.power_watts,
-                        f"limit {gpu.power_limit_watts or 0:.0f} W",
+                        "SM clock / max (median)",
+                        None if share is None else share * 100,
+                        f"dropped below {c.full_clock_share * 100:g}",
+                        "%",
+                        met=None if share is None else share < c.full_clock_share,
+                    ),
+                    Evidence(
+                        "temperature (peak)",
+                        win.gpu_temperature_peak(gpu.index),
+                        "for context",
+                        "C",
+                        met=None,
+                    ),
+                    Evidence(
+                        "power (mean)",
+                        win.gpu_power_mean(gpu.index),
+                        f"limit {limit or 0:.0f} W"
+                        + (
+                            f", default {gpu.default_power_limit_watts:.0f} W"
+                            if gpu.default_power_limit_watts
+                            else ""
+                        ),
                         "W",
                         met=None,
                     ),
@@ -66,12 +155,22 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     return out
 
 
+def _clock_text(gpu: GpuSample, share: float | None) -> str:
+    """ " at 1305 of 1980 MHz" (median share of the window), or "" when clocks are unknown."""
+    if share is None or not gpu.max_sm_clock_mhz:
+        return " down"
+    return f" at {share * gpu.max_sm_clock_mhz:.0f} of {gpu.max_sm_clock_mhz} MHz"
+
+
 SPEC = RuleSpec(
     id=ID,
     check=check,
     thresholds="throttled",
     title="Throttled",
-    sentence="The driver holds the clocks down for power or heat while the GPU is busy.",
+    sentence=(
+        "The driver holds the clocks down while the GPU is busy: it is hotter than its slowdown "
+        "temperature, or its power limit (lowered, or reached with clocks dropping) costs speed."
+    ),
     subject="gpu",
     needs=(METRIC_THROTTLE, METRIC_SM),
 )

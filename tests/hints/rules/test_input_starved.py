@@ -263,3 +263,15 @@ def test_starved_process_scope_evidence_is_marked_process() -> None:
 def test_starved_num_workers_advice_fits_the_allowed_cores() -> None:
     [f] = apply(RULE, one_gpu(SAWTOOTH, [PEGGED], H(cores=8)))
     assert "num_workers=7" in f.advice[0]
+
+
+def test_more_workers_advice_never_asks_for_more_workers_than_fit() -> None:
+    # 16 workers on 8 allowed cores: "Raise num_workers (now 16; up to 7 ...)" would
+    # contradict itself; the advice turns to cheaper batches or more cores instead.
+    many = P(cpu=40.0, state="S", workers=(W(60.0, "R"),) * 16)
+    (finding,) = apply(RULE, one_gpu(SAWTOOTH, [many], H(cores=8, busy=40.0, iowait=2.0)))
+    assert finding.subtype == "more-workers"
+    assert not any(a.startswith("Raise num_workers") for a in finding.advice)
+    assert any("already uses the 8 allowed cores" in a for a in finding.advice)
+    few = apply(RULE, one_gpu(SAWTOOTH, [SLOW_WORKERS], H(busy=40.0, iowait=2.0)))
+    assert any(a.startswith("Raise num_workers (now 2; up to 7") for a in few[0].advice)

@@ -23,7 +23,7 @@ CASES: list[Case] = [
         "straggler/one-rank-of-four",
         lambda: ddp([95.0, 96.0, 45.0, 94.0], [TORCHRUN] * 4),
         Expect(
-            Subject(2),
+            Subject(2, 102),
             Severity.WARNING,
             evidence={"SM % (mean)": 45, "peers' median SM % (GPUs 0, 1, 3)": 95},
         ),
@@ -33,7 +33,7 @@ CASES: list[Case] = [
     case(
         "straggler/boundary-25-points-below",
         lambda: ddp([95.0, 95.0, 70.0, 95.0], [TORCHRUN] * 4),
-        Expect(Subject(2), Severity.WARNING),
+        Expect(Subject(2, 102), Severity.WARNING),
     ),
     case(
         "straggler/near-miss-24-points-below",

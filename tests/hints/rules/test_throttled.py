@@ -23,14 +23,28 @@ RULE = throttled.SPEC
 
 CASES: list[Case] = [
     case(
-        "throttled/power",
-        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap",))),
+        "throttled/power-clocks-drop",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap",), clock=1500)),
         Expect(
             G0,
             Severity.WARNING,
             "power",
             {"ticks with power/thermal reasons": 100, "SM % (mean)": 95},
         ),
+    ),
+    case(
+        # Full load at the default limit with clocks at their maximum: the boost at work.
+        "throttled/near-miss-default-limit-full-clock",
+        lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap",), power=690.0)),
+        None,
+    ),
+    case(
+        "throttled/power-limit-lowered",
+        lambda: one_gpu(
+            [95.0] * 12,
+            gpu=G(throttle=("sw_power_cap",), power=495.0, limit=500.0, default_limit=700.0),
+        ),
+        Expect(G0, Severity.WARNING, "power"),
     ),
     case(
         "throttled/thermal",
@@ -40,7 +54,8 @@ CASES: list[Case] = [
     case(
         "throttled/power-and-thermal",
         lambda: one_gpu([95.0] * 12, gpu=G(throttle=("sw_power_cap", "hw_slowdown"))),
-        Expect(G0, Severity.WARNING, "power-thermal"),
+        # Heat names the cause: its advice (cooling) is what helps.
+        Expect(G0, Severity.WARNING, "thermal"),
     ),
     case(
         "throttled/idle-gpu-costs-nothing",
@@ -58,7 +73,7 @@ CASES: list[Case] = [
             Run()
             .feed(
                 [
-                    Tick((G(sm=95.0, throttle=("sw_power_cap",) if i % 2 else ()),))
+                    Tick((G(sm=95.0, clock=1500, throttle=("sw_power_cap",) if i % 2 else ()),))
                     for i in range(12)
                 ]
             )

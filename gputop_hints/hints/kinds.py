@@ -1,0 +1,43 @@
+"""What kind of GPU process this is, from its command line.
+
+Not every GPU process is a training loop with a DataLoader (issue 10 class 3).
+An inference server is busy in request bursts and idle in between by design;
+advice about input pipelines or forgotten notebooks is wrong for it. Servers
+name themselves on their command line: the entry points below are the ones
+each project documents (vLLM ``vllm serve`` / ``vllm.entrypoints``, TGI
+``text-generation-server`` / ``text-generation-launcher``, SGLang
+``sglang.launch_server``, Triton ``tritonserver``, Ollama ``ollama serve`` /
+``ollama runner``, llama.cpp ``llama-server``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gputop_hints.model import GpuProcess
+
+_SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("vLLM", re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b")),
+    ("TGI", re.compile(r"text-generation-(server|launcher)\b")),
+    ("SGLang", re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b")),
+    ("Triton", re.compile(r"(^|/)tritonserver\b")),
+    ("Ollama", re.compile(r"(^|/)ollama\s+(serve|runner)\b")),
+    (
+        "llama.cpp",
+        re.compile(r"(^|/)(llama-server|server)\s.*\s-m\s.*\.gguf\b|(^|/)llama-server\b"),
+    ),
+)
+
+
+def server_name(proc: GpuProcess) -> str | None:
+    """The inference server ``proc`` runs ("vLLM", "TGI" ...), or None when it is not one."""
+    command = proc.command or proc.name or ""
+    for name, pattern in _SERVERS:
+        if pattern.search(command):
+            return name
+    return None
+
+
+def is_server(proc: GpuProcess) -> bool:
+    """Whether ``proc`` is an inference server (its idle stretches wait for requests)."""
+    return server_name(proc) is not None

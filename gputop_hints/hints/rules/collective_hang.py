@@ -1,0 +1,185 @@
+"""collective-hang: GPUs read ~100 % busy at near-idle power -- ranks spinning in a collective.
+
+NVML's utilization is the share of time *any* kernel runs (NVML,
+``nvmlUtilization_t``). NCCL's all-reduce is a kernel that spins on the GPU until
+every peer has arrived, so a rank waiting for a peer that never comes reads
+100 % for as long as it waits, while the SMs do no arithmetic and the board
+draws little more than its idle power. Dense compute at 100 % draws well over
+half of the power limit; a datacenter board idles at 10-20 % of it (A100
+50-70 W of 400 W, H100 70-120 W of 700 W). So 100 % utilization below
+``power_share_below`` of the limit, held for a minute or more, is spinning,
+not work (issue 10 class 6; NCCL troubleshooting guide).
+
+The rank to look at is the one NOT in the collective: in a multi-GPU job whose
+other ranks spin, the rank whose GPU runs nothing (its process stopped
+arriving: a dead loader, an exception in a thread, a deadlock). When every rank
+on this node spins, the missing peer is elsewhere (another node), and each
+spinning rank gets the finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.shared import multi_gpu_jobs
+from gputop_hints.hints.rules.spec import RuleSpec
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.model import METRIC_POWER, METRIC_PROCESSES, METRIC_SM, GpuProcess
+
+ID = "collective-hang"
+
+
+def power_share(win: Window, index: int) -> float | None:
+    """Mean power over the window as a share of the enforced limit (None: unknown)."""
+    gpu = win.gpu(index)
+    power = win.gpu_power_mean(index)
+    if gpu is None or power is None or not gpu.power_limit_watts:
+        return None
+    return power / gpu.power_limit_watts
+
+
+def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
+    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute."""
+    c = t.collective_hang
+    sm = win.gpu_sm_mean(index)
+    low = win.gpu_sm_min(index)
+    share = power_share(win, index)
+    return (
+        sm is not None
+        and low is not None
+        and share is not None
+        and low >= c.spin_sm_above_percent
+        and share < c.power_share_below
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """A hang: the process to look at, and the ranks that wait for it."""
+
+    proc: GpuProcess
+    waiting: tuple[int, ...]
+    """GPUs spinning in the collective."""
+    stopped: bool
+    """True: ``proc`` is the rank that stopped arriving; False: it is one of the waiting ranks."""
+
+
+def hangs(win: Window, t: Thresholds) -> list[Hang]:
+    """Every hang the window shows (idle-holding-vram asks too: a hung rank is not idle)."""
+    c = t.collective_hang
+    out: list[Hang] = []
+    claimed: set[tuple[int, int]] = set()
+    for ranks in multi_gpu_jobs(win, t).values():
+        spinning = tuple(sorted(i for i in ranks if spinning_without_work(win, t, i)))
+        if not spinning:
+            continue
+        idle = [
+            p
+            for i, p in sorted(ranks.items())
+            if i not in spinning and (win.gpu_sm_mean(i) or 0.0) < c.stopped_sm_below_percent
+        ]
+        if idle:
+            out.extend(Hang(p, spinning, True) for p in idle)
+        else:
+            out.extend(Hang(ranks[i], spinning, False) for i in spinning)
+        claimed.update(p.key for p in ranks.values())
+    min_vram = t.general.min_vram_gib * GIB
+    # A rank alone on this node (multi-node jobs): its peers are elsewhere.
+    for proc in win.processes():
+        if proc.key in claimed or (proc.vram_bytes or 0) < min_vram:
+            continue
+        if spinning_without_work(win, t, proc.gpu_index):
+            out.append(Hang(proc, (proc.gpu_index,), False))
+    return out
+
+
+def check(win: Window, t: Thresholds) -> list[Finding]:
+    """Ranks spinning at ~100 % and near-idle power; the finding names the rank to look at."""
+    c = t.collective_hang
+    out: list[Finding] = []
+    for hang in hangs(win, t):
+        proc = hang.proc
+        waiting = ", ".join(map(str, hang.waiting))
+        share = power_share(win, hang.waiting[0])
+        if hang.stopped:
+            summary = (
+                f"GPUs {waiting} read ~100 % busy at {percent(share)} of their power limit -- "
+                "NCCL kernels spinning in a collective -- while this rank's GPU runs nothing: "
+                "this rank stopped arriving and the others wait for it."
+            )
+        else:
+            summary = (
+                f"GPU {proc.gpu_index} reads ~100 % busy at {percent(share)} of its power limit "
+                "for minutes: a collective kernel spinning while a peer never arrives (no rank "
+                "on this node is missing: look at the job's other nodes)."
+            )
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(proc.gpu_index, proc.pid),
+                severity=Severity.CRITICAL,
+                label="hang: stopped rank" if hang.stopped else "hang: in collective",
+                summary=summary,
+                advice=(
+                    f"See where it is stuck: py-spy dump --pid {proc.pid} (every rank's stack "
+                    "shows which one is not in the collective).",
+                    "Rerun with NCCL_DEBUG=INFO and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (and a "
+                    "timeout in init_process_group) so a hang fails with the rank that caused it.",
+                    "Typical causes: one rank raised or skipped a step (uneven data, an if on "
+                    "rank 0), a dead DataLoader worker, a lost node.",
+                ),
+                evidence=(
+                    Evidence(
+                        f"SM % (lowest tick) on GPU(s) {waiting}",
+                        min(win.gpu_sm_min(i) or 0.0 for i in hang.waiting),
+                        f">= {c.spin_sm_above_percent:g}",
+                    ),
+                    Evidence(
+                        "power / enforced limit (mean)",
+                        None if share is None else share * 100,
+                        f"< {c.power_share_below * 100:g} (near idle: no arithmetic)",
+                    ),
+                    *(
+                        (
+                            Evidence(
+                                "this rank's GPU SM % (mean)",
+                                win.gpu_sm_mean(proc.gpu_index),
+                                f"< {c.stopped_sm_below_percent:g} (not in the collective)",
+                            ),
+                            Evidence(
+                                "main process CPU (mean)",
+                                win.process_cpu_mean(proc),
+                                "for context",
+                                "%",
+                                Scope.HOST,
+                                met=None,
+                            ),
+                        )
+                        if hang.stopped
+                        else ()
+                    ),
+                ),
+            )
+        )
+    return out
+
+
+def percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{share * 100:.0f} %"
+
+
+SPEC = RuleSpec(
+    id=ID,
+    check=check,
+    thresholds="collective_hang",
+    title="Collective hang",
+    sentence=(
+        "GPUs read ~100 % busy at near-idle power for minutes: NCCL kernels spin waiting for a "
+        "rank that never arrives; the finding names the rank to look at."
+    ),
+    subject="process",
+    needs=(METRIC_SM, METRIC_POWER, METRIC_PROCESSES),
+    explains_low_utilization=True,
+)

@@ -1,0 +1,92 @@
+"""vram-preallocated: a framework's flat, early reservation is not an OOM risk."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputop_hints.hints.findings import Severity, Subject
+from gputop_hints.hints.rules import vram_preallocated
+from tests.hints.windows import PID, Case, Expect, G, P, Run, Tick, case, check_case, one_gpu
+
+RULE = vram_preallocated.SPEC
+
+
+def _growing() -> Run:
+    """VRAM creeping up 1 GiB a tick to 78 of 80 GiB: a real approach to the limit."""
+    return Run().feed(
+        [
+            Tick((G(sm=95.0, vram_gib=40.0 + i),), (P(vram_gib=39.0 + i, started_s=20.0),))
+            for i in range(39)
+        ]
+    )
+
+
+CASES: list[Case] = [
+    case(
+        "prealloc/tensorflow-flat-97-percent-from-the-start",
+        # 0.5 GiB of context, then the whole pool in one step; flat after.
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick(
+                        (G(sm=95.0 if i > 3 else 0.0, vram_gib=78.0 if i > 3 else 0.9),),
+                        (P(vram_gib=77.6 if i > 3 else 0.5, started_s=5.0),),
+                    )
+                    for i in range(40)
+                ]
+            )
+            .history
+        ),
+        Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 97}),
+        # vram-near-limit still warns: from VRAM alone a pool taken at start looks like a job
+        # that filled the card as fast (docs/hints.md#vram-preallocated).
+        engine=["compute-bound", "vram-preallocated", "vram-near-limit"],
+    ),
+    case(
+        "prealloc/near-miss-grown-into-over-the-first-steps",
+        # A caching allocator: +2 GiB a tick up to 72 GiB, then flat -- never one step.
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick(
+                        (G(sm=95.0, vram_gib=min(73.0, 1.0 + 2 * i)),),
+                        (P(vram_gib=min(72.0, 0.5 + 2 * i), started_s=5.0),),
+                    )
+                    for i in range(80)
+                ]
+            )
+            .history
+        ),
+        None,
+    ),
+    case(
+        "prealloc/near-miss-reached-late",
+        # Flat, but the level was reached 10 min after start: a job that grew there.
+        lambda: one_gpu([95.0] * 40, [P(vram_gib=72.0, started_s=600.0)], gpu=G(vram_gib=73.0)),
+        None,
+    ),
+    case(
+        "prealloc/near-miss-half-the-card",
+        lambda: one_gpu([95.0] * 40, [P(vram_gib=40.0, started_s=10.0)], gpu=G(vram_gib=41.0)),
+        None,
+    ),
+    case(
+        "prealloc/near-miss-growing",
+        lambda: _growing().history,
+        None,
+        engine=["compute-bound", "vram-near-limit"],
+    ),
+    case(
+        "prealloc/near-miss-start-unknown",
+        # A log that begins mid-run: when it begins is not when the process started.
+        lambda: one_gpu([95.0] * 40, [P(vram_gib=72.0)], gpu=G(vram_gib=73.0)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_rule_table(c: Case) -> None:
+    check_case(RULE, c)
