@@ -37,24 +37,29 @@ def traces() -> Path:
     return TRACES
 
 
-def test_report_on_an_appended_table_log_names_processes_holding_idle_memory(
+def test_report_on_an_appended_table_log_puts_findings_on_its_processes(
     traces: Path,
 ) -> None:
     result = cli("report", str(traces / "nvsmi_table_groupederag_565.log"))
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "1098 samples every 5 s" in text
-    # Per-process findings: the pid of a job that held 10.9 GiB while GPU 0 sat idle.
-    assert "idle-holding-vram -- pid 3565752 on GPU 0" in text
+    # Per-process findings, from the Processes section of the tables.
+    assert "-- pid 3483863 on GPU 0" in text
     assert "no processes in this file" not in text
+    # The log holds many separate jobs: the hours between them are not one
+    # process idling (a process's idle time is bounded by when it was seen).
+    assert "911 min" not in text
+    # A GPU-only log has no host side: no DataLoader cause is claimed.
+    assert "Raise num_workers" not in text
 
 
 def test_report_json_on_a_table_log_has_process_subjects(traces: Path) -> None:
     result = cli("report", "--json", str(traces / "nvsmi_table_groupederag_565.log"))
     assert result.returncode == 0, result.stderr
     findings = json.loads(result.stdout)["findings"]
-    pids = {f["subject"].get("pid") for f in findings if f["rule"] == "idle-holding-vram"}
-    assert 3565752 in pids
+    pids = {f["subject"].get("pid") for f in findings} - {None}
+    assert {3483863, 3345194} <= pids
 
 
 def test_report_on_a_watch_capture(traces: Path) -> None:

@@ -55,6 +55,7 @@ def test_the_quality_checks_cover_every_rule_and_subtype() -> None:
         "cpu-bound",
         "storage-bound",
         "more-workers",
+        "cause-unknown",
     }
     assert {f.severity for f in ALL_FINDINGS} == set(Severity)
 

@@ -263,6 +263,8 @@ def _diagnose(loader: _Loader, gaps: Gaps, t: Thresholds) -> _Diagnosis:
     g = t.general
     c = t.input_starved
     main_cpu = loader.main_cpu
+    if main_cpu is None and loader.cores_busy is None and loader.iowait is None:
+        return _host_unknown()
     if loader.busy_workers < 0.5 and main_cpu is not None and main_cpu >= g.main_pegged_percent:
         return _num_workers_0(loader, gaps, main_cpu)
     if loader.cores_busy is not None and loader.cores_busy >= g.cores_busy_percent:
@@ -338,6 +340,24 @@ def _storage_bound(loader: _Loader, t: Thresholds) -> _Diagnosis:
                 "%",
                 Scope.HOST,
             ),
+        ),
+    )
+
+
+def _host_unknown() -> _Diagnosis:
+    """The GPU's own trace shows starvation, but the data has no host side at all (a
+    GPU log): say so, and name no cause the data cannot show."""
+    return _Diagnosis(
+        "cause-unknown",
+        "starved? (no host data)",
+        "The GPU runs in bursts between idle gaps: batches arrive more slowly than it "
+        "consumes them. This data has no host readings (process CPU, workers, iowait), "
+        "so whether num_workers, the CPU or storage holds it back cannot be told from it.",
+        (
+            "Watch the job live with gputop-hints on its node (or record it with "
+            "gputop-hints record): the host side names the cause.",
+            "Meanwhile check the DataLoader: num_workers (0 loads in the training process), "
+            "whether the loader's cores are saturated, and how fast the dataset is read.",
         ),
     )
 

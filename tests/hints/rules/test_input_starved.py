@@ -49,6 +49,11 @@ def gap_ticks(pattern: str) -> list[tuple[float, ...]]:
 
 CASES: list[Case] = [
     case(
+        "starved/no host data: the sawtooth is shown, no cause is claimed",
+        lambda: one_gpu(SAWTOOTH, [P(cpu=None)], host=H(busy=None, iowait=None)),
+        starved("cause-unknown"),
+    ),
+    case(
         "starved/num-workers-0",
         lambda: one_gpu(SAWTOOTH, [PEGGED]),
         starved(
