@@ -106,6 +106,7 @@ GPU_STATIC_FIELDS = (
     "pcie_width",
     "power_limit_watts",
     "max_sm_clock_mhz",
+    "default_power_limit_watts",
 )
 PROCESS_STATIC_FIELDS = ("user", "name", "command", "create_time")
 META_FIELDS = (
@@ -161,6 +162,7 @@ def gpu_static(gpu: GpuSample) -> dict[str, Any]:
         "pcie_width": gpu.pcie_width,
         "power_limit_watts": _num(gpu.power_limit_watts),
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
+        "default_power_limit_watts": _num(gpu.default_power_limit_watts),
     }
 
 
@@ -289,6 +291,7 @@ def _decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         power_limit_watts=static.get("power_limit_watts"),
         sm_clock_mhz=g[G_SM_CLOCK],
         max_sm_clock_mhz=static.get("max_sm_clock_mhz"),
+        default_power_limit_watts=static.get("default_power_limit_watts"),
         throttle_reasons=None if throttle is None else tuple(throttle),
         sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
         lost=len(g) > G_LOST and g[G_LOST] is True,

@@ -147,6 +147,8 @@ class FakeGpu:
     temperature: int = 40
     power_mw: int = 90_000
     power_limit_mw: int = 700_000
+    default_power_limit_mw: int | None = None
+    """The board's default limit; None: the same as ``power_limit_mw`` (not lowered)."""
     sm_clock_mhz: int = 1980
     max_sm_clock_mhz: int = 1980
     mem_clock_mhz: int = 2619
@@ -441,6 +443,11 @@ class FakeNvml:
         def enforced_power_limit(h: Any) -> int:
             return gpu(h, "nvmlDeviceGetEnforcedPowerLimit").power_limit_mw
 
+        def default_power_limit(h: Any) -> int:
+            g = gpu(h, "nvmlDeviceGetPowerManagementDefaultLimit")
+            default = g.default_power_limit_mw
+            return g.power_limit_mw if default is None else default
+
         def pcie_throughput(h: Any, counter: int) -> int:
             g = gpu(h, "nvmlDeviceGetPcieThroughput")
             if counter == pynvml.NVML_PCIE_UTIL_TX_BYTES:
@@ -571,6 +578,7 @@ class FakeNvml:
             "nvmlDeviceGetPowerUsage": power_usage,
             "nvmlDeviceGetPowerManagementLimit": power_limit,
             "nvmlDeviceGetEnforcedPowerLimit": enforced_power_limit,
+            "nvmlDeviceGetPowerManagementDefaultLimit": default_power_limit,
             "nvmlDeviceGetPcieThroughput": pcie_throughput,
             "nvmlDeviceGetCurrPcieLinkGeneration": link_gen,
             "nvmlDeviceGetCurrPcieLinkWidth": link_width,

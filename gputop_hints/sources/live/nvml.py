@@ -286,6 +286,7 @@ class NvmlGpus:
             temperature_c=float_or_none(temperature),
             power_watts=watts(power_mw),
             power_limit_watts=watts(power_limit_mw),
+            default_power_limit_watts=watts(state.default_power_limit_mw),
             sm_clock_mhz=int_or_none(sm_clock),
             max_sm_clock_mhz=state.max_sm_clock_mhz,
             throttle_reasons=reasons,

@@ -54,6 +54,8 @@ class GpuState:
     name: str | None
     uuid: str | None
     max_sm_clock_mhz: int | None = None
+    default_power_limit_mw: int | None = None
+    """The board's default power limit: a lower enforced limit was set by an admin."""
     unsupported: set[str] = field(default_factory=set)
     """NVML functions that answered NotSupported / NoPermission / FunctionNotFound:
     asked once, never again (they do not start working mid-run)."""
@@ -73,7 +75,12 @@ class GpuState:
         """
         if self.handle is None:
             return True
-        if self.name is not None and self.uuid is not None and self.max_sm_clock_mhz is not None:
+        if (
+            self.name is not None
+            and self.uuid is not None
+            and self.max_sm_clock_mhz is not None
+            and self.default_power_limit_mw is not None
+        ):
             return False  # the usual case, every tick: no tuple built
         return any(
             value is None and function not in self.unsupported
@@ -81,6 +88,7 @@ class GpuState:
                 (self.name, "nvmlDeviceGetName"),
                 (self.uuid, "nvmlDeviceGetUUID"),
                 (self.max_sm_clock_mhz, "nvmlDeviceGetMaxClockInfo"),
+                (self.default_power_limit_mw, "nvmlDeviceGetPowerManagementDefaultLimit"),
             )
         )
 
@@ -128,7 +136,8 @@ def _text(value: Any) -> str | None:
 
 
 def learn_static(state: GpuState) -> None:
-    """Ask NVML for whatever is still unknown of ``state``'s handle, name, UUID, max clock.
+    """Ask NVML for whatever is still unknown of ``state``'s handle, name, UUID, max clock
+    and default power limit.
 
     Called at start-up and, while :attr:`GpuState.static_missing`, once a
     tick after that: one transient NVML error (``Unknown``, a GPU briefly
@@ -155,6 +164,10 @@ def learn_static(state: GpuState) -> None:
     if state.max_sm_clock_mhz is None:
         state.max_sm_clock_mhz = int_or_none(
             query(state, "nvmlDeviceGetMaxClockInfo", libnvml.NVML_CLOCK_SM)
+        )
+    if state.default_power_limit_mw is None:
+        state.default_power_limit_mw = int_or_none(
+            query(state, "nvmlDeviceGetPowerManagementDefaultLimit")
         )
 
 

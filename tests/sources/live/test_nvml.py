@@ -261,3 +261,25 @@ def test_processes_with_unknown_vram_and_no_utilization_support() -> None:
         rows = [source.sample().processes for _ in range(3)][-1]
     assert [(p.pid, p.vram_bytes, p.sm_percent) for p in rows] == [(me, None, None)]
     assert nvml.calls["nvmlDeviceGetProcessUtilization"] == 1
+
+
+def test_a_power_limit_lowered_below_the_boards_default_is_recognised() -> None:
+    """An admin's lower cap (nvidia-smi -pl) differs from the board's default: the
+    throttled rule warns on the former and only notes the latter."""
+    lowered = FakeGpu(0, power_limit_mw=400_000, default_power_limit_mw=700_000)
+    stock = FakeGpu(1, power_limit_mw=700_000)
+    with FakeNvml([lowered, stock]) as nvml:
+        source = LiveSource()
+        snapshot = source.sample()
+        calls_before = nvml.calls["nvmlDeviceGetPowerManagementDefaultLimit"]
+        source.sample()
+        calls_after = nvml.calls["nvmlDeviceGetPowerManagementDefaultLimit"]
+        source.close()
+    first, second = snapshot.gpus
+    assert first.default_power_limit_watts == 700.0
+    assert first.power_limit_watts == 400.0
+    assert first.power_limit_lowered is True
+    assert second.default_power_limit_watts == 700.0
+    assert second.power_limit_lowered is False
+    # A static fact: asked once, not every tick.
+    assert calls_after == calls_before

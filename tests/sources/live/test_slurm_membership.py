@@ -105,7 +105,8 @@ def test_environ_and_process_tree_decide_membership(
     # Nothing read or unreadable tells about the grandchild except the tree -- and
     # with a readable, empty environment it is judged "not the job's" on its own.
     assert grandchild not in members
-    assert JobMembership("1").update(_tree()) == frozenset()
+    # A job with no process on this machine (an id no test cluster hands out) has no members.
+    assert JobMembership("987654321").update(_tree()) == frozenset()
 
 
 # -- other jobs on our cores ----------------------------------------------------------------
