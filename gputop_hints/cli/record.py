@@ -25,8 +25,9 @@ def build_record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop-hints record",
         description="Record snapshots to a JSON Lines file (gzip when FILE ends in .gz), one "
-        "flushed line per tick, until --duration or Ctrl-C/SIGTERM. Replay it with "
-        "'gputop-hints replay FILE', summarise it with 'gputop-hints report FILE'.",
+        "flushed line per tick, until --duration, Ctrl-C, SIGTERM or a hang-up (SIGHUP). "
+        "Replay it with 'gputop-hints replay FILE', summarise it with "
+        "'gputop-hints report FILE'.",
     )
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write")
     parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
