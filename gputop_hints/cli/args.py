@@ -65,6 +65,21 @@ def count(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def at_least(low: int) -> Callable[[str], int]:
+    """A whole number of ``low`` or more (a size, a count without an upper bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
 INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)"
 
 

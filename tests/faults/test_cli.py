@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gputop_hints.sources.files.recording import count_ticks, open_recording
 from tests.support.paths import REPO
 
@@ -103,3 +105,94 @@ def test_sighup_closes_a_gzip_recording_with_its_trailer(tmp_path: Path) -> None
     stream = open_recording(path)
     assert len(list(stream)) >= 3
     assert not stream.truncated and stream.info.bad_lines == 0
+
+
+def test_record_refuses_to_overwrite_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    """record -o README.md (an existing text file): refused with a message, exit 2, file intact."""
+    readme = tmp_path / "README.md"
+    readme.write_text("# My project\n\nDo not lose me.\n")
+    result = run_cli("record", "-o", str(readme), "--demo", "--duration", "1")
+    assert result.returncode == 2, result.stderr
+    assert "not a gputop-hints recording" in result.stderr and "--force" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert readme.read_text() == "# My project\n\nDo not lose me.\n"
+
+
+def test_record_force_replaces_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    """record -o NOTES --force: the file is replaced by a recording, exit 0."""
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("scratch\n")
+    result = run_cli("record", "-o", str(notes), "--force", "--demo", "--duration", "2")
+    assert result.returncode == 0, result.stderr
+    assert len(list(open_recording(notes))) == 2
+
+
+def test_record_replaces_an_earlier_recording_without_asking(tmp_path: Path) -> None:
+    """record -o RUN twice: the second run replaces the first recording, exit 0 (as documented)."""
+    run = tmp_path / "run.jsonl.gz"
+    assert run_cli("record", "-o", str(run), "--demo", "--duration", "3").returncode == 0
+    again = run_cli("record", "-o", str(run), "--demo", "--duration", "2")
+    assert again.returncode == 0, again.stderr
+    assert len(list(open_recording(run))) == 2
+
+
+def test_record_refuses_when_rotation_would_replace_a_file_that_is_not_a_recording(
+    tmp_path: Path,
+) -> None:
+    """record --max-bytes with FILE.2 a text file: refused before recording, exit 2, file intact."""
+    run = tmp_path / "run.jsonl"
+    part = tmp_path / "run.jsonl.2"
+    part.write_text("someone's notes\n")
+    result = run_cli("record", "-o", str(run), "--max-bytes", "4000", "--demo", "--duration", "20")
+    assert result.returncode == 2, result.stderr
+    assert str(part) in result.stderr and "Traceback" not in result.stderr
+    assert part.read_text() == "someone's notes\n"
+    assert not run.exists()
+
+
+def test_record_to_a_fifo_is_refused_instead_of_blocking(tmp_path: Path) -> None:
+    """record -o FIFO (nobody reading): refused with a message, exit 2, no hang, no traceback."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = run_cli("record", "-o", str(fifo), "--demo", "--duration", "1", timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert "not a regular file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_record_says_when_it_creates_a_directory(tmp_path: Path) -> None:
+    """record -o new/dir/run.jsonl: the directory is created and stderr says so, exit 0."""
+    run = tmp_path / "runs" / "today" / "run.jsonl"
+    result = run_cli("record", "-o", str(run), "--demo", "--duration", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"created directory {run.parent}" in result.stderr
+    assert len(list(open_recording(run))) == 1
+
+
+def test_record_when_a_file_blocks_the_directory_fails_with_a_message(tmp_path: Path) -> None:
+    """record -o FILE/sub/run.jsonl (a file where a directory must go): message, exit 1."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    result = run_cli("record", "-o", str(blocker / "sub" / "run.jsonl"), "--demo")
+    assert result.returncode == 1, result.stderr
+    assert "cannot create the directory" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-bytes", "0", "must be at least 1"),
+        ("--max-bytes", "-100", "must be at least 1"),
+        ("--max-bytes", "1MB", "not a whole number"),
+        ("--keep", "-1", "must be at least 0"),
+    ],
+)
+def test_record_size_and_keep_are_checked_by_the_parser(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    """record --max-bytes 0/-100/1MB or --keep -1: usage message naming the option, exit 2."""
+    run = tmp_path / "run.jsonl"
+    result = run_cli("record", "-o", str(run), option, value, "--demo", "--duration", "2")
+    assert result.returncode == 2, result.stderr
+    assert f"argument {option}: {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not run.exists()
