@@ -80,6 +80,17 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def slurm_job_id(text: str) -> str:
+    """A SLURM job id for ``--job``, checked here so that no other form reaches a subprocess."""
+    # Imported here: only runs given --job pay for the SLURM helpers.
+    from gputop_hints.sources.live.slurm.parse import BadJobId, parse_job_id
+
+    try:
+        return parse_job_id(text)
+    except BadJobId as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)"
 
 
@@ -112,9 +123,10 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--seed", type=int, default=0, help="demo: random seed (default 0)")
     src.add_argument(
         "--job",
+        type=slurm_job_id,
         metavar="ID",
-        help="attach to SLURM job ID from outside it (e.g. a login shell on the node); "
-        "inside a job (srun --jobid=ID --overlap) it is found by itself",
+        help="attach to SLURM job ID (1234, 1234_7, 1234+1) from outside it (e.g. a login "
+        "shell on the node); inside a job (srun --jobid=ID --overlap) it is found by itself",
     )
     src.add_argument(
         "--all",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -196,3 +198,93 @@ def test_record_size_and_keep_are_checked_by_the_parser(
     assert f"argument {option}: {message}" in result.stderr
     assert "Traceback" not in result.stderr
     assert not run.exists()
+
+
+# -- SLURM job ids --------------------------------------------------------------------------
+
+
+def scontrol_spy(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose ``scontrol`` logs each call's arguments, then runs the real one.
+
+    Returns the environment and the log: one line per call, arguments separated
+    by the unit separator (\\x1f). Without SLURM installed the spy answers like
+    an scontrol that cannot reach its controller (exit 1).
+    """
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "scontrol.log"
+    log.touch()
+    real = shutil.which("scontrol")
+    run_real = f'exec {shlex.quote(real)} "$@"' if real else "exit 1"
+    spy = bin_dir / "scontrol"
+    spy.write_text(
+        f"#!/bin/sh\nprintf '%s\\037' \"$@\" >> {shlex.quote(str(log))}\n"
+        f"printf '\\n' >> {shlex.quote(str(log))}\n{run_real}\n"
+    )
+    spy.chmod(0o755)
+    env = cli_env()
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    for key in ("SLURM_JOB_ID", "SLURM_JOBID"):
+        env.pop(key, None)
+    return env, log
+
+
+def scontrol_calls(log: Path) -> list[list[str]]:
+    """The argument lists the spy saw, one per call."""
+    return [line.split("\x1f")[:-1] for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("--demo", "--once", "--duration", "1"),
+        ("--once", "--duration", "1"),
+        ("record", "-o", "{out}", "--demo", "--duration", "1"),
+    ],
+    ids=["demo", "live", "record"],
+)
+@pytest.mark.parametrize("job", ["--clusters=evil", "12;id", "123.0", "１２３", "1" * 11])
+def test_a_job_id_that_is_not_one_never_reaches_scontrol(
+    tmp_path: Path, command: tuple[str, ...], job: str
+) -> None:
+    """--job=--clusters=evil (and other non-ids), live, demo, record: exit 2, scontrol never run."""
+    env, log = scontrol_spy(tmp_path)
+    args = [a.replace("{out}", str(tmp_path / "run.jsonl")) for a in command]
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop_hints", *args, f"--job={job}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "is not a SLURM job id" in result.stderr and "Traceback" not in result.stderr
+    assert scontrol_calls(log) == []
+
+
+@pytest.mark.parametrize("job", ["4242", "4242_7", "4242+1"])
+def test_every_documented_job_id_form_is_passed_to_scontrol_as_one_argument(
+    tmp_path: Path, job: str
+) -> None:
+    """--job 4242 / 4242_7 (array task) / 4242+1 (het job), live: asked of scontrol, no traceback.
+
+    No such job is running here, so the monitor says so (exit 2); what matters
+    is that the id was accepted and handed to ``scontrol show job`` whole.
+    """
+    env, log = scontrol_spy(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop_hints", "--once", "--duration", "1", f"--job={job}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr
+    assert "not a SLURM job id" not in result.stderr
+    assert ["show", "job", "-d", "-o", job] in scontrol_calls(log)
