@@ -9,6 +9,8 @@ job script meets it. Nothing here needs a GPU.
 
 from __future__ import annotations
 
+import array
+import fcntl
 import gzip
 import os
 import shlex
@@ -16,11 +18,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
 import pytest
 
+from gputop_hints.recording import RecordingWriter
+from gputop_hints.sources.demo import DemoSource
 from gputop_hints.sources.files.recording import count_ticks, open_recording
 from tests.support.paths import REPO
 
@@ -288,3 +293,110 @@ def test_every_documented_job_id_form_is_passed_to_scontrol_as_one_argument(
     assert "Traceback" not in result.stderr
     assert "not a SLURM job id" not in result.stderr
     assert ["show", "job", "-d", "-o", job] in scontrol_calls(log)
+
+
+# -- readers that go away, and Ctrl-C -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A few seconds of the demo, recorded: something for ``report`` to print about."""
+    path = tmp_path_factory.mktemp("recording") / "run.jsonl"
+    with RecordingWriter(path) as writer:
+        source = DemoSource("starved-loader")
+        for _ in range(20):
+            writer.write(source.sample())
+    return path
+
+
+PRINTING_COMMANDS: dict[str, tuple[tuple[str, ...], int]] = {
+    "once": (("--demo", "--once", "--duration", "1"), 141),
+    "json": (("--demo", "--json", "--duration", "1"), 141),
+    "report": (("report", "{recording}"), 141),
+    "report-json": (("report", "{recording}", "--json"), 141),
+    "config": (("config", "--print-defaults"), 141),
+    "config-show": (("config", "--show"), 141),
+    "list-scenarios": (("--list-scenarios",), 141),
+    # argparse itself drops help it cannot write and exits 0: quiet too.
+    "help": (("--help",), 0),
+    "record-help": (("record", "--help"), 0),
+}
+"""Commands that print, with the exit status expected when nobody reads what they print."""
+
+
+@pytest.mark.parametrize("name", sorted(PRINTING_COMMANDS))
+def test_a_reader_that_goes_away_ends_the_command_quietly(name: str, small_recording: Path) -> None:
+    """Output into a pipe whose reader is gone (| head -c 10): quiet exit (141), no traceback.
+
+    The read end is closed before the command writes, so its first write fails
+    with EPIPE, as it does when ``head`` has read enough and left.
+    """
+    command, expected_status = PRINTING_COMMANDS[name]
+    args = [a.replace("{recording}", str(small_recording)) for a in command]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "gputop_hints", *args],
+            cwd=REPO,
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr
+    assert result.stderr == ""
+    assert result.returncode == expected_status
+
+
+BIG_NODE_JSON = ("--demo", "--json", "--gpus", "8", "--processes", "256", "--duration", "1")
+"""A summary of several hundred kilobytes: more than a pipe holds."""
+
+
+def test_ctrl_c_while_printing_a_summary_exits_130_without_a_traceback() -> None:
+    """Ctrl-C (SIGINT) while --json is being written: exit 130, no traceback.
+
+    The summary of a big simulated node is larger than a pipe holds; nobody
+    reads it until the pipe is full, so the command is surely inside its
+    write (not still starting up) when the signal arrives.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputop_hints", *BIG_NODE_JSON],
+        cwd=REPO,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + SAFETY_TIMEOUT_S
+        while pipe_pending_bytes(proc.stdout.fileno()) < PIPE_FULL_BYTES:
+            assert proc.poll() is None, "finished before filling the pipe"
+            assert time.monotonic() < deadline, "the pipe never filled"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=SAFETY_TIMEOUT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = err.decode()
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text
+    assert proc.returncode == 130
+
+
+PIPE_FULL_BYTES = 65536
+"""Linux's default pipe capacity: this many unread bytes means the writer is blocked."""
+
+
+def pipe_pending_bytes(fd: int) -> int:
+    """Bytes written into the pipe ``fd`` reads from and not yet read (FIONREAD)."""
+    buffer = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, buffer, True)
+    return buffer[0]
