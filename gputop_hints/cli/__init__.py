@@ -3,7 +3,7 @@
 The interactive monitor is the default (:mod:`.monitor`); ``--once`` and
 ``--json`` print a summary and exit, for batch logs and scripts. Each
 subcommand has its module: :mod:`.record`, :mod:`.replay`, :mod:`.report`,
-:mod:`.config`; what they share is in :mod:`.args` and :mod:`.inputs`. Heavy
+:mod:`.config`, :mod:`.explain`; what they share is in :mod:`.args` and :mod:`.inputs`. Heavy
 imports (Textual, nvitop, the importers) happen only inside the command that
 needs them, so the non-interactive paths stay light.
 
@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from gputop_hints.cli.config import config_main
+from gputop_hints.cli.explain import explain_main
 from gputop_hints.cli.monitor import monitor_main
 from gputop_hints.cli.record import record_main
 from gputop_hints.cli.replay import replay_main
@@ -27,6 +28,7 @@ from gputop_hints.cli.report import report_main
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "config": config_main,
+    "explain": explain_main,
     "record": record_main,
     "replay": replay_main,
     "report": report_main,
