@@ -7,6 +7,7 @@ Kept light (no sources, no Textual): every ``gputop-hints`` run imports it.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 
@@ -40,11 +41,17 @@ def interval(text: str) -> float:
 
 
 def positive(text: str) -> float:
-    """A number above zero (a duration, a window)."""
+    """A finite number above zero (a duration, a window).
+
+    ``float`` also reads "nan" and "inf"; neither is a number of seconds, and
+    both used to reach the samplers' arithmetic and end in a traceback.
+    """
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value:g}")
     return value

@@ -400,3 +400,46 @@ def pipe_pending_bytes(fd: int) -> int:
     buffer = array.array("i", [0])
     fcntl.ioctl(fd, termios.FIONREAD, buffer, True)
     return buffer[0]
+
+
+# -- every subcommand: bad input ends in a message ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--demo", "--once", "--duration", "nan"),
+        ("--demo", "--once", "--duration", "inf"),
+        ("--demo", "--json", "--window", "inf"),
+        ("record", "-o", "{tmp}/run.jsonl", "--demo", "--duration", "nan"),
+        ("record", "-o", "{tmp}/run.jsonl", "--demo", "--duration", "inf"),
+        ("report", "--interval", "nan", "{tmp}/log.csv"),
+        ("replay", "--window=-inf", "{tmp}/log.csv"),
+    ],
+    ids=lambda args: " ".join(args).replace("{tmp}/", ""),
+)
+def test_nan_and_infinity_as_seconds_are_usage_errors(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """--duration/--window/--interval nan or inf, every subcommand: usage message, exit 2."""
+    (tmp_path / "log.csv").write_text("timestamp,utilization.gpu [%]\n2024/01/01 00:00:00, 5\n")
+    result = run_cli(*(a.replace("{tmp}", str(tmp_path)) for a in args))
+    assert result.returncode == 2, result.stderr
+    assert "not a finite number" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_explain_of_an_unknown_rule_suggests_the_nearest() -> None:
+    """explain input-starve (a typo): 'did you mean input-starved?', exit 2, no traceback."""
+    result = run_cli("explain", "input-starve")
+    assert result.returncode == 2
+    assert "did you mean input-starved?" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_explain_of_a_huge_garbled_rule_answers_briefly() -> None:
+    """explain with 100 000 characters of junk: a one-line message of bounded size, exit 2."""
+    result = run_cli("explain", "\x1b[2J" + "x" * 100_000)
+    assert result.returncode == 2
+    assert "is not a rule" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr) < 300
