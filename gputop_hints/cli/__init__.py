@@ -3,17 +3,24 @@
 The interactive monitor is the default (:mod:`.monitor`); ``--once`` and
 ``--json`` print a summary and exit, for batch logs and scripts. Each
 subcommand has its module: :mod:`.record`, :mod:`.replay`, :mod:`.report`,
-:mod:`.config`; what they share is in :mod:`.args` and :mod:`.inputs`. Heavy
+:mod:`.config`, :mod:`.explain`; what they share is in :mod:`.args` and :mod:`.inputs`. Heavy
 imports (Textual, nvitop, the importers) happen only inside the command that
 needs them, so the non-interactive paths stay light.
+
+:func:`main` ends every command quietly when the user stops it (Ctrl-C: exit
+130, as a shell reports a program killed by SIGINT) or when the reader of its
+output goes away (``gputop-hints --json | head -c 10``: exit 141, as for
+SIGPIPE), instead of printing a traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from gputop_hints.cli.config import config_main
+from gputop_hints.cli.explain import explain_main
 from gputop_hints.cli.monitor import monitor_main
 from gputop_hints.cli.record import record_main
 from gputop_hints.cli.replay import replay_main
@@ -21,15 +28,42 @@ from gputop_hints.cli.report import report_main
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "config": config_main,
+    "explain": explain_main,
     "record": record_main,
     "replay": replay_main,
     "report": report_main,
 }
 
 
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT): 128 + the signal's number, what a shell shows for an interrupted program."""
+EXIT_READER_GONE = 141
+"""The reader of standard output went away: 128 + SIGPIPE, what ``yes | head`` reports."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gputop-hints`` with ``argv`` (default: the process's); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[args[0]](args[1:])
-    return monitor_main(args)
+    try:
+        if args and args[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[args[0]](args[1:])
+        return monitor_main(args)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _discard_standard_output()
+        return EXIT_READER_GONE
+
+
+def _discard_standard_output() -> None:
+    """Point standard output at /dev/null: nobody reads it any more.
+
+    Python flushes ``sys.stdout`` once more at exit; into the broken pipe that
+    would print "Exception ignored ... BrokenPipeError" after all.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind sys.stdout: nothing to flush
+        pass

@@ -7,6 +7,7 @@ Kept light (no sources, no Textual): every ``gputop-hints`` run imports it.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 
@@ -40,11 +41,17 @@ def interval(text: str) -> float:
 
 
 def positive(text: str) -> float:
-    """A number above zero (a duration, a window)."""
+    """A finite number above zero (a duration, a window).
+
+    ``float`` also reads "nan" and "inf"; neither is a number of seconds, and
+    both used to reach the samplers' arithmetic and end in a traceback.
+    """
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value:g}")
     return value
@@ -63,6 +70,32 @@ def count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """A whole number of ``low`` or more (a size, a count without an upper bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
+
+
+def slurm_job_id(text: str) -> str:
+    """A SLURM job id for ``--job``, checked here so that no other form reaches a subprocess."""
+    # Imported here: only runs given --job pay for the SLURM helpers.
+    from gputop_hints.sources.live.slurm.parse import BadJobId, parse_job_id
+
+    try:
+        return parse_job_id(text)
+    except BadJobId as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)"
@@ -97,9 +130,10 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--seed", type=int, default=0, help="demo: random seed (default 0)")
     src.add_argument(
         "--job",
+        type=slurm_job_id,
         metavar="ID",
-        help="attach to SLURM job ID from outside it (e.g. a login shell on the node); "
-        "inside a job (srun --jobid=ID --overlap) it is found by itself",
+        help="attach to SLURM job ID (1234, 1234_7, 1234+1) from outside it (e.g. a login "
+        "shell on the node); inside a job (srun --jobid=ID --overlap) it is found by itself",
     )
     src.add_argument(
         "--all",

@@ -50,6 +50,7 @@ examples:
   gputop-hints replay run.jsonl.gz     the monitor on recorded data
   gputop-hints report gpu.csv          post-mortem of a recording or an nvidia-smi/W&B log
   gputop-hints config --print-defaults the hint thresholds, as YAML to copy and edit
+  gputop-hints explain input-starved   what a hint means and what to change (no RULE: list)
   srun --jobid=<id> --overlap --pty gputop-hints    attach to a SLURM job
 
 keys in the monitor: q quit, ? help, p pause, s sort, t theme,

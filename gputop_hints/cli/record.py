@@ -7,40 +7,60 @@ The loop itself (pacing, signals, the summary line) is
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from gputop_hints.cli.args import (
     EXIT_OK,
     INTERVAL_HELP,
     add_source_args,
+    at_least,
     check_demo_only_args,
     interval,
     positive,
     usage_error,
 )
 from gputop_hints.cli.inputs import open_source, print_scenarios
+from gputop_hints.cli.output_file import OutputRefused, check_output, create_missing_directories
 
 
 def build_record_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gputop-hints record",
         description="Record snapshots to a JSON Lines file (gzip when FILE ends in .gz), one "
-        "flushed line per tick, until --duration or Ctrl-C/SIGTERM. Replay it with "
-        "'gputop-hints replay FILE', summarise it with 'gputop-hints report FILE'.",
+        "flushed line per tick, until --duration, Ctrl-C, SIGTERM or a hang-up (SIGHUP). "
+        "Replay it with 'gputop-hints replay FILE', summarise it with "
+        "'gputop-hints report FILE'.",
     )
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="where to write; an existing FILE is replaced only if it is empty or a recording",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace FILE (and, with --max-bytes, FILE.1 ...) even if it is not a recording",
+    )
     parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
     parser.add_argument(
         "--duration", type=positive, metavar="S", help="stop after S seconds (default: never)"
     )
     parser.add_argument(
         "--max-bytes",
-        type=int,
+        type=at_least(1),
         metavar="N",
         help="rotate when FILE reaches N bytes: FILE -> FILE.1 -> ... (each part reads alone)",
     )
     parser.add_argument(
-        "--keep", type=int, default=5, metavar="K", help="rotated parts to keep (default 5)"
+        "--keep",
+        type=at_least(0),
+        default=5,
+        metavar="K",
+        help="rotated parts to keep (default 5; 0 keeps none)",
     )
     add_source_args(parser)
     return parser
@@ -54,14 +74,29 @@ def record_main(argv: Sequence[str]) -> int:
         print_scenarios()
         return EXIT_OK
     check_demo_only_args(parser, args)
-    from gputop_hints.sampling.record import record
+    from gputop_hints.sampling.record import EXIT_WRITE_FAILED, record
     from gputop_hints.sources import SourceUnavailable
 
+    output = Path(args.output)
+    try:
+        check_output(output, force=args.force, rotation_keep=args.keep if args.max_bytes else 0)
+    except OutputRefused as exc:
+        return usage_error(exc)
     try:
         source = open_source(args)
     except (SourceUnavailable, ValueError) as exc:
         return usage_error(exc)
     try:
+        try:
+            created = create_missing_directories(output)
+        except OSError as exc:
+            print(
+                f"gputop-hints record: cannot create the directory for {output}: {exc}",
+                file=sys.stderr,
+            )
+            return EXIT_WRITE_FAILED
+        if created is not None:
+            print(f"gputop-hints record: created directory {created}", file=sys.stderr)
         return record(
             source,
             args.output,

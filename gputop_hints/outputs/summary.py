@@ -268,7 +268,7 @@ def _finding_lines(f: Finding, indent: str, with_subject: bool = False) -> str:
     lines.extend(f"{indent}      evidence: {e.describe()}" for e in f.evidence)
     lines.extend(f"{indent}      advice:   {a}" for a in f.advice)
     if f.anchor:
-        lines.append(f"{indent}      more:     docs/hints.md#{f.anchor}")
+        lines.append(f"{indent}      more:     gputop-hints explain {f.rule}")
     return "\n".join(lines)
 
 

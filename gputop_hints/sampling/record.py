@@ -1,9 +1,10 @@
 """The headless record loop behind ``gputop-hints record``: :func:`record`.
 
 It samples a source into a :class:`~gputop_hints.recording.writer.RecordingWriter`
-in the calling thread until ``duration_s`` has been recorded or SIGTERM/SIGINT
-arrives; a signal finishes the current tick and closes the file cleanly (gzip
-trailer included), so a recording stopped by ``kill`` or Ctrl-C reads to its end.
+in the calling thread until ``duration_s`` has been recorded or SIGTERM, SIGINT
+or SIGHUP arrives; a signal finishes the current tick and closes the file cleanly
+(gzip trailer included), so a recording stopped by ``kill``, Ctrl-C or a dropped
+SSH session reads to its end.
 
 Live sources are paced in real time. A simulated source whose clock advances one
 interval per ``sample()`` (the demo) records a bounded ``--duration`` as fast as
@@ -37,6 +38,12 @@ EXIT_WRITE_FAILED = 1
 """The file could not be written or closed; the message names the path."""
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+"""What ends a recording cleanly: ``kill``, Ctrl-C, and the hang-up a recorder
+started in an SSH session gets when the connection drops (left to Python's
+default, SIGHUP would kill it before the gzip trailer and the summary)."""
+
+
 def paces_in_real_time(source: Source, duration_s: float | None) -> bool:
     """Whether recording ``source`` must sleep between ticks.
 
@@ -47,7 +54,7 @@ def paces_in_real_time(source: Source, duration_s: float | None) -> bool:
 
 @contextlib.contextmanager
 def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Set ``stop`` on SIGTERM/SIGINT while the loop runs; restore the old handlers after.
+    """Set ``stop`` on :data:`STOP_SIGNALS` while the loop runs; restore the old handlers after.
 
     Python delivers signals to the main thread only, so from another thread the
     caller's own handlers stay in place.
@@ -58,7 +65,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
         stop.set()
 
     if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        for sig in STOP_SIGNALS:
             previous[sig] = signal.signal(sig, on_signal)
     try:
         yield
@@ -83,7 +90,7 @@ def record(
 ) -> int:
     """Sample ``source`` every ``interval_s`` into ``path`` until stopped; return an exit code.
 
-    Stops after ``duration_s`` (None: at SIGTERM/SIGINT). ``pace`` says whether
+    Stops after ``duration_s`` (None: at one of :data:`STOP_SIGNALS`). ``pace`` says whether
     to sleep between ticks; None decides by :func:`paces_in_real_time`.
     ``clock`` and ``sleep`` measure and spend the time between ticks (by default
     the monotonic clock and a wait that a signal cuts short). Prints one summary

@@ -182,7 +182,7 @@ def _finding_block(ft: FindingTime, share: float | None, width: int) -> list[str
     for a in f.advice:
         lines.extend(_wrap(a, width, "        advice:   ", "                  "))
     if f.anchor:
-        lines.append(f"        more:     docs/hints.md#{f.anchor}")
+        lines.append(f"        more:     gputop-hints explain {f.rule}")
     return lines
 
 

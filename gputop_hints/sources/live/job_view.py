@@ -20,11 +20,13 @@ from gputop_hints.sources.live.nvml import NvmlGpus, mig_parent
 from gputop_hints.sources.live.processes import ProcessTracker, job_process_rows
 from gputop_hints.sources.live.procfs import ProcTable, process_name
 from gputop_hints.sources.live.slurm import (
+    BadJobId,
     ForeignLoad,
     JobContext,
     JobMembership,
     detect_job,
     job_exists,
+    parse_job_id,
 )
 
 log = logging.getLogger(__name__)
@@ -54,9 +56,10 @@ class JobView:
         """
         members: frozenset[int] = frozenset()
         if job_id is not None:
-            job_id = job_id.strip()
-            if not job_id.isdigit() and not job_id.replace("_", "").isdigit():
-                raise SourceUnavailable(f"--job {job_id!r}: not a SLURM job id")
+            try:
+                job_id = parse_job_id(job_id)
+            except BadJobId as exc:
+                raise SourceUnavailable(f"--job: {exc}") from None
             if job_exists(job_id, environ) is False:
                 raise SourceUnavailable(
                     f"SLURM job {job_id} is not running (scontrol does not list it)."

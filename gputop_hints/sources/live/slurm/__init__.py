@@ -12,7 +12,7 @@ Textual and without NVML (GPU identifiers come in as plain data):
 * :mod:`.membership` -- :class:`JobMembership` (which pids belong to the job),
   the job's GPUs as NVML indices, and :class:`ForeignLoad` (how much of the
   job's cores processes *outside* the job take).
-* :mod:`.parse` -- pure parsers: cpuset lists, ``SLURM_JOB_CPUS_PER_NODE``,
+* :mod:`.parse` -- pure parsers: ``--job`` ids, cpuset lists, ``SLURM_JOB_CPUS_PER_NODE``,
   cgroup files, ``scontrol`` output.
 * :mod:`.scontrol` -- the ``scontrol`` subprocess calls.
 * :mod:`.proc_files` -- readers of ``/proc/<pid>/cgroup`` and ``environ``.
@@ -39,12 +39,14 @@ from gputop_hints.sources.live.slurm.membership import (
     slurm_gpus_to_nvml,
 )
 from gputop_hints.sources.live.slurm.parse import (
+    BadJobId,
     CgroupEntry,
     format_cpu_list,
     job_from_cgroup,
     parse_cpu_list,
     parse_cpus_per_node,
     parse_gpu_ids,
+    parse_job_id,
     parse_proc_cgroup,
     parse_scontrol_job,
 )
@@ -65,6 +67,7 @@ __all__ = [
     "INFRASTRUCTURE_NAMES",
     "PROC",
     "SCONTROL_TIMEOUT_S",
+    "BadJobId",
     "CgroupEntry",
     "ForeignLoad",
     "GpuId",
@@ -80,6 +83,7 @@ __all__ = [
     "parse_cpu_list",
     "parse_cpus_per_node",
     "parse_gpu_ids",
+    "parse_job_id",
     "parse_proc_cgroup",
     "parse_scontrol_job",
     "read_environ",

@@ -1,8 +1,9 @@
 """Pure parsers for the strings SLURM and Linux hand a job: no I/O, no subprocesses.
 
-cpuset lists (``0-3,8``), ``SLURM_JOB_CPUS_PER_NODE`` counts, ``SLURM_JOB_GPUS``
-ids, the lines of ``/proc/<pid>/cgroup`` (v1, v2, hybrid) and the job id a
-cgroup path names, and ``scontrol show job -d -o`` output. The readers that
+Job ids as a user types them (``--job``), cpuset lists (``0-3,8``),
+``SLURM_JOB_CPUS_PER_NODE`` counts, ``SLURM_JOB_GPUS`` ids, the lines of
+``/proc/<pid>/cgroup`` (v1, v2, hybrid) and the job id a cgroup path names,
+and ``scontrol show job -d -o`` output. The readers that
 feed them live in :mod:`~gputop_hints.sources.live.slurm.detect` and
 :mod:`~gputop_hints.sources.live.slurm.membership`; the subprocess calls in
 :mod:`~gputop_hints.sources.live.slurm.scontrol`.
@@ -19,7 +20,37 @@ _JOB_IN_CGROUP = re.compile(r"(?:^|/)job_(\d+)(?=/|$)")
 _STEP_IN_CGROUP = re.compile(r"(?:^|/)step_([^/]+)(?=/|$)")
 
 
+_JOB_ID = re.compile(r"[0-9]{1,10}(?:[_+][0-9]{1,10})?", re.ASCII)
+"""A job id, an array task (``jobid_taskid``) or a het-job component
+(``jobid+offset``): the forms ``scontrol show job`` documents for one job.
+SLURM ids are 32-bit, so ten digits each at most."""
+
+_SHOWN_ID_CHARS = 40
+"""How much of a rejected id an error message repeats."""
+
+
+class BadJobId(ValueError):
+    """A ``--job`` value that is not a SLURM job id; the message says which forms are."""
+
+
 # -- small parsers -----------------------------------------------------------------------
+
+
+def parse_job_id(text: str) -> str:
+    """``text`` as a SLURM job id (surrounding whitespace dropped), or :class:`BadJobId`.
+
+    Accepted: ``1234``, ``1234_7`` (an array task), ``1234+1`` (a het-job
+    component). Everything else is refused *before* it reaches a subprocess:
+    ``--job=--clusters=x`` must never become an option of ``scontrol``.
+    """
+    value = text.strip()
+    if _JOB_ID.fullmatch(value) is None:
+        shown = value[:_SHOWN_ID_CHARS] + ("..." if len(value) > _SHOWN_ID_CHARS else "")
+        raise BadJobId(
+            f"{shown!r} is not a SLURM job id (expected digits, e.g. 1234; "
+            "1234_7 for an array task; 1234+1 for a het-job component)"
+        )
+    return value
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:

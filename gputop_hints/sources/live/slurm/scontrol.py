@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from gputop_hints.sources.live.slurm.parse import parse_scontrol_job
+from gputop_hints.sources.live.slurm.parse import BadJobId, parse_job_id, parse_scontrol_job
 
 SCONTROL_TIMEOUT_S = 5.0
 
@@ -43,7 +43,15 @@ def _run_scontrol(args: Sequence[str], env: Mapping[str, str] | None) -> str | N
 def scontrol_show_job(
     job_id: str, node: str | None = None, env: Mapping[str, str] | None = None
 ) -> dict[str, str] | None:
-    """What ``scontrol show job -d -o`` says about the job (None: no scontrol, or unknown job)."""
+    """What ``scontrol show job -d -o`` says about the job (None: no scontrol, or unknown job).
+
+    A ``job_id`` that is not a job id is never passed on (it could read as an
+    option of scontrol): SLURM cannot know such a job, so the answer is None.
+    """
+    try:
+        job_id = parse_job_id(job_id)
+    except BadJobId:
+        return None
     text = _run_scontrol(["show", "job", "-d", "-o", job_id], env)
     if not text or "JobId=" not in text:
         return None

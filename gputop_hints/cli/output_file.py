@@ -1,0 +1,84 @@
+"""Where ``gputop-hints record -o FILE`` may write, checked before anything is written.
+
+A recorder pointed at the wrong path must not destroy a file: an existing FILE
+(or, with ``--max-bytes``, a rotated part ``FILE.1`` ... ``FILE.<keep>`` that
+rotation would replace) is overwritten only when it is empty or already a
+recording -- replacing or rotating a recording is what the user asked for --
+or when ``--force`` says so. Pipes, devices and directories are refused even
+with ``--force``: the writer needs a regular file it can seek in. Missing
+directories are created, and the user is told, so a typo in a path does not
+silently grow a tree.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+SNIFF_BYTES = 64 * 1024
+"""How much of an existing file is read to tell whether it is a recording."""
+
+
+class OutputRefused(Exception):
+    """Writing FILE would destroy something, or cannot work; the message says which and why."""
+
+
+def rotated_parts(path: Path, keep: int) -> list[Path]:
+    """``FILE.1`` ... ``FILE.<keep>``: what rotation renames older parts to."""
+    return [path.with_name(f"{path.name}.{i}") for i in range(1, keep + 1)]
+
+
+def check_output(path: Path, *, force: bool, rotation_keep: int = 0) -> None:
+    """Raise :class:`OutputRefused` when recording to ``path`` would destroy a file.
+
+    ``rotation_keep`` is ``--keep`` when ``--max-bytes`` is given (rotation then
+    replaces ``FILE.1`` ... ``FILE.<keep>``), else 0.
+    """
+    for target in (path, *rotated_parts(path, rotation_keep)):
+        _check_one(target, force=force)
+
+
+def _check_one(path: Path, *, force: bool) -> None:
+    try:
+        info = path.stat()
+    except OSError:
+        # Nothing there (or nothing we may look at): the writer says what is wrong, if anything.
+        return
+    if stat.S_ISDIR(info.st_mode):
+        raise OutputRefused(f"{path} is a directory; give a file name to record to")
+    if not stat.S_ISREG(info.st_mode):
+        raise OutputRefused(
+            f"{path} is not a regular file (a pipe, socket or device); "
+            "a recording needs a regular file"
+        )
+    if info.st_size == 0 or force:
+        return
+    if not _is_recording(path):
+        raise OutputRefused(
+            f"{path} exists and is not a gputop-hints recording; refusing to overwrite it "
+            "(choose another name, or add --force to replace it)"
+        )
+
+
+def _is_recording(path: Path) -> bool:
+    """Whether ``path`` starts like a recording; a file that cannot be read is not one."""
+    # Imported here: the file readers are not needed by every gputop-hints command.
+    from gputop_hints.sources.files.recording import looks_like_recording
+
+    try:
+        with open(path, "rb") as f:
+            return looks_like_recording(f.read(SNIFF_BYTES))
+    except OSError:
+        return False
+
+
+def create_missing_directories(path: Path) -> Path | None:
+    """Create the directory ``path`` goes in; it, or None when it already existed.
+
+    Raises OSError when it cannot be made (a file in the way, no permission).
+    """
+    parent = path.parent
+    if parent.is_dir():
+        return None
+    parent.mkdir(parents=True, exist_ok=True)
+    return parent
