@@ -19,7 +19,7 @@ from typing import Any
 
 from gputop_hints import __version__
 from gputop_hints.hints.engine import HintEngine
-from gputop_hints.hints.findings import Finding, Severity
+from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History, Series
 from gputop_hints.model import (
@@ -29,6 +29,7 @@ from gputop_hints.model import (
     Snapshot,
     snapshot_to_dict,
 )
+from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
 
 JSON_SCHEMA_VERSION = 1
@@ -169,7 +170,7 @@ class Summary:
 
         out.append("")
         for gpu in snap.gpus:
-            out.extend(self._gpu_lines(gpu))
+            out.extend(self._gpu_lines(gpu, width))
 
         host = snap.host
         out.append("")
@@ -202,7 +203,7 @@ class Summary:
         if per_process:
             out.append("")
             out.append("Hints (per process):")
-            out.extend(_finding_lines(f, "  ", with_subject=True) for f in per_process)
+            out.extend(_finding_lines(f, "  ", width, with_subject=True) for f in per_process)
         if self.findings or snap.gpus:
             out.append("")
             out.append(
@@ -211,7 +212,7 @@ class Summary:
             )
         return "\n".join(out) + "\n"
 
-    def _gpu_lines(self, gpu: GpuSample) -> list[str]:
+    def _gpu_lines(self, gpu: GpuSample, width: int) -> list[str]:
         if gpu.lost:  # not unknown values: NVML says the GPU is gone
             return [f"GPU {gpu.index}  {gpu.name or 'n/a'}  {LOST_GPU_TEXT}"]
         gh = self.history.gpus.get(gpu.index)
@@ -239,7 +240,7 @@ class Summary:
             f"throttle {_throttle(gpu.throttle_reasons)}",
         ]
         lines.extend(
-            _finding_lines(f, "   ")
+            _finding_lines(f, "   ", width)
             for f in self.findings
             if f.subject.pid is None and f.subject.gpu_index == gpu.index
         )
@@ -260,16 +261,11 @@ class Summary:
         )
 
 
-def _finding_lines(f: Finding, indent: str, with_subject: bool = False) -> str:
-    """A finding as plain text: label, why, evidence, advice."""
-    mark = {Severity.INFO: "i", Severity.WARNING: "!", Severity.CRITICAL: "!!"}[f.severity]
-    who = f"pid {f.subject.pid} on GPU {f.subject.gpu_index}: " if with_subject else ""
-    lines = [f"{indent}[{mark}] {who}{f.label} -- {f.summary}"]
-    lines.extend(f"{indent}      evidence: {e.describe()}" for e in f.evidence)
-    lines.extend(f"{indent}      advice:   {a}" for a in f.advice)
-    if f.anchor:
-        lines.append(f"{indent}      more:     gputop-hints explain {f.rule}")
-    return "\n".join(lines)
+def _finding_lines(f: Finding, indent: str, width: int, with_subject: bool = False) -> str:
+    """A finding as plain text: the shared rendering under a one-line headline."""
+    who = f"{subject_text(f.subject)}: " if with_subject else ""
+    headline = f"{indent}[{TEXT_MARK[f.severity]}] {who}{f.label}"
+    return "\n".join(finding_lines(f, headline, indent=indent + "      ", width=width))
 
 
 def _mean_of_allowed(history: History, allowed: Sequence[int]) -> float | None:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from gputop_hints import __version__
-from gputop_hints.hints.findings import Severity
+from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.stats import PercentStats
 from gputop_hints.units import human_bytes, human_rate
@@ -163,27 +163,14 @@ def _gpu_table(report: Report) -> list[str]:
 
 
 def _finding_block(ft: FindingTime, share: float | None, width: int) -> list[str]:
-    """A finding as the report shows it: how long, then why, evidence and advice."""
+    """A finding as the report shows it: how long it held, then the shared text."""
     f = ft.finding
-    mark = {Severity.INFO: "i", Severity.WARNING: "!", Severity.CRITICAL: "!!"}[ft.worst]
-    who = (
-        f"pid {f.subject.pid} on GPU {f.subject.gpu_index}"
-        if f.subject.pid is not None
-        else (f"GPU {f.subject.gpu_index}")
+    headline = (
+        f"  [{TEXT_MARK[ft.worst]}] {f.rule_label} -- {subject_text(f.subject)}: "
+        f"{duration_text(ft.seconds)} ({_pct(share)}) in {ft.episodes} episode(s), "
+        f"{_stamp(ft.first_seen)} -> {_stamp(ft.last_seen)}"
     )
-    lines = [
-        f"  [{mark}] {f.rule_label} -- {who}: {duration_text(ft.seconds)} "
-        f"({_pct(share)}) in {ft.episodes} episode(s), "
-        f"{_stamp(ft.first_seen)} -> {_stamp(ft.last_seen)}",
-        *_wrap(f.summary, width, "        "),
-    ]
-    for e in f.evidence:
-        lines.extend(_wrap(e.describe(), width, "        evidence: ", "                  "))
-    for a in f.advice:
-        lines.extend(_wrap(a, width, "        advice:   ", "                  "))
-    if f.anchor:
-        lines.append(f"        more:     gputop-hints explain {f.rule}")
-    return lines
+    return finding_lines(f, headline, indent="        ", width=width)
 
 
 def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:

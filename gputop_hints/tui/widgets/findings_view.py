@@ -21,6 +21,7 @@ from textual.strip import Strip
 
 from gputop_hints.hints.catalogue import CATALOGUE
 from gputop_hints.hints.findings import Evidence, Finding, Scope
+from gputop_hints.outputs.finding_text import more_text
 from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE, duration_text, fit_text
 from gputop_hints.tui.palette import on_base, palette_for
 from gputop_hints.tui.render import Line
@@ -197,8 +198,7 @@ class FindingsView(ScrollView, can_focus=True):
                 for i, part in enumerate(parts):
                     bullet = "• " if i == 0 else "  "
                     rows.append((_Span(_INDENT + bullet + part, "text"),))
-        if finding.anchor:
-            rows.append((_Span(f"{_INDENT}docs/hints.md#{finding.anchor}", "muted"),))
+        rows.append((_Span(_INDENT + more_text(finding), "muted"),))
         return rows
 
     def _since(self, finding: Finding) -> str:
