@@ -87,6 +87,8 @@ class GputopApp(PlaybackControls):
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "cycle_theme", "Theme"),
+        # Like any terminal program: stop, back to the shell; `fg` resumes.
+        Binding("ctrl+z", "suspend_process", "Suspend", show=False),
         # Replay only (check_action hides them otherwise). Arrows, home and end
         # stay with the process table.
         Binding("space", "toggle_pause", "Pause", show=False),
@@ -192,6 +194,7 @@ class GputopApp(PlaybackControls):
         self._patched_output = partial_output.install()
         if self.exit_on_signals:
             self._handle_exit_signals()
+        self.app_resume_signal.subscribe(self, self._repaint_after_resume)
         self.process_table.focus()
         if self.notes:
             # Reported once, together, rather than a toast per file.
@@ -199,6 +202,16 @@ class GputopApp(PlaybackControls):
         self._apply_layout()
         if self.autostart:
             self.start_sampling()
+
+    def _repaint_after_resume(self, _app: object) -> None:
+        """Draw every cell again after Ctrl-Z and ``fg`` (SIGTSTP, SIGCONT).
+
+        The terminal's screen was cleared while stopped, but the widgets cache
+        their lines and only changed cells are written, so labels that never
+        change stayed blank until something moved them."""
+        for widget in self.screen.query(StripWidget):
+            widget.invalidate()
+        self.screen.refresh(layout=True, repaint=True)
 
     def start_sampling(self) -> None:
         """Start the sampler thread, or the replay thread (``autostart`` does this on mount)."""

@@ -8,7 +8,12 @@ terminal cases run the installed console script in a private tmux server.
 from __future__ import annotations
 
 import gc
+import os
+import signal
+import time
+from collections.abc import Iterator
 
+import pytest
 from textual import events
 from textual.widget import Widget
 
@@ -17,8 +22,30 @@ from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.help import HelpScreen
 from gputop_hints.tui.screens.main import MainScreen
+from tests.support.tmux_harness import SCRIPT, Tmux, tmux_session
 
 SIZE = (120, 40)
+DEMO = [str(SCRIPT), "--demo"]
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    yield from tmux_session()
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of ``pid`` (``T`` stopped, ``S`` sleeping, ...)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_for_state(pid: int, wanted: str, timeout: float = 10.0) -> str:
+    end = time.monotonic() + timeout
+    state = process_state(pid)
+    while state != wanted and time.monotonic() < end:
+        time.sleep(0.1)
+        state = process_state(pid)
+    return state
 
 
 def demo_app(**kwargs: object) -> tuple[GputopApp, DemoSource]:
@@ -111,3 +138,20 @@ async def test_key_flood_is_dropped_and_the_app_stays_responsive() -> None:
         await pilot.pause()
         assert screen_types(app) == [MainScreen, HelpScreen]
     assert app.return_code in (None, 0)
+
+
+def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
+    """Ctrl-Z then SIGCONT (fg): the monitor stops, and on resume every label is drawn again."""
+    tmux.start(DEMO, 120, 40)
+    tmux.wait_for("of time busy")
+    pid = tmux.pid()
+    tmux.keys("C-z")
+    assert wait_for_state(pid, "T") == "T"
+    os.kill(pid, signal.SIGCONT)
+    # Labels that never change (the header's host, the rows' names) are back,
+    # not only the numbers that moved since.
+    screen = tmux.wait_for("host demo-node")
+    assert "of time busy" in screen
+    assert " SM " in screen
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
