@@ -34,10 +34,10 @@ import time
 from collections.abc import Sequence
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
@@ -57,10 +57,21 @@ from gputop_hints.tui.screens.main import MainScreen
 from gputop_hints.tui.themes import DEFAULT_THEME, ThemeSet, choose_theme, load_themes
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
+from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_table import ProcessTable
+
+KEY_BACKLOG_LIMIT = 128
+"""A key is dropped while more messages than this wait behind it. Typing, key
+repeat and a held-down arrow on a busy machine never queue that many; a paste
+into the monitor (thousands of keys in one read, each a sort, theme or help
+toggle) would otherwise cost CPU and memory without bound, and leave the screen
+unresponsive until it had all been replayed."""
+
+HELP_SCREEN = "help"
+"""The name the help screen is installed under (built on the first ``?``)."""
 
 
 class GputopApp(PlaybackControls):
@@ -76,6 +87,8 @@ class GputopApp(PlaybackControls):
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "cycle_theme", "Theme"),
+        # Like any terminal program: stop, back to the shell; `fg` resumes.
+        Binding("ctrl+z", "suspend_process", "Suspend", show=False),
         # Replay only (check_action hides them otherwise). Arrows, home and end
         # stay with the process table.
         Binding("space", "toggle_pause", "Pause", show=False),
@@ -146,6 +159,15 @@ class GputopApp(PlaybackControls):
         self.theme_names = choice.cycle
         self.theme = choice.name
 
+    async def on_event(self, event: events.Event) -> None:
+        if (
+            isinstance(event, events.Key)
+            and not event.is_forwarded
+            and self.message_queue_size > KEY_BACKLOG_LIMIT
+        ):
+            return  # part of a flood: see KEY_BACKLOG_LIMIT
+        await super().on_event(event)
+
     # --- building the screen -----------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -164,7 +186,7 @@ class GputopApp(PlaybackControls):
         yield self.gpu_area
         yield self.cpu_panel
         yield self.process_table
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         # Changed cells only, not whole lines: what a slow SSH link pays for.
@@ -172,6 +194,7 @@ class GputopApp(PlaybackControls):
         self._patched_output = partial_output.install()
         if self.exit_on_signals:
             self._handle_exit_signals()
+        self.app_resume_signal.subscribe(self, self._repaint_after_resume)
         self.process_table.focus()
         if self.notes:
             # Reported once, together, rather than a toast per file.
@@ -179,6 +202,16 @@ class GputopApp(PlaybackControls):
         self._apply_layout()
         if self.autostart:
             self.start_sampling()
+
+    def _repaint_after_resume(self, _app: object) -> None:
+        """Draw every cell again after Ctrl-Z and ``fg`` (SIGTSTP, SIGCONT).
+
+        The terminal's screen was cleared while stopped, but the widgets cache
+        their lines and only changed cells are written, so labels that never
+        change stayed blank until something moved them."""
+        for widget in self.screen.query(StripWidget):
+            widget.invalidate()
+        self.screen.refresh(layout=True, repaint=True)
 
     def start_sampling(self) -> None:
         """Start the sampler thread, or the replay thread (``autostart`` does this on mount)."""
@@ -376,8 +409,14 @@ class GputopApp(PlaybackControls):
 
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
-        else:
-            self.push_screen(HelpScreen(replay=self.replay is not None))
+            return
+        if any(isinstance(screen, HelpScreen) for screen in self.screen_stack):
+            return  # already open under another screen: one copy is enough
+        # Built once and kept: the guide is hundreds of Markdown widgets, and
+        # rebuilding them on every `?` cost CPU and memory a key flood multiplied.
+        if not self.is_screen_installed(HELP_SCREEN):
+            self.install_screen(HelpScreen(replay=self.replay is not None), HELP_SCREEN)
+        self.push_screen(HELP_SCREEN)
 
     def get_key_display(self, binding: Binding) -> str:
         # The footer's own symbols (the Enter key's) must not reach an ASCII terminal.
@@ -404,6 +443,10 @@ class GputopApp(PlaybackControls):
             widget.invalidate()
 
     def on_process_table_opened(self, message: ProcessTable.Opened) -> None:
+        # Only from the table on screen: a second Enter read together with the first
+        # asks again after the first detail screen is already up.
+        if not isinstance(self.screen, MainScreen):
+            return
         screen = ProcessDetailScreen(message.pid, message.gpu_index, self.interval_s)
         self.push_screen(screen)
         screen.call_after_refresh(

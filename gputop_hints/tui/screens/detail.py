@@ -12,12 +12,12 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.tui.widgets.findings_view import FindingsView
+from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.header import HeaderBar
 from gputop_hints.tui.widgets.metric_sparkline import MetricSparkline
 from gputop_hints.tui.widgets.process_summary import ProcessSummary
@@ -31,7 +31,9 @@ class ProcessDetailScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
 
     def __init__(self, pid: int, gpu_index: int, interval_s: float) -> None:
-        super().__init__(id="detail")
+        # No id: a second Enter arriving before the first screen is gone must not
+        # collide with it (the app also opens at most one; see on_process_table_opened).
+        super().__init__()
         self.pid = pid
         self.gpu_index = gpu_index
         self._interval_s = interval_s
@@ -45,7 +47,7 @@ class ProcessDetailScreen(Screen[None]):
         yield MetricSparkline("VRAM", "vram", id="spark-vram")
         yield FindingsView(self.pid, self.gpu_index)
         yield WorkerList()
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(FindingsView).focus()

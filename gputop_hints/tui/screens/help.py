@@ -15,11 +15,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Markdown
+from textual.widgets import Markdown
 
 from gputop_hints.hints.catalogue import CATALOGUE
 from gputop_hints.hints.findings import Severity
 from gputop_hints.tui.hint_text import GPU_LEVEL_PREFIX, SEVERITY_MARK
+from gputop_hints.tui.widgets.footer import KeysFooter
 
 _MISSING = """\
 # What each metric means
@@ -135,11 +136,15 @@ class HelpScreen(Screen[None]):
     def __init__(self, replay: bool = False) -> None:
         super().__init__()
         self._replay = replay
+        # Kept by reference, not looked up: a paste full of `?` and Esc can show and
+        # hide this screen faster than it mounts, and a query then finds nothing.
+        self._scroll = VerticalScroll(id="help-scroll")
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-scroll"):
+        with self._scroll:
             yield Markdown(help_text(self._replay), id="help-doc")
-        yield Footer()
+        yield KeysFooter()
 
-    def on_mount(self) -> None:
-        self.query_one("#help-scroll").focus()
+    def on_screen_resume(self) -> None:
+        # The app builds this screen once and shows it again on every `?`.
+        self._scroll.focus()

@@ -42,7 +42,9 @@ class SeekPrompt(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, span: str) -> None:
-        super().__init__(id="seek-prompt")
+        # No id, like the detail screen: a prompt still being removed must not
+        # collide with the next one when `/`, Esc, `/` arrive in one read.
+        super().__init__()
         self._span = span
 
     def compose(self) -> ComposeResult:

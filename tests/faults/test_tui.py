@@ -1,0 +1,157 @@
+"""Fault matrix: the monitor's TUI under key floods, signals and a lost terminal.
+
+Keys that arrive in one read (SSH batching, a double press, a paste) are posted
+to the app together here, exactly as Textual's input thread posts them; the
+terminal cases run the installed console script in a private tmux server.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+from textual import events
+from textual.widget import Widget
+
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.screens.detail import ProcessDetailScreen
+from gputop_hints.tui.screens.help import HelpScreen
+from gputop_hints.tui.screens.main import MainScreen
+from tests.support.tmux_harness import SCRIPT, Tmux, tmux_session
+
+SIZE = (120, 40)
+DEMO = [str(SCRIPT), "--demo"]
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    yield from tmux_session()
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of ``pid`` (``T`` stopped, ``S`` sleeping, ...)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_for_state(pid: int, wanted: str, timeout: float = 10.0) -> str:
+    end = time.monotonic() + timeout
+    state = process_state(pid)
+    while state != wanted and time.monotonic() < end:
+        time.sleep(0.1)
+        state = process_state(pid)
+    return state
+
+
+def demo_app(**kwargs: object) -> tuple[GputopApp, DemoSource]:
+    source = DemoSource("mixed", gpus=2, processes=4, seed=0)
+    app = GputopApp(source, autostart=False, **kwargs)  # type: ignore[arg-type]
+    return app, source
+
+
+def keys_in_one_read(app: GputopApp, *keys: str) -> None:
+    """Post ``keys`` back to back, as the input thread does for one read of the tty."""
+    for key in keys:
+        character = "\r" if key == "enter" else ("?" if key == "question_mark" else None)
+        app.post_message(events.Key(key, character))
+
+
+def screen_types(app: GputopApp) -> list[type[object]]:
+    return [type(screen) for screen in app.screen_stack]
+
+
+def live_widgets() -> int:
+    gc.collect()
+    return sum(isinstance(thing, Widget) for thing in gc.get_objects())
+
+
+async def test_two_enters_in_one_read_open_one_detail_screen() -> None:
+    """Enter Enter in one read: one detail screen opens, no DuplicateIds crash."""
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(3):
+            app.ingest(source.sample())
+        await pilot.pause()
+        keys_in_one_read(app, "enter", "enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert screen_types(app) == [MainScreen, ProcessDetailScreen]
+        # Esc and Enter together: back, and straight into a fresh detail screen.
+        keys_in_one_read(app, "escape", "enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert screen_types(app) == [MainScreen, ProcessDetailScreen]
+    assert app.return_code in (None, 0)
+
+
+async def test_help_toggled_in_one_read_never_crashes() -> None:
+    """? and Esc mixed in one read (a paste with ESC): help opens/closes, no NoMatches crash."""
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.ingest(source.sample())
+        await pilot.pause()
+        keys_in_one_read(app, *(["question_mark", "escape", "question_mark", "question_mark"] * 4))
+        keys_in_one_read(app, "question_mark")
+        await pilot.pause()
+        await pilot.pause()
+        assert screen_types(app) == [MainScreen, HelpScreen]
+        assert app.screen.focused is not None  # the guide scrolls with the keys
+    assert app.return_code in (None, 0)
+
+
+async def test_help_opened_and_closed_50_times_keeps_no_extra_widgets() -> None:
+    """Help opened and closed 50 times: screen stack and widget count unchanged (no leak)."""
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.ingest(source.sample())
+        for _ in range(3):  # the guide's Markdown finishes mounting
+            await pilot.press("question_mark", "escape")
+            await pilot.pause(0.2)
+        before = live_widgets()
+        for _ in range(50):
+            await pilot.press("question_mark", "escape")
+        await pilot.pause(0.2)
+        assert screen_types(app) == [MainScreen]
+        assert live_widgets() <= before
+
+
+async def test_key_flood_is_dropped_and_the_app_stays_responsive() -> None:
+    """10 KB of keys in one read (a paste): most are dropped, the app answers the next key."""
+    app, source = demo_app()
+    async with app.run_test(size=SIZE) as pilot:
+        app.ingest(source.sample())
+        await pilot.pause()
+        flood = ["t", "s", "question_mark", "p", "enter", "escape", "x", "n"] * 1280
+        keys_in_one_read(app, *flood)
+        await pilot.pause()
+        await pilot.pause()
+        # A bounded share got through, not 1280 theme changes (each one a toast).
+        assert len(app._notifications) < 128
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert screen_types(app) == [MainScreen, HelpScreen]
+    assert app.return_code in (None, 0)
+
+
+def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
+    """Ctrl-Z then SIGCONT (fg): the monitor stops, and on resume every label is drawn again."""
+    tmux.start(DEMO, 120, 40)
+    tmux.wait_for("of time busy")
+    pid = tmux.pid()
+    tmux.keys("C-z")
+    assert wait_for_state(pid, "T") == "T"
+    os.kill(pid, signal.SIGCONT)
+    # Labels that never change (the header's host, the rows' names) are back,
+    # not only the numbers that moved since.
+    screen = tmux.wait_for("host demo-node")
+    assert "of time busy" in screen
+    assert " SM " in screen
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
