@@ -312,7 +312,7 @@ async def test_detail_shows_evidence_scopes_and_advice_for_starved_loader() -> N
         scopes = {line.split()[-1] for line in evidence}
         assert {"process", "host", "device"} <= scopes, evidence
         assert "num_workers=" in text and "DataLoader(" in text
-        assert "docs/hints.md#input-starved" in text
+        assert "gputop-hints explain input-starved" in text
         assert "since " in text and "(20s)" in text
         # yes / no / context markers for met.
         assert any(" yes " in line for line in evidence)
@@ -367,7 +367,7 @@ async def test_detail_of_a_gpu_level_finding_lists_it_under_the_gpu() -> None:
         view = app.screen.query_one(FindingsView)
         text = "\n".join(view.text_lines())
         assert "No hints for this process" in text
-        assert "memory-bound kernels" in text and "docs/hints.md#memory-bound" in text
+        assert "memory-bound kernels" in text and "gputop-hints explain memory-bound" in text
         assert all(len(line) <= view.scrollable_content_region.width for line in view.text_lines())
         # Long content scrolls.
         assert view.virtual_size.height > view.size.height
