@@ -13,6 +13,7 @@ each project documents (vLLM ``vllm serve`` / ``vllm.entrypoints``, TGI
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from gputop_hints.model import GpuProcess
 
@@ -31,7 +32,12 @@ _SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def server_name(proc: GpuProcess) -> str | None:
     """The inference server ``proc`` runs ("vLLM", "TGI" ...), or None when it is not one."""
-    command = proc.command or proc.name or ""
+    return _server_in(proc.command or proc.name or "")
+
+
+@lru_cache(maxsize=4096)
+def _server_in(command: str) -> str | None:
+    """Matched once per distinct command line: the rules ask every tick, for every process."""
     for name, pattern in _SERVERS:
         if pattern.search(command):
             return name

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import pairwise
+from typing import Any, TypeVar, cast
 
 from gputop_hints.hints.traces import (
     GIB,
@@ -25,6 +26,8 @@ from gputop_hints.hints.traces import (
 )
 from gputop_hints.history import History, ProcessHistory
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
+
+T = TypeVar("T")
 
 __all__ = [
     "GIB",
@@ -70,6 +73,7 @@ class Window:
         self.process_active_at = process_active_at
         """Engine-kept time each process last ran kernels of its own (or was first seen)."""
         self.vram_steady_since = vram_steady_since
+        self._derived: dict[object, Any] = {}
         """Engine-kept (level, since, rise) of each process's VRAM."""
         self._gpu_cache: dict[tuple[str, int], object] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
@@ -103,6 +107,13 @@ class Window:
         return self.ticks * self.interval_s
 
     # --- host -------------------------------------------------------------------
+
+    def derived(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()``, once per window: several rules ask the same question of one
+        tick (which ranks hang, which straggle); the answer is worked out once."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return cast("T", self._derived[key])
 
     @cached_property
     def allowed_cores_busy_percent(self) -> float | None:
@@ -318,6 +329,12 @@ class Window:
         A tick without a sample reads 0 where the device reports per-process samples
         (see :meth:`process_samples_reported`), so a mean covers idle ticks too.
         """
+        return self.derived(
+            ("process-sm", proc.pid, proc.gpu_index, ticks),
+            lambda: self._process_sm_values(proc, ticks),
+        )
+
+    def _process_sm_values(self, proc: GpuProcess, ticks: int | None) -> list[float] | None:
         ph = self.process_history(proc)
         if ph is None:
             return None

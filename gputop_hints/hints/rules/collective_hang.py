@@ -67,6 +67,11 @@ class Hang:
 
 
 def hangs(win: Window, t: Thresholds) -> list[Hang]:
+    """Once per window; see :func:`_hangs_uncached`."""
+    return win.derived(("hangs", id(t)), lambda: _hangs_uncached(win, t))
+
+
+def _hangs_uncached(win: Window, t: Thresholds) -> list[Hang]:
     """Every hang the window shows (idle-holding-vram asks too: a hung rank is not idle)."""
     c = t.collective_hang
     out: list[Hang] = []

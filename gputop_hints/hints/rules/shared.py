@@ -114,6 +114,13 @@ def job_command(command: str) -> str:
 def multi_gpu_jobs(
     win: Window, t: Thresholds
 ) -> dict[tuple[str | None, str], dict[int, GpuProcess]]:
+    """Once per window; see :func:`_multi_gpu_jobs_uncached`."""
+    return win.derived(("multi_gpu_jobs", id(t)), lambda: _multi_gpu_jobs_uncached(win, t))
+
+
+def _multi_gpu_jobs_uncached(
+    win: Window, t: Thresholds
+) -> dict[tuple[str | None, str], dict[int, GpuProcess]]:
     """Multi-GPU jobs on this node: GPU -> rank process, grouped by user and command line.
 
     DDP launchers (torchrun, mpirun, srun) start every rank with the same command,

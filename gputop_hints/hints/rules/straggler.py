@@ -37,6 +37,11 @@ class Straggling:
 
 
 def stragglers(win: Window, t: Thresholds) -> list[Straggling]:
+    """Once per window; see :func:`_stragglers_uncached`."""
+    return win.derived(("stragglers", id(t)), lambda: _stragglers_uncached(win, t))
+
+
+def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
     """Each straggling rank of each multi-GPU job (compute-bound asks too: its peers wait).
 
     Two signatures (HTA's straggler analysis; NCCL spins while waiting): a rank whose
