@@ -32,7 +32,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import events
 from textual.app import ComposeResult
@@ -44,10 +44,8 @@ from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
-from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
-from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui import glyphs, partial_output
 from gputop_hints.tui.layout import choose_layout
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
@@ -62,6 +60,10 @@ from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_table import ProcessTable
+
+if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
+    from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
+    from gputop_hints.sources.replay import ReplaySource
 
 KEY_BACKLOG_LIMIT = 128
 """A key is dropped while more messages than this wait behind it. Typing, key
@@ -134,7 +136,9 @@ class GputopApp(PlaybackControls):
         """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
         self.sampler: Sampler | None = None
         self.paused = start_paused
-        self.replay: ReplaySource | None = source if isinstance(source, ReplaySource) else None
+        self.replay: ReplaySource | None = (
+            cast("ReplaySource", source) if source.kind == "replay" else None
+        )
         """The source's replay controls; None when watching live or a demo."""
         self.player: ReplayPlayer | None = None
         self.replay_ended = False
@@ -218,6 +222,8 @@ class GputopApp(PlaybackControls):
         if self.sampler is not None or self.player is not None:
             return
         if self.replay is not None:
+            from gputop_hints.sampling.replay_player import ReplayPlayer
+
             self.player = ReplayPlayer(
                 self.replay,
                 self._on_replay_batch,

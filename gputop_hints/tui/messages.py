@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sampling.replay_player import ReplayBatch
+
+if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
+    from gputop_hints.sampling.replay_player import ReplayBatch
 
 
 @dataclass

@@ -8,16 +8,18 @@ in the footer) only when replaying.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sampling.replay_player import ReplayPlayer, clamp_speed
 from gputop_hints.sampling.replay_time import SeekError, parse_seek, span_text, speed_text
 from gputop_hints.sampling.sampler import Sampler
-from gputop_hints.sources.replay import ReplaySource
 from gputop_hints.tui.widgets.header import HeaderBar, ReplayStatus
+
+if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
+    from gputop_hints.sampling.replay_player import ReplayPlayer
+    from gputop_hints.sources.replay import ReplaySource
 
 END_OF_RECORDING_NOTE = "End of recording: g goes back to the start, / seeks to a time."
 
@@ -103,6 +105,8 @@ class PlaybackControls(App[None]):
         replay = self.replay
         if replay is None:
             return
+        from gputop_hints.sampling.replay_player import clamp_speed
+
         wanted = clamp_speed(replay.speed * factor)
         if wanted == replay.speed:
             limit = "fastest" if factor > 1 else "slowest"
