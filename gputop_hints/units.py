@@ -59,3 +59,11 @@ def core_ranges(cores: Iterable[int]) -> str:
         start = prev = core
     parts.append(f"{start}-{prev}" if prev > start else str(start))
     return ",".join(parts)
+
+
+def count_text(count: int, noun: str) -> str:
+    """``1 process``, ``2 processes``: a count with its noun in the right number."""
+    if count == 1:
+        return f"1 {noun}"
+    plural = noun + "es" if noun.endswith(("s", "x", "ch", "sh")) else noun + "s"
+    return f"{count} {plural}"

@@ -35,3 +35,12 @@ def test_percent_never_shows_unknown_as_zero() -> None:
 )
 def test_core_ranges_in_cpuset_list_format(cores: tuple[int, ...], text: str) -> None:
     assert core_ranges(cores) == text
+
+
+def test_counts_take_the_right_number() -> None:
+    from gputop_hints.units import count_text
+
+    assert count_text(1, "process") == "1 process"
+    assert count_text(0, "process") == "0 processes"
+    assert count_text(64, "process") == "64 processes"
+    assert count_text(2, "GPU") == "2 GPUs"

@@ -38,7 +38,7 @@ from gputop_hints.tui.widgets.process_columns import (
     sort_processes,
     visible_columns,
 )
-from gputop_hints.units import UNKNOWN, percent
+from gputop_hints.units import UNKNOWN, count_text, percent
 
 
 class ProcessTable(StripWidget, can_focus=True):
@@ -251,7 +251,9 @@ class ProcessTable(StripWidget, can_focus=True):
         count = len(job.processes)
         lines = [
             Line()
-            .add_text(f" job {job.job_id}: {count} processes, CPU {total}", p.core_allowed)
+            .add_text(
+                f" job {job.job_id}: {count_text(count, 'process')}, CPU {total}", p.core_allowed
+            )
             .strip(width, base)
         ]
         shown_procs: list[WorkerProcess] = list(job.processes[: max(0, room - 1)])
@@ -280,7 +282,7 @@ class ProcessTable(StripWidget, can_focus=True):
             text = title.rjust(column.width) if column.align_right else title.ljust(column.width)
             line.add_text(text[: column.width], style).add(" ")
         line.add("COMMAND", p.label)
-        shown = f"sort: {self.sort_title} (s)  {len(self.rows)} processes"
+        shown = f"sort: {self.sort_title} (s)  {count_text(len(self.rows), 'process')}"
         job = self.job
         if job is not None and not job.filtered:
             in_job = sum(1 for proc in self.rows if proc.in_job)
