@@ -73,9 +73,8 @@ class Window:
         self.process_active_at = process_active_at
         """Engine-kept time each process last ran kernels of its own (or was first seen)."""
         self.vram_steady_since = vram_steady_since
-        self._derived: dict[object, Any] = {}
         """Engine-kept (level, since, rise) of each process's VRAM."""
-        self._gpu_cache: dict[tuple[str, int], object] = {}
+        self._derived: dict[object, Any] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
@@ -110,7 +109,7 @@ class Window:
 
     def derived(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()``, once per window: several rules ask the same question of one
-        tick (which ranks hang, which straggle); the answer is worked out once."""
+        tick (idle gaps, which ranks hang or straggle); the answer is worked out once."""
         if key not in self._derived:
             self._derived[key] = compute()
         return cast("T", self._derived[key])
@@ -198,21 +197,18 @@ class Window:
 
     def gpu_gaps(self, index: int, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps of a GPU, from sub-second samples where NVML has them."""
-        key = (f"gaps:{below}:{min_gap_s}", index)
-        if key in self._gpu_cache:
-            cached = self._gpu_cache[key]
-            return cached if isinstance(cached, Gaps) else None
+        return self.derived(
+            ("gaps", index, below, min_gap_s), lambda: self._gpu_gaps(index, below, min_gap_s)
+        )
+
+    def _gpu_gaps(self, index: int, below: float, min_gap_s: float) -> Gaps | None:
         fine = self.gpu_fine_sm(index)
-        result: Gaps | None
         if fine is not None:
             _times, values, period = fine
-            result = idle_gaps(values, period, below, min_gap_s, fine=True)
-        else:
-            gh = self.history.gpus.get(index)
-            values = gh.sm_percent.known(self.ticks) if gh else []
-            result = idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
-        self._gpu_cache[key] = result
-        return result
+            return idle_gaps(values, period, below, min_gap_s, fine=True)
+        gh = self.history.gpus.get(index)
+        values = gh.sm_percent.known(self.ticks) if gh else []
+        return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
 
     def gpu_idle_for_s(self, index: int, below: float) -> float:
         """How long (up to now) the GPU's SM % has stayed below ``below``.
@@ -315,13 +311,13 @@ class Window:
         without one ran nothing; where it never reports any (unsupported, vGPU,
         containers), a missing sample is unknown.
         """
-        key = ("per-process", index)
-        if key not in self._gpu_cache:
-            self._gpu_cache[key] = any(
+        return self.derived(
+            ("per-process", index),
+            lambda: any(
                 ph.gpu_index == index and ph.sm_percent.max() is not None
                 for ph in self.history.processes.values()
-            )
-        return bool(self._gpu_cache[key])
+            ),
+        )
 
     def process_sm_values(self, proc: GpuProcess, ticks: int | None = None) -> list[float] | None:
         """The process's own SM % per tick since it was first seen, None when unknown.
