@@ -50,6 +50,15 @@ def feed(app: GputopApp, source: DemoSource, ticks: int = TICKS) -> None:
         app.ingest(source.sample())
 
 
+async def open_detail(app: GputopApp, source: DemoSource, pilot: Any) -> FindingsView:
+    """Feed the scenario and press Enter on the selected process: its findings view."""
+    feed(app, source)
+    await pilot.pause()
+    await pilot.press("enter")
+    await pilot.pause()
+    return app.screen.query_one(FindingsView)
+
+
 def table_rows(app: GputopApp) -> list[str]:
     """The process table as drawn: header first, then one line per visible row."""
     return app.process_table.text_lines()
@@ -299,12 +308,8 @@ def test_long_labels_are_cut_with_an_ellipsis() -> None:
 async def test_detail_shows_evidence_scopes_and_advice_for_starved_loader() -> None:
     app, source = make_app("starved-loader")
     async with app.run_test(size=(160, 50)) as pilot:
-        feed(app, source)
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
+        view = await open_detail(app, source, pilot)
         assert isinstance(app.screen, ProcessDetailScreen)
-        view = app.screen.query_one(FindingsView)
         text = "\n".join(view.text_lines())
         assert "starved: num_workers=0?" in text
         assert "WARNING" in text
@@ -331,11 +336,7 @@ SCOPES = ("process", "device", "host")
 async def test_detail_says_sm_evidence_is_device_level_without_process_util() -> None:
     app, source = make_app("starved-no-process-util")
     async with app.run_test(size=(160, 50)) as pilot:
-        feed(app, source)
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        view = app.screen.query_one(FindingsView)
+        view = await open_detail(app, source, pilot)
         sm_rows = [line for line in view.text_lines() if line.strip().startswith("SM % (mean)")]
         assert sm_rows and sm_rows[0].split()[-1] == "device", sm_rows
         text = "\n".join(view.text_lines())
@@ -346,11 +347,7 @@ async def test_detail_says_sm_evidence_is_device_level_without_process_util() ->
 async def test_detail_of_a_healthy_process_says_no_hints_and_what_was_checked() -> None:
     app, source = make_app("healthy")
     async with app.run_test(size=(160, 50)) as pilot:
-        feed(app, source)
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        text = "\n".join(app.screen.query_one(FindingsView).text_lines())
+        text = "\n".join((await open_detail(app, source, pilot)).text_lines())
         assert "No hints for this process" in text
         assert "Input starved" in text and "Small batch" in text
         # Its GPU's whole-device findings are still listed.
@@ -360,11 +357,7 @@ async def test_detail_of_a_healthy_process_says_no_hints_and_what_was_checked() 
 async def test_detail_of_a_gpu_level_finding_lists_it_under_the_gpu() -> None:
     app, source = make_app("memory-bound")
     async with app.run_test(size=(80, 24)) as pilot:
-        feed(app, source)
-        await pilot.pause()
-        await pilot.press("enter")
-        await pilot.pause()
-        view = app.screen.query_one(FindingsView)
+        view = await open_detail(app, source, pilot)
         text = "\n".join(view.text_lines())
         assert "No hints for this process" in text
         assert "memory-bound kernels" in text and "gputop-hints explain memory-bound" in text
