@@ -1,7 +1,7 @@
 """How right are the hints on the field corpus? Per case, per rule, and overall.
 
 Generates every case of ``bench/field`` (seeded, deterministic; see
-docs/field_corpus.md), feeds each through History + HintEngine with hysteresis
+docs/field_corpus.md), feeds each through the hints (a Diagnoser) with hysteresis
 as the live monitor does, and prints three plain-text tables: each case's
 expected verdict against the top finding (right or wrong, and why); per rule
 precision, recall, median time to detect and flips; and accuracy overall and

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from gputop_hints.outputs.evaluate import evaluate, format_table, run_corpus, run_scenario
+from demo_eval import evaluate, format_table, run_corpus, run_scenario
+
 from gputop_hints.sources.demo import list_scenarios
 
 

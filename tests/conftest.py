@@ -10,18 +10,27 @@
   installed (or we are not root) the tests that need it skip with the reason --
   except in CI, where that is a failure: CI installs slurm-wlm and munge and must
   run them.
+
+``bench/`` is put on the import path, so the tests can import the benchmarks'
+modules as the benchmarks do (``field`` for the field corpus, ``scoring``,
+``demo_eval``).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.ci import IN_CI
-from tests.support.slurm_cluster import SlurmCluster, unavailable_reason
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+from tests.support.ci import IN_CI  # noqa: E402
+from tests.support.slurm_cluster import SlurmCluster, unavailable_reason  # noqa: E402
 
 # Variables through which the user's machine could leak into a test's outcome.
 USER_ENVIRONMENT = (

@@ -1,8 +1,9 @@
-"""Scoring the hints on the field corpus: each case through History + HintEngine, as live.
+"""Scoring the hints on the field corpus: each case through the hints, as live.
 
-Each case's snapshots go one by one into a :class:`History` (the monitor's
-default window) and a :class:`HintEngine` with hysteresis, exactly as the live
-monitor feeds them. For every finding (rule and subject) the run records its
+Each case's snapshots go one by one into a
+:class:`~gputop_hints.hints.diagnoser.Diagnoser` (the monitor's default window,
+hysteresis on), exactly as the live monitor feeds them
+(:func:`scoring.as_live`). For every finding (rule and subject) the run records its
 worst severity, when it was first visible, how long it was visible and how
 often it disappeared and came back.
 
@@ -26,17 +27,16 @@ detect** runs from the expectation's onset to its first visible tick. A
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from scoring import RuleScore, as_live, pct, secs, table
+
 from field.case import Case
 from field.verdicts import Expect, Verdict
-from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding, Severity, Subject
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.history import History
 
 NOT_SCORED = ("overlap-explained",)
 """Explains a number (SM % + memory % over 100) rather than diagnosing: never the top finding."""
@@ -125,19 +125,14 @@ def _track(snapshots_findings: Iterable[tuple[float, float, tuple[Finding, ...]]
 
 
 def run_case(case: Case, thresholds: Thresholds | None = None) -> CaseResult:
-    """Feed the case through History + HintEngine (hysteresis on) and judge the outcome."""
+    """Feed the case through a Diagnoser (hysteresis on), as live, and judge the outcome."""
     snapshots = case.snapshots()
     interval = case.scenario.interval_s
-    history = History(interval_s=interval)
-    engine = HintEngine(thresholds)
     start = snapshots[0].timestamp - interval if snapshots else 0.0
-
-    def feed() -> Iterable[tuple[float, float, tuple[Finding, ...]]]:
-        for snap in snapshots:
-            history.append(snap)
-            yield snap.timestamp - start, interval, engine.update(history)
-
-    seen = _track(feed())
+    seen = _track(
+        (snap.timestamp - start, interval, visible)
+        for snap, visible, _ in as_live(snapshots, interval, thresholds)
+    )
     return judge(case, seen, len(snapshots))
 
 
@@ -174,32 +169,6 @@ def judge(case: Case, seen: list[Seen], ticks: int) -> CaseResult:
         problems=problems,
         detect_s=detect,
     )
-
-
-@dataclass
-class RuleScore:
-    """One rule over the corpus."""
-
-    rule: str
-    true_positives: int = 0
-    misses: int = 0
-    false_positives: int = 0
-    detect_s: list[float] = field(default_factory=list)
-    flips: int = 0
-
-    @property
-    def precision(self) -> float | None:
-        n = self.true_positives + self.false_positives
-        return self.true_positives / n if n else None
-
-    @property
-    def recall(self) -> float | None:
-        n = self.true_positives + self.misses
-        return self.true_positives / n if n else None
-
-    @property
-    def median_detect_s(self) -> float | None:
-        return statistics.median(self.detect_s) if self.detect_s else None
 
 
 @dataclass
@@ -269,24 +238,6 @@ def evaluate(cases: Iterable[Case], thresholds: Thresholds | None = None) -> Fie
 # --- tables -----------------------------------------------------------------
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.0f} %"
-
-
-def _secs(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f} s"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [
-        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)
-    ]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
 def format_cases(result: FieldResult) -> str:
     """One line per case: expected, top finding, right or wrong and why."""
     rows = []
@@ -302,7 +253,7 @@ def format_cases(result: FieldResult) -> str:
                 "; ".join(c.problems)[:110],
             ]
         )
-    return _table(["case", "data", "expected", "top finding", "", "why wrong"], rows)
+    return table(["case", "data", "expected", "top finding", "", "why wrong"], rows)
 
 
 def format_rules(result: FieldResult) -> str:
@@ -314,14 +265,14 @@ def format_rules(result: FieldResult) -> str:
             str(r.true_positives),
             str(r.misses),
             str(r.false_positives),
-            _pct(r.precision),
-            _pct(r.recall),
-            _secs(r.median_detect_s),
+            pct(r.precision),
+            pct(r.recall),
+            secs(r.median_detect_s),
             str(r.flips),
         ]
         for r in result.rules.values()
     ]
-    return _table(
+    return table(
         ["rule", "expected", "found", "missed", "false+", "precision", "recall", "detect", "flips"],
         rows,
     )
@@ -330,7 +281,7 @@ def format_rules(result: FieldResult) -> str:
 def format_summary(result: FieldResult) -> str:
     """Accuracy overall and per family, and the warnings on healthy cases."""
     right = sum(c.right for c in result.cases)
-    lines = [f"overall: {right} of {len(result.cases)} cases right ({_pct(result.accuracy)})"]
+    lines = [f"overall: {right} of {len(result.cases)} cases right ({pct(result.accuracy)})"]
     for family, (ok, n) in sorted(result.by_family().items()):
         lines.append(f"  {family:<12} {ok:>3} of {n:<3}")
     healthy = [c for c in result.cases if c.verdict.healthy]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints import __version__
-from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History, Series
@@ -65,16 +65,8 @@ class Summary:
         span = max(last.timestamp - first.timestamp, last.interval_s)
         history = History(window_s=span + last.interval_s, interval_s=last.interval_s)
         history.extend(snapshots)
-        engine = HintEngine(thresholds, hysteresis=False)
         seen = [*context, *snapshots]
-        hint_history = History(
-            window_s=max(seen[-1].timestamp - seen[0].timestamp, 1.0) + last.interval_s * 2,
-            interval_s=last.interval_s,
-        )
-        findings: tuple[Finding, ...] = ()
-        for snap in seen:
-            hint_history.append(snap)
-            findings = engine.update(hint_history)
+        findings = Diagnoser.one_off(seen, thresholds).feed_all(seen)
         return cls(tuple(snapshots), history, findings)
 
     @property

@@ -2,9 +2,9 @@
 
 Data flow: a :class:`~gputop_hints.sampling.sampler.Sampler` thread calls
 ``source.sample()`` and posts a :class:`SnapshotReady` message; its handler
-(:meth:`GputopApp.ingest`, also called directly by tests) appends the tick to
-the :class:`~gputop_hints.history.History`, runs the
-:class:`~gputop_hints.hints.engine.HintEngine` once over it, and hands every
+(:meth:`GputopApp.ingest`, also called directly by tests) feeds the tick to
+the :class:`~gputop_hints.hints.diagnoser.Diagnoser` (the history and the hint
+engine run once over it), and hands every
 widget its new data and findings inside one ``batch_update()``, so a tick costs
 one repaint. Widgets only read; they never sample, never compute a diagnosis,
 and rebuild their lines lazily.
@@ -39,6 +39,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
@@ -127,11 +128,9 @@ class GputopApp(PlaybackControls):
         self.interval_s = interval_s
         self.window_s = window_s
         self.autostart = autostart
-        self.history = History(window_s, interval_s)
         self.thresholds = thresholds if thresholds is not None else Thresholds.defaults()
-        self.engine = HintEngine(self.thresholds)
-        self.findings: tuple[Finding, ...] = ()
-        """The findings visible after the latest tick, worst first."""
+        self.diagnoser = Diagnoser(self.thresholds, interval_s=interval_s, window_s=window_s)
+        """The history behind every sparkline and the hints run over it."""
         self.last_ingest_s = 0.0
         """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
         self.sampler: Sampler | None = None
@@ -327,11 +326,11 @@ class GputopApp(PlaybackControls):
         if not snapshots:
             return
         started = time.perf_counter()
-        history = self.history
-        engine = self.engine
+        diagnoser = self.diagnoser
         for snapshot in snapshots:
-            history.append(snapshot)
-            self.findings = engine.update(history)
+            diagnoser.feed(snapshot)
+        history = diagnoser.history
+        engine = diagnoser.engine
         self.ticks_ingested += len(snapshots)
         snapshot = snapshots[-1]
         self.snapshot = snapshot
@@ -371,9 +370,20 @@ class GputopApp(PlaybackControls):
 
         For replay after a seek: time jumped, so the old window must not be
         joined to the new one (nor a hint's "since" carried over)."""
-        self.history = History(self.window_s, self.interval_s)
-        self.engine = HintEngine(self.thresholds)
-        self.findings = ()
+        self.diagnoser.restart()
+
+    @property
+    def history(self) -> History:
+        return self.diagnoser.history
+
+    @property
+    def engine(self) -> HintEngine:
+        return self.diagnoser.engine
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """The findings visible after the latest tick, worst first."""
+        return self.diagnoser.findings
 
     # --- layout -------------------------------------------------------------
 

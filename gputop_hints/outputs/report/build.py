@@ -4,8 +4,9 @@ Everything is computed in constant memory:
 
 * **statistics** per GPU (:mod:`.stats`), read from the GPU columns of every
   tick -- for a recording without decoding the rest of the line;
-* **hints "as if live"**: the real :class:`~gputop_hints.hints.engine.HintEngine`
-  with its time-based hysteresis, fed with full snapshots. On a long recording
+* **hints "as if live"**: the real hints (a
+  :class:`~gputop_hints.hints.diagnoser.Diagnoser`) with their time-based
+  hysteresis, fed with full snapshots. On a long recording
   of a big machine it runs every ``k``-th tick (the *hint stride*, see
   :func:`choose_hint_stride`) on a history holding the ticks its window needs;
   each evaluation credits its visible findings with the ticks since the
@@ -24,10 +25,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.rules import RULE_NEEDS
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.quality import GAP_FACTOR, quality_notes
@@ -256,8 +256,7 @@ class _HintsAsIfLive:
         self.stride = stride
         window_ticks = max(1, round(thresholds.general.window_s / (interval_s or 1.0)))
         self._burst_from = max(0, stride - window_ticks)
-        self._engine = HintEngine(thresholds)
-        self._history: History | None = None
+        self._diagnoser = Diagnoser(thresholds, interval_s=interval_s or 1.0)
         self.times: dict[tuple[str, Any], FindingTime] = {}
         self.rule_seconds: dict[str, float] = {}
         self.evaluations = 0
@@ -269,15 +268,12 @@ class _HintsAsIfLive:
         return i % self.stride >= self._burst_from
 
     def add(self, i: int, snap: Snapshot) -> None:
-        history = self._history
-        if history is None or snap.interval_s != history.interval_s:
-            history = self._history = History(window_s=DEFAULT_WINDOW_S, interval_s=snap.interval_s)
-        history.append(snap)
+        self._diagnoser.append(snap)
         if i % self.stride == self.stride - 1:
-            self._evaluate(i, snap, history)
+            self._evaluate(i, snap)
 
-    def _evaluate(self, i: int, snap: Snapshot, history: History) -> None:
-        visible = self._engine.update(history)
+    def _evaluate(self, i: int, snap: Snapshot) -> None:
+        visible = self._diagnoser.evaluate()
         self.evaluations += 1
         credit = (i - self._last_evaluated) * snap.interval_s
         self._last_evaluated = i

@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
+from demo_eval import Evaluation, RunResult, evaluate, run_corpus, run_scenario
 
-from gputop_hints.outputs.evaluate import Evaluation, RunResult, evaluate, run_corpus, run_scenario
 from gputop_hints.sources.demo import list_scenarios
 
 SEEDS = (0, 1, 2)
@@ -84,7 +84,7 @@ def test_corpus_scores_every_rule_at_recall_1() -> None:
     }
     assert rules <= set(ev.scores)
     for rule in rules:
-        assert ev.scores[rule].tp > 0 and ev.scores[rule].recall == 1.0, rule
+        assert ev.scores[rule].true_positives > 0 and ev.scores[rule].recall == 1.0, rule
 
 
 def test_run_corpus_agrees_with_the_per_run_scores() -> None:

@@ -6,22 +6,23 @@ engine on simulated time and scores every visible finding against them:
 precision and recall per rule, time from a label's onset to its first
 detection, and how often findings flip on and off once the input is steady.
 
-``bench/hints_eval.py`` prints the table; ``tests/outputs/test_hints_eval.py`` asserts
-the targets on a fixed set of seeds. No Textual, no wall clock.
+``bench/hints_eval.py`` prints the table; ``tests/bench/test_demo_eval.py`` asserts
+the targets on a fixed set of seeds. The ticks go through the hints and are scored
+as the field corpus's are (:mod:`scoring`). No Textual, no wall clock.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from gputop_hints.hints.engine import HintEngine
+from scoring import RuleScore, as_live
+
 from gputop_hints.hints.findings import Severity
 from gputop_hints.hints.rules import overlap_explained, vram_preallocated, warm_up
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.history import History
+from gputop_hints.model import Snapshot
 from gputop_hints.sources.demo import DemoSource
 
 BENIGN = ("warming-up", "checkpointing", "serving")
@@ -79,8 +80,6 @@ def run_scenario(
 ) -> RunResult:
     """Simulate ``duration_s`` of a scenario and record the engine's findings."""
     source = DemoSource(scenario, seed=seed, interval_s=interval_s, gpus=gpus, processes=processes)
-    engine = HintEngine(thresholds)
-    history = History(window_s=120.0, interval_s=interval_s)
     start: float | None = None
     onsets: dict[str, float] = {}
     first_seen: dict[str, float] = {}
@@ -91,8 +90,12 @@ def run_scenario(
     steps = round(duration_s / interval_s)
     last_onset = 0.0
     steady_started = False
-    for _ in range(steps):
-        snap = source.sample()
+
+    def ticks() -> Iterator[Snapshot]:
+        for _ in range(steps):
+            yield source.sample()
+
+    for snap, findings, cost in as_live(ticks(), interval_s, thresholds):
         if start is None:
             start = snap.timestamp
         t = snap.timestamp - start
@@ -100,9 +103,7 @@ def run_scenario(
             if label not in onsets:
                 onsets[label] = t
                 last_onset = max(last_onset, t)
-        history.append(snap)
-        findings = engine.update(history)
-        costs.append(engine.last_cost_s)
+        costs.append(cost)
         now_visible = set()
         for f in findings:
             if f.rule in NOT_SCORED:
@@ -124,37 +125,6 @@ def run_scenario(
     source.close()
     steady_s = max(0.0, steps * interval_s - (last_onset + STEADY_AFTER_S))
     return RunResult(scenario, seed, onsets, first_seen, severity, dict(flips), steady_s, costs)
-
-
-@dataclass
-class RuleScore:
-    rule: str
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    detect_s: list[float] = field(default_factory=list)
-    flips: int = 0
-    steady_s: float = 0.0
-
-    @property
-    def precision(self) -> float | None:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
-
-    @property
-    def median_detect_s(self) -> float | None:
-        return statistics.median(self.detect_s) if self.detect_s else None
-
-    @property
-    def worst_detect_s(self) -> float | None:
-        return max(self.detect_s) if self.detect_s else None
-
-    @property
-    def flips_per_10_min(self) -> float | None:
-        return self.flips / self.steady_s * 600 if self.steady_s > 0 else None
 
 
 @dataclass
@@ -193,16 +163,16 @@ def evaluate(runs: Iterable[RunResult]) -> Evaluation:
             rule = _rule_of(_label_parts(label)[0])
             s = score(rule)
             if label in run.first_seen:
-                s.tp += 1
+                s.true_positives += 1
                 s.detect_s.append(max(0.0, run.first_seen[label] - run.onsets[label]))
             else:
-                s.fn += 1
+                s.misses += 1
                 misses.append(f"{run.scenario} seed {run.seed}: missed {label}")
         for key in run.first_seen:
             if key in expected:
                 continue
             rule = _rule_of(_label_parts(key)[0])
-            score(rule).fp += 1
+            score(rule).false_positives += 1
             false_alarms.append(
                 f"{run.scenario} seed {run.seed}: unexpected {key} at {run.first_seen[key]:.0f} s"
             )
@@ -232,7 +202,8 @@ def format_table(ev: Evaluation) -> str:
     for rule in sorted(ev.scores):
         s = ev.scores[rule]
         lines.append(
-            f"{rule:<20} {s.tp:>4} {s.fp:>4} {s.fn:>4} {f(s.precision, '.2f'):>9} "
+            f"{rule:<20} {s.true_positives:>4} {s.false_positives:>4} {s.misses:>4} "
+            f"{f(s.precision, '.2f'):>9} "
             f"{f(s.recall, '.2f'):>7} {f(s.median_detect_s, '.0f') + ' s':>10} "
             f"{f(s.worst_detect_s, '.0f') + ' s':>9} {f(s.flips_per_10_min, '.2f'):>11}"
         )
