@@ -10,14 +10,18 @@ needs them, so the non-interactive paths stay light.
 :func:`main` ends every command quietly when the user stops it (Ctrl-C: exit
 130, as a shell reports a program killed by SIGINT) or when the reader of its
 output goes away (``gputop-hints --json | head -c 10``: exit 141, as for
-SIGPIPE), instead of printing a traceback.
+SIGPIPE), instead of printing a traceback. Whatever it writes to standard
+output and error shows control characters visibly (:class:`~gputop_hints.text.VisibleStream`):
+error messages quote file names and file contents that anybody may have written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from gputop_hints.cli.config import config_main
 from gputop_hints.cli.explain import explain_main
@@ -25,6 +29,7 @@ from gputop_hints.cli.monitor import monitor_main
 from gputop_hints.cli.record import record_main
 from gputop_hints.cli.replay import replay_main
 from gputop_hints.cli.report import report_main
+from gputop_hints.text import VisibleStream
 
 SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "config": config_main,
@@ -44,6 +49,13 @@ EXIT_READER_GONE = 141
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gputop-hints`` with ``argv`` (default: the process's); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    streams = (sys.stdout, sys.stderr)
+    # Output and error messages quote process names, file names, CSV headers and
+    # arguments: shown, never obeyed. (JSON escapes control characters itself.)
+    if sys.stdout is not None and not isinstance(sys.stdout, VisibleStream):
+        sys.stdout = VisibleStream(sys.stdout)
+    if sys.stderr is not None and not isinstance(sys.stderr, VisibleStream):
+        sys.stderr = VisibleStream(sys.stderr)
     try:
         if args and args[0] in SUBCOMMANDS:
             return SUBCOMMANDS[args[0]](args[1:])
@@ -53,6 +65,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _discard_standard_output()
         return EXIT_READER_GONE
+    finally:
+        _restore_streams(*streams)
+
+
+def _restore_streams(stdout: TextIO | None, stderr: TextIO | None) -> None:
+    """Put back the streams :func:`main` wrapped (tests call it in-process)."""
+    for name, original in (("stdout", stdout), ("stderr", stderr)):
+        current = getattr(sys, name)
+        if current is not original and isinstance(current, VisibleStream):
+            with contextlib.suppress(OSError, ValueError):
+                current.flush()
+            setattr(sys, name, original)
 
 
 def _discard_standard_output() -> None:

@@ -30,6 +30,7 @@ from gputop_hints.model import (
     snapshot_to_dict,
 )
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
+from gputop_hints.text import visible_lines
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
 
 JSON_SCHEMA_VERSION = 1
@@ -202,7 +203,9 @@ class Summary:
                 "A one-off summary shows the hints as they stand at the last tick, without "
                 "waiting to confirm them; the monitor confirms each over a few seconds."
             )
-        return "\n".join(out) + "\n"
+        # Command lines, user, host and GPU names come from outside: no raw control
+        # characters reach the terminal (gputop_hints.text).
+        return visible_lines("\n".join(out) + "\n")
 
     def _gpu_lines(self, gpu: GpuSample, width: int) -> list[str]:
         if gpu.lost:  # not unknown values: NVML says the GPU is gone

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from gputop_hints.hints.diagnoser import Diagnoser
@@ -47,6 +48,7 @@ from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
+from gputop_hints.text import visible, visible_lines
 from gputop_hints.tui import glyphs, partial_output
 from gputop_hints.tui.layout import choose_layout
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
@@ -205,6 +207,26 @@ class GputopApp(PlaybackControls):
         self._apply_layout()
         if self.autostart:
             self.start_sampling()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast; what it says may hold file names and library errors, so control
+        characters are shown visibly and, unless asked, square brackets are not
+        read as markup."""
+        super().notify(
+            visible_lines(message),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=markup,
+        )
 
     def _repaint_after_resume(self, _app: object) -> None:
         """Draw every cell again after Ctrl-Z and ``fg`` (SIGTSTP, SIGCONT).

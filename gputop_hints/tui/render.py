@@ -20,6 +20,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from gputop_hints.text import visible
 from gputop_hints.tui import glyphs
 
 GAP = " "
@@ -126,7 +127,11 @@ class Line:
         self.cells = 0
 
     def add(self, text: str, style: Style | None = None) -> Line:
-        """Append text made of single-cell characters (digits, blocks, ASCII)."""
+        """Append text made of single-cell characters (digits, blocks, ASCII).
+
+        Control characters (from a GPU name, a file's contents) are shown visibly,
+        never sent to the terminal (:func:`gputop_hints.text.visible`)."""
+        text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:
@@ -135,7 +140,9 @@ class Line:
         return self
 
     def add_text(self, text: str, style: Style | None = None) -> Line:
-        """Append text of any width (user names, command lines)."""
+        """Append text of any width (user names, command lines); control characters
+        are shown visibly, as in :meth:`add`."""
+        text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:

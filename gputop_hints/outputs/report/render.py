@@ -16,6 +16,7 @@ from gputop_hints import __version__
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.stats import PercentStats
+from gputop_hints.text import visible_lines
 from gputop_hints.units import human_bytes, human_rate
 
 REPORT_SCHEMA_VERSION = 1
@@ -123,7 +124,9 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
     if report.notes:
         out.append("Data quality:")
         out.extend(f"  - {n}" for n in report.notes)
-    return "\n".join(out).rstrip("\n") + "\n"
+    # File names, CSV headers and cells, command lines come from outside: no raw
+    # control characters reach the terminal (gputop_hints.text).
+    return visible_lines("\n".join(out).rstrip("\n") + "\n")
 
 
 def _heading(report: Report) -> list[str]:

@@ -26,6 +26,7 @@ from rich.cells import cell_len
 
 from gputop_hints.hints.findings import Finding
 from gputop_hints.model import GpuProcess
+from gputop_hints.text import visible
 from gputop_hints.tui.hint_text import fit_text, hint_text
 from gputop_hints.units import UNKNOWN, human_bytes, percent
 
@@ -75,7 +76,7 @@ HINT_WIDTH = 28
 
 COLUMNS: tuple[Column, ...] = (
     Column("pid", "PID", 7, lambda p, _: str(p.pid), "text", True, 0, lambda p, _: p.pid, False),
-    Column("user", "USER", 9, lambda p, _: (p.user or UNKNOWN)[:9], "muted", False, 3),
+    Column("user", "USER", 9, lambda p, _: visible(p.user or UNKNOWN)[:9], "muted", False, 3),
     Column(
         "gpu",
         "GPU",
