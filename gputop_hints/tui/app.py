@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.filter import Monochrome, NoColor
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
@@ -122,10 +123,15 @@ class GputopApp(PlaybackControls):
         so broken theme files are read, and reported, once. ``thresholds`` (from
         the user's YAML; None means the built-in defaults) drive the hints.
         ``start_paused``: a replay opens on its first tick and waits for ``space``."""
-        # Textual reads NO_COLOR itself (and greys everything out); we also switch
-        # to the monochrome theme so shapes, not hues, carry meaning.
+        # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
+        # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
         super().__init__()
+        if not self.color:
+            # no-color.org: no colour at all -- not Textual's greyscale, which still
+            # writes 256-colour greys. Bold, dim, reverse and underline stay.
+            self._filters = [f for f in self._filters if not isinstance(f, Monochrome)]
+            self._filters.append(NoColor())
         self.source = source
         self.interval_s = interval_s
         self.window_s = window_s

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import time
@@ -172,3 +173,26 @@ def _hostile_recording(tmp_path: Path) -> Path:
             writer.write(dataclasses.replace(snap, host=host, processes=(evil, *rest)))
     source.close()
     return path
+
+
+_COLOUR_SGR = re.compile(r"(^|;)(3[0-8]|4[0-8]|9[0-7]|10[0-7])(;|$)")
+"""An SGR parameter that sets a colour: 30-38/40-48 (basic, 256, truecolour), 90-107 (bright)."""
+
+
+@pytest.mark.parametrize(
+    ("env", "args"),
+    [({"NO_COLOR": "1"}, ()), ({}, ("--no-color",))],
+    ids=["NO_COLOR", "--no-color"],
+)
+def test_no_color_means_no_colour_sequences_at_all(
+    tmux: Tmux, env: dict[str, str], args: tuple[str, ...]
+) -> None:
+    """The demo under NO_COLOR or --no-color in tmux: not one colour SGR; attributes allowed."""
+    tmux.start([str(SCRIPT), "--demo", *args], width=120, height=40, env=env)
+    tmux.wait_for("PID")
+    tmux.wait_for("4200")  # a few ticks drawn: the process rows are there
+    sgr = re.findall(r"\x1b\[([0-9;]*)m", tmux.screen(escapes=True))
+    assert sgr, "tmux reported no attributes at all: the check would prove nothing"
+    assert [s for s in sgr if _COLOUR_SGR.search(s)] == []
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
