@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import events
-from textual.app import ComposeResult
+from textual.app import AutopilotCallbackType, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.filter import Monochrome, NoColor
 from textual.notifications import SeverityLevel
@@ -50,7 +50,7 @@ from gputop_hints.model import Snapshot
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
 from gputop_hints.text import visible, visible_lines
-from gputop_hints.tui import glyphs, partial_output
+from gputop_hints.tui import glyphs, input_decoding, partial_output
 from gputop_hints.tui.layout import choose_layout
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
 from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
@@ -308,6 +308,31 @@ class GputopApp(PlaybackControls):
         if message.error != self._last_error:
             self._last_error = message.error
             self.notify(f"Sampling failed: {message.error}", severity="error", timeout=8)
+
+    async def run_async(
+        self,
+        *,
+        headless: bool = False,
+        inline: bool = False,
+        inline_no_clear: bool = False,
+        mouse: bool = True,
+        size: tuple[int, int] | None = None,
+        auto_pilot: AutopilotCallbackType | None = None,
+    ) -> None:
+        """Run the app; while it runs, a byte of input that is not UTF-8 is shown as
+        U+FFFD instead of crashing the input thread (:mod:`.input_decoding`)."""
+        input_decoding.install()
+        try:
+            await super().run_async(
+                headless=headless,
+                inline=inline,
+                inline_no_clear=inline_no_clear,
+                mouse=mouse,
+                size=size,
+                auto_pilot=auto_pilot,
+            )
+        finally:
+            input_decoding.uninstall()
 
     def on_unmount(self) -> None:
         self.shutdown()

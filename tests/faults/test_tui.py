@@ -155,3 +155,19 @@ def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
     assert " SM " in screen
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0
+
+
+def test_escape_garbage_a_mouse_flood_and_a_stray_0xff_byte_never_crash(tmux: Tmux) -> None:
+    """Escape junk, 50 mouse reports and bytes 0xff 0xfe typed into the demo: it keeps running."""
+    tmux.start([str(SCRIPT), "--demo"], width=120, height=40)
+    tmux.wait_for("PID")
+    junk = bytes.fromhex("1b5b3c303b31303b31304d fffe 1b5b4d20 ffff")
+    tmux.run("send-keys", "-t", "t", "-H", *(f"{b:02x}" for b in junk))
+    mouse = [f"{b:02x}" for b in b"\x1b[<35;99;99M"]  # SGR mouse motion at 99,99
+    for _ in range(50):
+        tmux.run("send-keys", "-t", "t", "-H", *mouse)
+    tmux.keys("?")  # still reading keys: help opens
+    screen = tmux.wait_for("esc Back")
+    assert "UnicodeDecodeError" not in screen and "Traceback" not in screen
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
