@@ -32,7 +32,7 @@ import os
 import signal
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import events
 from textual.app import AutopilotCallbackType, ComposeResult
@@ -318,12 +318,12 @@ class GputopApp(PlaybackControls):
         mouse: bool = True,
         size: tuple[int, int] | None = None,
         auto_pilot: AutopilotCallbackType | None = None,
-    ) -> None:
-        """Run the app; while it runs, a byte of input that is not UTF-8 is shown as
+    ) -> Any:
+        """Run the app (its return value: what ``exit`` was given); while it runs, a byte of input that is not UTF-8 is shown as
         U+FFFD instead of crashing the input thread (:mod:`.input_decoding`)."""
         input_decoding.install()
         try:
-            await super().run_async(
+            return await super().run_async(
                 headless=headless,
                 inline=inline,
                 inline_no_clear=inline_no_clear,
