@@ -27,7 +27,6 @@ from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
     Row,
@@ -38,6 +37,7 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+from gputop_hints.units import MIB
 
 FORMAT = "dcgmi-dmon"
 LABEL = "dcgmi dmon"

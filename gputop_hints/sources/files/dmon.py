@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
     Row,
@@ -26,6 +25,7 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-dmon"
 

@@ -43,10 +43,10 @@ from gputop_hints.sources.files.stream import (
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "gpustat"
 LABEL = "gpustat"
-MIB = 2**20
 MAX_DOCUMENT = 4 * 1024 * 1024
 """A JSON document longer than this is dropped as malformed (bounded memory)."""
 

@@ -31,10 +31,10 @@ from gputop_hints.sources.files.stream import (
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-apps"
 LABEL = "nvidia-smi --query-compute-apps CSV"
-MIB = 2.0**20
 
 FIELDS = {
     "timestamp": "time",

@@ -19,7 +19,6 @@ from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._csvio import records
 from gputop_hints.sources.files._headerless import column_shapes, epoch_column, infer_headerless
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
     Row,
@@ -32,6 +31,7 @@ from gputop_hints.sources.files._table import (
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
 from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-csv"
 
@@ -150,7 +150,7 @@ def apply_mapping(
         if found is None:
             raise KeyError(f"--map {role}={spec}: no such column")
         pos, unit = found
-        scale = MIB
+        scale: float = MIB
         if unit is not None:
             scale = unit_scale.get(unit, v.BYTE_UNITS.get(unit, v.RATE_UNITS.get(unit, MIB)))
         label = header[pos] if header is not None and pos < len(header) else f"column {pos + 1}"

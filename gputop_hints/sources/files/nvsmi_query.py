@@ -33,11 +33,11 @@ from gputop_hints.sources.files.stream import (
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-query"
 LABEL = "nvidia-smi -q"
 BANNER = "NVSMI LOG"
-MIB = 2.0**20
 
 _REASONS = {
     "idle": "gpu_idle",

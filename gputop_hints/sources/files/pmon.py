@@ -27,10 +27,10 @@ from gputop_hints.sources.files._polls import ProcessRow
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_apps import stream_info
 from gputop_hints.sources.files.stream import note_bad_line
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-pmon"
 LABEL = "nvidia-smi pmon"
-MIB = 2.0**20
 
 
 @dataclass
