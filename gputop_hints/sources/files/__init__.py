@@ -23,6 +23,7 @@ from typing import Any
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import (
+    _csvio,
     dcgmi,
     dmon,
     generic_csv,
@@ -142,13 +143,13 @@ def _vram_constant(mapping: Mapping[str, str] | None) -> int | None:
 def _table_stream(
     path: Path,
     fmt: str,
-    plan: nvsmi_csv.CsvPlan | dmon.DmonPlan,
+    plan: _csvio.CsvPlan | dmon.DmonPlan,
     interval_s: float | None,
     mapping: Mapping[str, str] | None,
 ) -> ImportedStream:
     label = _LABELS[fmt]
     notes: list[str] = []
-    if isinstance(plan, nvsmi_csv.CsvPlan):
+    if isinstance(plan, _csvio.CsvPlan):
         shape = "with header" if plan.header is not None else "without header"
         if fmt == nvsmi_csv.FORMAT:
             shape += " and units" if plan.units else ""
@@ -157,7 +158,7 @@ def _table_stream(
         notes.append(f"{label} with columns {' '.join(plan.names)}")
         if mapping:
             notes.append("--map is not used for dmon (its header names every column)")
-    notes += plan.notes if isinstance(plan, nvsmi_csv.CsvPlan) else []
+    notes += plan.notes if isinstance(plan, _csvio.CsvPlan) else []
     roles = [c.role for c in plan.columns]
     timed = "time" in roles
     vram_total = _vram_constant(mapping)
@@ -185,7 +186,7 @@ def _table_stream(
         assembler = Assembler(info, interval, "unknown", detail)
         if isinstance(plan, dmon.DmonPlan):
             return dmon.read(source, plan, info, assembler)
-        return nvsmi_csv.read(
+        return _csvio.read_rows(
             source,
             plan,
             info,
@@ -310,7 +311,7 @@ def open_stream(
             generic_csv.FORMAT: generic_csv.sniff,
         }[fmt]
         plan = sniffer(head, mapping)
-        if isinstance(plan, nvsmi_csv.CsvPlan | dmon.DmonPlan):
+        if isinstance(plan, _csvio.CsvPlan | dmon.DmonPlan):
             return _table_stream(p, fmt, plan, interval_s, mapping)
         reasons.append(f"{fmt}: {plan}")
     raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))

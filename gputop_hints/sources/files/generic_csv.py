@@ -15,10 +15,10 @@ import re
 from collections.abc import Mapping
 
 from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._csvio import CsvPlan, apply_mapping, parse_sample, trim_trailing
 from gputop_hints.sources.files._table import Column
 from gputop_hints.sources.files._text import Head
 from gputop_hints.sources.files.mapping import constant_size
-from gputop_hints.sources.files.nvsmi_csv import CsvPlan, apply_mapping, parse_sample, trim_trailing
 from gputop_hints.units import MIB
 
 FORMAT = "csv"
