@@ -35,12 +35,18 @@ from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_PROCESSES,
+    METRIC_SM,
     METRIC_SUBSECOND,
+    METRIC_TEMPERATURE,
     METRIC_THROTTLE,
+    METRIC_VRAM,
     StreamInfo,
     note_bad_line,
 )
@@ -285,3 +291,13 @@ def open_gpustat(
             yield make(sample)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_gpustat,
+    metrics=frozenset({METRIC_SM, METRIC_VRAM, METRIC_TEMPERATURE, METRIC_POWER, METRIC_PROCESSES}),
+    docs="gpustat",
+)

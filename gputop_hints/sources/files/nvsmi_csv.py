@@ -11,25 +11,43 @@ column 0-100, which is taken as utilization.gpu.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
+from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._csvio import (
     CsvPlan,
     apply_mapping,
     parse_sample,
+    read_rows,
     split_simple,
     trim_trailing,
 )
 from gputop_hints.sources.files._headerless import column_shapes, epoch_column, infer_headerless
 from gputop_hints.sources.files._table import (
+    Assembler,
     Column,
     probe_interval,
 )
-from gputop_hints.sources.files._text import Head
+from gputop_hints.sources.files._tabular import table_stream
+from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+    StreamInfo,
+)
 from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-csv"
+LABEL = "nvidia-smi CSV"
 
 _REASONS = {
     "gpu_idle": "gpu_idle",
@@ -183,3 +201,43 @@ def nvsmi_reheader(cells: list[str]) -> list[Column] | None:
 
 def plan_interval(plan: CsvPlan) -> float | None:
     return probe_interval(plan.rows)
+
+
+def open_csv(
+    path: Path, plan: CsvPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a ``--query-gpu`` log: one snapshot per tick of rows."""
+    shape = "with header" if plan.header is not None else "without header"
+    shape += " and units" if plan.units else ""
+    notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
+
+    def rows(
+        source: TextSource, info: StreamInfo, assembler: Assembler, vram_total: int | None
+    ) -> Iterator[Snapshot]:
+        return read_rows(
+            source, plan, info, assembler, vram_total=vram_total, reheader=nvsmi_reheader
+        )
+
+    return table_stream(
+        path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows
+    )
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_csv,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_PCIE,
+            METRIC_THROTTLE,
+        }
+    ),
+    docs="nvidia-smi `--query-gpu` CSV",
+)

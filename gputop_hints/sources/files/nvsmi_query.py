@@ -28,7 +28,9 @@ from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
+    ALL_METRICS,
     METRIC_HOST_CPU,
     METRIC_SUBSECOND,
     StreamInfo,
@@ -314,3 +316,13 @@ def open_query(
             yield make(dump)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_query,
+    metrics=frozenset(ALL_METRICS) - {METRIC_HOST_CPU, METRIC_SUBSECOND},
+    docs="nvidia-smi -q",
+)
