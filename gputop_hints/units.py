@@ -9,6 +9,9 @@ _DECIMAL_RATE = ("B/s", "KB/s", "MB/s", "GB/s", "TB/s")
 
 UNKNOWN = "n/a"
 
+MIB = 2**20
+"""Bytes in a mebibyte: nvidia-smi's "MiB" (and the "MB" of dmon, pmon and gpustat)."""
+
 
 def human_bytes(value: float | None, unknown: str = UNKNOWN) -> str:
     """1536 -> '1.5KiB'; binary units, as nvidia-smi reports VRAM."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 from gputop_hints.sources.files import _values as v
-from gputop_hints.sources.files._table import MIB, Column
+from gputop_hints.sources.files._table import Column
+from gputop_hints.units import MIB
 
 _UUID_RE = re.compile(r"^(GPU|MIG)-[0-9a-fA-F-]{8,}$")
 _BUS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]$")

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 from gputop_hints.model import GpuProcess, GpuSample
 from gputop_hints.sources.files import _values as v
-
-MIB = 2**20
+from gputop_hints.units import MIB
 
 _NAME_ROW = re.compile(r"^\s*(\d{1,4})\s+(.*?)\s+(On|Off|WDDM|TCC|MCDM|N/A)\s*$")
 _BUS_CELL = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\b")

@@ -29,9 +29,6 @@ from gputop_hints.sources.files.stream import (
     note_bad_line,
 )
 
-MIB = 2.0**20
-
-
 ROLE_METRIC = {
     "sm": METRIC_SM,
     "mem": METRIC_MEMORY_ACCESS,

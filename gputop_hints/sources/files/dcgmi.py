@@ -27,7 +27,6 @@ from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
     Row,
@@ -37,7 +36,18 @@ from gputop_hints.sources.files._table import (
     parse_row,
 )
 from gputop_hints.sources.files._text import Head, TextSource
-from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_VRAM,
+    StreamInfo,
+    note_bad_line,
+)
+from gputop_hints.units import MIB
 
 FORMAT = "dcgmi-dmon"
 LABEL = "dcgmi dmon"
@@ -185,3 +195,22 @@ def open_dcgmi(
         yield from assemble(rows(), Assembler(info, interval, "unknown", detail))
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_dcgmi,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_PCIE,
+        }
+    ),
+    docs="dcgmi dmon",
+)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
     Row,
@@ -24,10 +25,23 @@ from gputop_hints.sources.files._table import (
     note_bad_cells,
     parse_row,
 )
+from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+    StreamInfo,
+)
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-dmon"
+LABEL = "nvidia-smi dmon"
 
 DMON_COLUMNS: dict[str, tuple[str, float]] = {
     "date": ("date", 1.0),
@@ -147,3 +161,41 @@ def read(
             yield row
 
     yield from assemble(rows(), assembler)
+
+
+def open_dmon(
+    path: Path, plan: DmonPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a dmon log: one snapshot per tick of rows."""
+    notes = [f"{LABEL} with columns {' '.join(plan.names)}"]
+    if mapping:
+        notes.append("--map is not used for dmon (its header names every column)")
+
+    def rows(
+        source: TextSource, info: StreamInfo, assembler: Assembler, _vram: int | None
+    ) -> Iterator[Snapshot]:
+        return read(source, plan, info, assembler)
+
+    return table_stream(
+        path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows
+    )
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_dmon,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_PCIE,
+            METRIC_THROTTLE,
+        }
+    ),
+    docs="nvidia-smi dmon",
+)

@@ -12,15 +12,37 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
+from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
-from gputop_hints.sources.files._table import MIB, Column
-from gputop_hints.sources.files._text import Head
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._csvio import (
+    CsvPlan,
+    apply_mapping,
+    parse_sample,
+    read_rows,
+    trim_trailing,
+)
+from gputop_hints.sources.files._table import Assembler, Column
+from gputop_hints.sources.files._tabular import table_stream
+from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.mapping import constant_size
-from gputop_hints.sources.files.nvsmi_csv import CsvPlan, apply_mapping, parse_sample, trim_trailing
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_VRAM,
+    StreamInfo,
+)
+from gputop_hints.units import MIB
 
 FORMAT = "csv"
+LABEL = "CSV"
 
 ALIASES: dict[str, str] = {}
 for _role, _names in {
@@ -182,3 +204,39 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     if data and not plan.rows:
         return "no data row parses"
     return plan
+
+
+def open_generic(
+    path: Path, plan: CsvPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a hand-made CSV: one snapshot per tick of rows."""
+    shape = "with header" if plan.header is not None else "without header"
+    notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
+
+    def rows(
+        source: TextSource, info: StreamInfo, assembler: Assembler, vram_total: int | None
+    ) -> Iterator[Snapshot]:
+        return read_rows(source, plan, info, assembler, vram_total=vram_total, reheader=None)
+
+    return table_stream(
+        path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows
+    )
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_generic,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_PCIE,
+        }
+    ),
+    docs="Generic CSV",
+)

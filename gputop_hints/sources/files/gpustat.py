@@ -31,22 +31,29 @@ from typing import Any
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_PROCESSES,
+    METRIC_SM,
     METRIC_SUBSECOND,
+    METRIC_TEMPERATURE,
     METRIC_THROTTLE,
+    METRIC_VRAM,
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "gpustat"
 LABEL = "gpustat"
-MIB = 2**20
 MAX_DOCUMENT = 4 * 1024 * 1024
 """A JSON document longer than this is dropped as malformed (bounded memory)."""
 
@@ -230,13 +237,8 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> GpustatPlan | str:
         return GpustatPlan(True, [from_json(d) for d in found])
     if not any(_GPU_LINE.match(line.strip()) for line in lines[:8]):
         return "no '[0] NAME | 45°C, 95 % | 20000 / 81920 MB |' gpustat line"
-    plan = GpustatPlan(False)
     reader = TextReader(lambda *_: None)
-    for number, line in enumerate(head.lines, start=1):
-        done = reader.feed(number, line)
-        if done is not None:
-            plan.samples.append(done)
-    return plan
+    return GpustatPlan(False, list(drive(reader, enumerate(head.lines, start=1), finish=False)))
 
 
 def open_gpustat(
@@ -285,13 +287,17 @@ def open_gpustat(
             for _number, doc in json_documents(source.lines(), bad):
                 yield make(from_json(doc))
             return
-        text = TextReader(bad)
-        for number, line in source.lines():
-            done = text.feed(number, line)
-            if done is not None:
-                yield make(done)
-        last = text.finish()
-        if last is not None:
-            yield make(last)
+        for sample in drive(TextReader(bad), source.lines()):
+            yield make(sample)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_gpustat,
+    metrics=frozenset({METRIC_SM, METRIC_VRAM, METRIC_TEMPERATURE, METRIC_POWER, METRIC_PROCESSES}),
+    docs="gpustat",
+)

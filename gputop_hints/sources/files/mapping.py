@@ -117,3 +117,9 @@ def resolve(spec: str, headers: list[str] | None, ncols: int) -> tuple[int, str 
             if 0 <= pos < ncols:
                 return pos, unit
     return None
+
+
+def vram_constant(mapping: Mapping[str, str] | None) -> int | None:
+    """The ``vram_total=SIZE`` constant of a --map, in bytes (None when not given)."""
+    spec = normalise(mapping).get("vram_total")
+    return None if spec is None else constant_size(spec)

@@ -19,13 +19,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from gputop_hints.model import GpuProcess, Snapshot
+from gputop_hints.sources.files.registry import PROCESS_FORMATS, open_stream
 from gputop_hints.sources.files.stream import (
     METRIC_PROCESSES,
     SnapshotStream,
     UnrecognisedFormat,
 )
-
-PROCESS_FORMATS = ("nvidia-smi-apps", "nvidia-smi-pmon")
 
 
 class MergedStream:
@@ -103,12 +102,10 @@ def open_streams(
 ) -> SnapshotStream:
     """Open one log, or a GPU log and a per-process log of the same run as one stream.
 
-    With one path this is :func:`~gputop_hints.sources.files.open_stream`. With two,
+    With one path this is :func:`~gputop_hints.sources.files.registry.open_stream`. With two,
     one must be a per-process log (compute-apps or pmon) and the other a GPU log;
     ``format`` and ``mapping`` apply to the GPU log. Raises UnrecognisedFormat when
     the pair is not of that shape."""
-    from gputop_hints.sources.files import open_stream
-
     if len(paths) == 1:
         return open_stream(paths[0], format=format, interval_s=interval_s, mapping=mapping)
     if len(paths) != 2:

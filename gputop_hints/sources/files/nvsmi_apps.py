@@ -25,16 +25,17 @@ from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._polls import ProcessRow
 from gputop_hints.sources.files._table import median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
     ALL_METRICS,
     METRIC_PROCESSES,
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-apps"
 LABEL = "nvidia-smi --query-compute-apps CSV"
-MIB = 2.0**20
 
 FIELDS = {
     "timestamp": "time",
@@ -187,3 +188,14 @@ def open_apps(
         yield from _polls.snapshots(_polls.polls(rows(), tolerance), info, interval, detail)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_apps,
+    metrics=frozenset({METRIC_PROCESSES}),
+    docs="Per-process logs: --query-compute-apps and pmon",
+    per_process=True,
+)

@@ -11,29 +11,43 @@ column 0-100, which is taken as utilization.gpu.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
-from gputop_hints.sources.files._csvio import records
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._csvio import (
+    CsvPlan,
+    apply_mapping,
+    parse_sample,
+    read_rows,
+    split_simple,
+    trim_trailing,
+)
 from gputop_hints.sources.files._headerless import column_shapes, epoch_column, infer_headerless
 from gputop_hints.sources.files._table import (
-    MIB,
     Assembler,
     Column,
-    Row,
-    assemble,
-    bad,
-    note_bad_cells,
-    parse_row,
     probe_interval,
 )
+from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
-from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_THROTTLE,
+    METRIC_VRAM,
+    StreamInfo,
+)
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-csv"
+LABEL = "nvidia-smi CSV"
 
 _REASONS = {
     "gpu_idle": "gpu_idle",
@@ -87,27 +101,6 @@ _FIELD_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
 _HEADER_CELL_RE = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(?:\[([^\]]*)\])?\s*$")
 
 
-@dataclass
-class CsvPlan:
-    columns: list[Column]
-    ncols: int
-    header: list[str] | None
-    delimiter: str = ","
-    notes: list[str] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)
-    units: bool = False
-
-
-def split_simple(line: str, delimiter: str = ",") -> list[str]:
-    return [c.strip() for c in line.split(delimiter)]
-
-
-def trim_trailing(cells: list[str], ncols: int) -> list[str]:
-    while len(cells) > ncols and not cells[-1].strip():
-        cells.pop()
-    return cells
-
-
 def header_columns(cells: list[str]) -> tuple[list[Column], bool] | None:
     """Columns from an nvidia-smi header line; None when it is not one."""
     columns: list[Column] = []
@@ -132,32 +125,6 @@ def header_columns(cells: list[str]) -> tuple[list[Column], bool] | None:
     if known == 0:
         return None
     return columns, units
-
-
-def apply_mapping(
-    columns: list[Column],
-    mapping: Mapping[str, str] | None,
-    header: list[str] | None,
-    ncols: int,
-    unit_scale: Mapping[str, float],
-) -> tuple[list[Column], list[str]]:
-    """Put --map entries over the guessed columns. Returns (columns, notes)."""
-    notes: list[str] = []
-    for role, spec in normalise(mapping).items():
-        if role == "vram_total" and constant_size(spec) is not None:
-            continue  # a constant, applied by the stream
-        found = resolve(spec, header, ncols)
-        if found is None:
-            raise KeyError(f"--map {role}={spec}: no such column")
-        pos, unit = found
-        scale = MIB
-        if unit is not None:
-            scale = unit_scale.get(unit, v.BYTE_UNITS.get(unit, v.RATE_UNITS.get(unit, MIB)))
-        label = header[pos] if header is not None and pos < len(header) else f"column {pos + 1}"
-        columns = [c for c in columns if c.role != role and c.position != pos]
-        columns.append(Column(pos, role, scale, label))
-        notes.append(f"--map {role}={spec}")
-    return columns, notes
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
@@ -225,19 +192,6 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     return plan
 
 
-def parse_sample(data: list[list[str]], columns: list[Column], first_line: int) -> list[Row]:
-    """Rows of the sniffed head that parse (for the interval and GPU count)."""
-    parsed = (_try_row(cells, columns, n) for n, cells in enumerate(data, start=first_line))
-    return [row for row in parsed if row is not None]
-
-
-def _try_row(cells: list[str], columns: list[Column], line: int) -> Row | None:
-    try:
-        return parse_row(cells, columns, line)
-    except v.CellError:
-        return None
-
-
 def nvsmi_reheader(cells: list[str]) -> list[Column] | None:
     if not cells or not cells[0][:1].isalpha():
         return None
@@ -245,51 +199,45 @@ def nvsmi_reheader(cells: list[str]) -> list[Column] | None:
     return None if found is None else found[0]
 
 
-def read(
-    source: TextSource,
-    plan: CsvPlan,
-    info: StreamInfo,
-    assembler: Assembler,
-    vram_total: int | None = None,
-    reheader: Callable[[list[str]], list[Column] | None] | None = nvsmi_reheader,
-) -> Iterator[Snapshot]:
-    def rows() -> Iterator[Row]:
-        columns = plan.columns
-        ncols = plan.ncols
-        header_norm = [h.lower() for h in plan.header] if plan.header else None
-        skipped_header = plan.header is None
-        for line, cells in records(source.lines(), plan.delimiter, lambda n, r: bad(info, n, r)):
-            cells = trim_trailing([c.strip() for c in cells], ncols)
-            if not any(cells):
-                continue
-            if not skipped_header:
-                skipped_header = True
-                if [c.lower() for c in cells] == header_norm:
-                    continue
-            if header_norm is not None and [c.lower() for c in cells] == header_norm:
-                continue  # the header repeated mid-file (logs appended with >>)
-            again = reheader(cells) if reheader is not None else None
-            if again is not None:
-                if plan.header is not None:  # a different query appended: follow it
-                    columns = again
-                    ncols = len(cells)
-                    header_norm = [c.lower() for c in cells]
-                continue
-            if len(cells) != ncols:
-                bad(info, line, f"expected {ncols} fields, found {len(cells)}")
-                continue
-            try:
-                row = parse_row(cells, columns, line)
-            except v.CellError as exc:
-                bad(info, line, str(exc))
-                continue
-            note_bad_cells(info, row)
-            if vram_total is not None and row.fields.get("vram_total") is None:
-                row.fields["vram_total"] = vram_total
-            yield row
-
-    yield from assemble(rows(), assembler)
-
-
 def plan_interval(plan: CsvPlan) -> float | None:
     return probe_interval(plan.rows)
+
+
+def open_csv(
+    path: Path, plan: CsvPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a ``--query-gpu`` log: one snapshot per tick of rows."""
+    shape = "with header" if plan.header is not None else "without header"
+    shape += " and units" if plan.units else ""
+    notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
+
+    def rows(
+        source: TextSource, info: StreamInfo, assembler: Assembler, vram_total: int | None
+    ) -> Iterator[Snapshot]:
+        return read_rows(
+            source, plan, info, assembler, vram_total=vram_total, reheader=nvsmi_reheader
+        )
+
+    return table_stream(
+        path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows
+    )
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_csv,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_PCIE,
+            METRIC_THROTTLE,
+        }
+    ),
+    docs="nvidia-smi `--query-gpu` CSV",
+)

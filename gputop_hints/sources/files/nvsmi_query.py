@@ -24,20 +24,23 @@ from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
+    ALL_METRICS,
     METRIC_HOST_CPU,
     METRIC_SUBSECOND,
     StreamInfo,
     note_bad_line,
 )
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-query"
 LABEL = "nvidia-smi -q"
 BANNER = "NVSMI LOG"
-MIB = 2.0**20
 
 _REASONS = {
     "idle": "gpu_idle",
@@ -217,16 +220,8 @@ class QueryReader:
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> QueryPlan | str:
     if not any(BANNER in line and line.lstrip().startswith("=") for line in head.lines[:20]):
         return "no '====NVSMI LOG====' banner"
-    plan = QueryPlan()
     reader = QueryReader(lambda _n, _r: None)
-    for number, line in enumerate(head.lines, start=1):
-        done = reader.feed(number, line)
-        if done is not None:
-            plan.dumps.append(done)
-    last = reader.finish()
-    if last is not None:
-        plan.dumps.append(last)
-    return plan
+    return QueryPlan(list(drive(reader, enumerate(head.lines, start=1))))
 
 
 def _snapshot(
@@ -317,12 +312,17 @@ def open_query(
                 info.gpu_count = len(dump.gpus)
             return _snapshot(dump, clock.next(dump.timestamp), interval, host, detail)
 
-        for number, line in source.lines():
-            done = dumps.feed(number, line)
-            if done is not None:
-                yield make(done)
-        last = dumps.finish()
-        if last is not None:
-            yield make(last)
+        for dump in drive(dumps, source.lines()):
+            yield make(dump)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_query,
+    metrics=frozenset(ALL_METRICS) - {METRIC_HOST_CPU, METRIC_SUBSECOND},
+    docs="nvidia-smi -q",
+)

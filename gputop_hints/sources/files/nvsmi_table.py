@@ -23,18 +23,24 @@ from pathlib import Path
 from gputop_hints.model import HostSample, Snapshot
 from gputop_hints.sources.files import _nvsmi_rows as rows
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._nvsmi_parser import TableReader
 from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
+    METRIC_POWER,
     METRIC_PROCESSES,
+    METRIC_SM,
     METRIC_SUBSECOND,
+    METRIC_TEMPERATURE,
     METRIC_THROTTLE,
+    METRIC_VRAM,
     StreamInfo,
     note_bad_line,
 )
@@ -67,10 +73,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> TablePlan | str:
     plan = TablePlan(titles=titles)
     plan.expect_processes = any("| Processes:" in line for line in head.lines)
     reader = TableReader(lambda _n, _r: None, expect_processes=plan.expect_processes)
-    for number, line in enumerate(head.lines, start=1):
-        done = reader.feed(number, line)
-        if done is not None:
-            plan.snapshots.append(done)
+    plan.snapshots = list(drive(reader, enumerate(head.lines, start=1), finish=False))
     return plan
 
 
@@ -176,12 +179,17 @@ def open_table(
         tables = TableReader(
             lambda n, r: note_bad_line(info, n, r), expect_processes=plan.expect_processes
         )
-        for number, line in source.lines():
-            done = tables.feed(number, line)
-            if done is not None:
-                yield maker.make(done)
-        last = tables.finish()
-        if last is not None:
-            yield maker.make(last)
+        for table in drive(tables, source.lines()):
+            yield maker.make(table)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_table,
+    metrics=frozenset({METRIC_SM, METRIC_VRAM, METRIC_TEMPERATURE, METRIC_POWER, METRIC_PROCESSES}),
+    docs="Plain nvidia-smi tables",
+)

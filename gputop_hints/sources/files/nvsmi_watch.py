@@ -25,7 +25,16 @@ from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
 from gputop_hints.sources.files._terminal import Screen
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_table import SnapshotMaker, stream_info
-from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_POWER,
+    METRIC_PROCESSES,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_VRAM,
+    StreamInfo,
+    note_bad_line,
+)
 
 FORMAT = "nvidia-smi-watch"
 LABEL = "watch nvidia-smi capture"
@@ -156,3 +165,13 @@ def _update(info: StreamInfo, counts: dict[str, int], screen: Screen) -> None:
     info.header["frames"] = counts["frames"]
     info.header["incomplete_frames"] = counts["incomplete"]
     info.header["noise_characters"] = screen.noise
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_watch,
+    metrics=frozenset({METRIC_SM, METRIC_VRAM, METRIC_TEMPERATURE, METRIC_POWER, METRIC_PROCESSES}),
+    docs="watch captures",
+)

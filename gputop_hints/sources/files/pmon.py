@@ -26,11 +26,15 @@ from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._polls import ProcessRow
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_apps import stream_info
-from gputop_hints.sources.files.stream import note_bad_line
+from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.stream import (
+    METRIC_PROCESSES,
+    note_bad_line,
+)
+from gputop_hints.units import MIB
 
 FORMAT = "nvidia-smi-pmon"
 LABEL = "nvidia-smi pmon"
-MIB = 2.0**20
 
 
 @dataclass
@@ -126,3 +130,14 @@ def open_pmon(
         yield from _polls.snapshots(_polls.polls(rows(), tolerance), info, interval, detail)
 
     return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_pmon,
+    metrics=frozenset({METRIC_PROCESSES}),
+    docs="Per-process logs: --query-compute-apps and pmon",
+    per_process=True,
+)

@@ -27,12 +27,17 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files._values import epoch_number
+from gputop_hints.sources.files.mapping import vram_constant
+from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.sources.files.stream import (
     ALL_METRICS,
     METRIC_HOST_CPU,
@@ -46,6 +51,7 @@ from gputop_hints.sources.files.stream import (
 )
 
 FORMAT = "wandb"
+LABEL = "W&B system metrics"
 
 _GPU_KEY = re.compile(r"^system\.gpu\.(\d{1,4})\.([A-Za-z_]+)$")
 _CPU_KEY = re.compile(r"^system\.cpu\.(\d{1,4})\.cpu_percent$")
@@ -257,3 +263,59 @@ def read(
             source="replay",
             source_detail=detail,
         )
+
+
+def open_wandb(
+    path: Path, plan: WandbPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a ``wandb-events.jsonl``: one snapshot per line."""
+    notes = [f"W&B system metrics, {plan.gpu_count} GPU(s)"]
+    vram_total = vram_constant(mapping)
+    interval = choose_interval(plan_interval(plan), interval_s, notes, bool(plan.times))
+    if "memoryAllocated" in plan.keys and "memoryAllocatedBytes" not in plan.keys:
+        if vram_total is None:
+            notes.append(
+                "VRAM only as a share (memoryAllocated %): bytes unknown, see "
+                "header['vram_allocated_percent']; give --map vram_total=SIZE for bytes"
+            )
+        else:
+            notes.append(f"VRAM bytes from memoryAllocated % of {vram_total} bytes (given)")
+    if not plan.per_core:
+        notes.append(
+            "host CPU per core unknown (system.cpu is one number: see header['system_cpu_percent'])"
+        )
+    info = StreamInfo(
+        path=str(path),
+        format=FORMAT,
+        interval_s=interval,
+        hostname=None,
+        gpu_count=plan.gpu_count,
+        missing=missing(plan, vram_total is not None),
+        detail="; ".join(notes),
+        header={},
+    )
+    detail = f"{LABEL}: {path.name}"
+
+    def reader(source: TextSource) -> Iterator[Snapshot]:
+        return read(source, info, interval, detail, vram_total)
+
+    return ImportedStream(path, info, reader)
+
+
+SPEC = FormatSpec(
+    id=FORMAT,
+    label=LABEL,
+    sniff=sniff,
+    open=open_wandb,
+    metrics=frozenset(
+        {
+            METRIC_SM,
+            METRIC_MEMORY_ACCESS,
+            METRIC_VRAM,
+            METRIC_TEMPERATURE,
+            METRIC_POWER,
+            METRIC_HOST_CPU,
+        }
+    ),
+    docs="Weights & Biases",
+)

@@ -1,0 +1,63 @@
+"""The stream of a tabular log (dmon, nvidia-smi CSV, generic CSV) from its plan.
+
+The front ends say what the file is (the first notes) and how to read its rows
+(``read``); this module works out the interval, the GPU count and what is
+missing, and hands out the :class:`~._base.ImportedStream`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._interval import choose_interval
+from gputop_hints.sources.files._table import Assembler, Column, Row, missing_for, probe_interval
+from gputop_hints.sources.files._text import TextSource
+from gputop_hints.sources.files.mapping import vram_constant
+from gputop_hints.sources.files.stream import StreamInfo
+
+RowReader = Callable[[TextSource, StreamInfo, Assembler, int | None], Iterator[Snapshot]]
+"""(source, info, assembler, the --map vram_total constant) -> snapshots."""
+
+
+def table_stream(
+    path: Path,
+    fmt: str,
+    label: str,
+    columns: Sequence[Column],
+    rows: Sequence[Row],
+    notes: list[str],
+    interval_s: float | None,
+    mapping: Mapping[str, str] | None,
+    read: RowReader,
+) -> ImportedStream:
+    """``notes`` start the detail line (what the file is); the rest is added here."""
+    roles = [c.role for c in columns]
+    timed = "time" in roles
+    vram_total = vram_constant(mapping)
+    if vram_total is not None:
+        roles.append("vram_total")
+        notes.append(f"VRAM total {vram_total} bytes (given)")
+    interval = choose_interval(probe_interval(rows), interval_s, notes, timed)
+    keys = {r.key for r in rows}
+    gpu_count = max(1, len(keys)) if rows else None
+    if "pcie_gen" in roles and "pcie_rx" not in roles:
+        notes.append("PCIe link generation/width known, throughput not")
+    info = StreamInfo(
+        path=str(path),
+        format=fmt,
+        interval_s=interval,
+        hostname=None,
+        gpu_count=gpu_count,
+        missing=missing_for(roles),
+        detail="; ".join(notes),
+        header={"columns": {c.label: c.role for c in columns}},
+    )
+    detail = f"{label}: {path.name}"
+
+    def reader(source: TextSource) -> Iterator[Snapshot]:
+        return read(source, info, Assembler(info, interval, "unknown", detail), vram_total)
+
+    return ImportedStream(path, info, reader)

@@ -1,0 +1,96 @@
+"""Every format the importers read, in detection order, and :func:`open_stream`.
+
+One :class:`~.spec.FormatSpec` per format, from the ``SPEC`` at the end of each
+reader module. Everything that lists formats is derived from :data:`ALL_FORMATS`:
+the ``--format`` names, the labels, the per-process formats ``open_streams``
+pairs with a GPU log, and the "Tried:" list of :class:`UnrecognisedFormat`.
+Adding a format: docs/import.md, "Adding a format".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from gputop_hints.sources.files import (
+    dcgmi,
+    dmon,
+    generic_csv,
+    gpustat,
+    nvsmi_apps,
+    nvsmi_csv,
+    nvsmi_query,
+    nvsmi_table,
+    nvsmi_watch,
+    pmon,
+    recording_format,
+    wandb,
+)
+from gputop_hints.sources.files._text import Head
+from gputop_hints.sources.files.mapping import normalise
+from gputop_hints.sources.files.spec import FormatSpec, matched
+from gputop_hints.sources.files.stream import SnapshotStream, UnrecognisedFormat
+
+ALL_FORMATS: tuple[FormatSpec, ...] = (
+    recording_format.SPEC,
+    wandb.SPEC,
+    dmon.SPEC,
+    nvsmi_table.SPEC,
+    nvsmi_watch.SPEC,
+    nvsmi_query.SPEC,
+    pmon.SPEC,
+    nvsmi_apps.SPEC,
+    dcgmi.SPEC,
+    gpustat.SPEC,
+    nvsmi_csv.SPEC,
+    generic_csv.SPEC,
+)
+"""The order content sniffing tries them: the stricter shapes before the looser."""
+
+BY_ID: dict[str, FormatSpec] = {spec.id: spec for spec in ALL_FORMATS}
+FORMATS: tuple[str, ...] = tuple(BY_ID)
+"""Format names for ``format=`` / ``--format``, in detection order."""
+LABELS: dict[str, str] = {spec.id: spec.label for spec in ALL_FORMATS}
+PROCESS_FORMATS: frozenset[str] = frozenset(s.id for s in ALL_FORMATS if s.per_process)
+"""Per-process logs: read together with a GPU log of the same run by ``open_streams``."""
+
+
+def open_stream(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    interval_s: float | None = None,
+    mapping: Mapping[str, str] | None = None,
+) -> SnapshotStream:
+    """Open a log as a :class:`SnapshotStream`, recognising its format by content.
+
+    ``format`` forces one of :data:`FORMATS`; ``interval_s`` sets the sampling
+    interval (needed when the file has no timestamps; overrides the measured one
+    otherwise); ``mapping`` is the parsed ``--map`` (see
+    :func:`~gputop_hints.sources.files.mapping.parse_mapping`). Raises
+    :class:`UnrecognisedFormat` listing every format tried and why each said no,
+    :class:`MappingError` for a malformed mapping, ``OSError`` when the file
+    cannot be opened."""
+    p = Path(path)
+    if format is not None and format not in BY_ID:
+        raise UnrecognisedFormat(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    normalise(mapping)  # fail early on unknown keys
+    head = Head(p)
+    candidates = ALL_FORMATS if format is None else (BY_ID[format],)
+    if not head.nonblank:
+        why = "empty file" if head.size == 0 else "no text in the file"
+        raise UnrecognisedFormat(f"{p}: {why}")
+    binary = head.looks_binary()
+    if binary is not None:
+        raise UnrecognisedFormat(
+            f"{p}: not a text log ({binary}); tried "
+            + ", ".join(spec.id for spec in candidates)
+            + ": none reads binary data"
+        )
+    reasons: list[str] = []
+    for spec in candidates:
+        plan = spec.sniff(head, mapping)
+        if matched(plan):
+            return spec.open(p, plan, interval_s, mapping)
+        reasons.append(f"{spec.id}: {plan}")
+    raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))
