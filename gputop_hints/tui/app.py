@@ -319,8 +319,9 @@ class GputopApp(PlaybackControls):
         size: tuple[int, int] | None = None,
         auto_pilot: AutopilotCallbackType | None = None,
     ) -> Any:
-        """Run the app (its return value: what ``exit`` was given); while it runs, a byte of input that is not UTF-8 is shown as
-        U+FFFD instead of crashing the input thread (:mod:`.input_decoding`)."""
+        """Run the app and return what ``exit`` was given. While it runs, a byte of
+        input that is not UTF-8 is shown as U+FFFD instead of crashing the input
+        thread (:mod:`.input_decoding`)."""
         input_decoding.install()
         try:
             return await super().run_async(
