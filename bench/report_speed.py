@@ -30,7 +30,7 @@ from pathlib import Path
 CHILD = """
 import json, resource, sys, time
 from gputop_hints.outputs.report import build_report, report_text
-from gputop_hints.sources.files.recording import open_recording
+from gputop_hints.recording.reader import open_recording
 stride = None if sys.argv[2] == "auto" else int(sys.argv[2])
 t0 = time.perf_counter(); c0 = time.process_time()
 stream = open_recording(sys.argv[1])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gputop_hints.model import JobInfo
     from gputop_hints.sources import Source
-    from gputop_hints.sources.files.stream import SnapshotStream
+    from gputop_hints.streams import SnapshotStream
 
 
 def open_source(args: argparse.Namespace) -> Source:
@@ -76,7 +76,7 @@ def open_input(args: argparse.Namespace) -> SnapshotStream:
 def input_errors() -> tuple[type[BaseException], ...]:
     """What opening FILE or its config can raise that is the user's to fix (exit 2)."""
     from gputop_hints.hints.config import ConfigError
-    from gputop_hints.sources.files.stream import UnrecognisedFormat
+    from gputop_hints.streams import UnrecognisedFormat
 
     return (UnrecognisedFormat, ConfigError, ValueError, OSError)
 

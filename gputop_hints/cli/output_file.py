@@ -63,7 +63,7 @@ def _check_one(path: Path, *, force: bool) -> None:
 def _is_recording(path: Path) -> bool:
     """Whether ``path`` starts like a recording; a file that cannot be read is not one."""
     # Imported here: the file readers are not needed by every gputop-hints command.
-    from gputop_hints.sources.files.recording import looks_like_recording
+    from gputop_hints.recording.reader import looks_like_recording
 
     try:
         with open(path, "rb") as f:

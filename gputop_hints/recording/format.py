@@ -271,7 +271,8 @@ def valid_tick(value: Any) -> bool:
 _NO_RECORD: Mapping[str, Any] = {}
 
 
-def _decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
+def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
+    """A GPU's per-tick columns back into a GpuSample, with its static record."""
     flat = g[G_SAMPLES]
     throttle = g[G_THROTTLE]
     return GpuSample(
@@ -348,7 +349,7 @@ def decode_tick(
         timestamp=tick[T_TIMESTAMP],
         interval_s=meta.get("interval_s") or 1.0,
         host=host,
-        gpus=tuple(_decode_gpu(g, gpus.get(g[G_INDEX], _NO_RECORD)) for g in tick[T_GPUS]),
+        gpus=tuple(decode_gpu(g, gpus.get(g[G_INDEX], _NO_RECORD)) for g in tick[T_GPUS]),
         processes=tuple(
             _decode_process(p, processes.get((p[P_PID], p[P_GPU]), _NO_RECORD), worker_names)
             for p in tick[T_PROCESSES]

@@ -9,10 +9,11 @@ the controls (pause is the sampler's; :meth:`step`, :meth:`seek`,
 lock keeps the two apart. After a seek the caller should start a fresh
 History: time jumps.
 
-Memory stays constant: for a plain recording a sparse index of (timestamp,
-byte offset, decoder state) is kept every :data:`INDEX_EVERY` ticks as the file
-is read, and a seek resumes from the nearest entry before the target; a gzip
-file cannot be entered in the middle, so a seek re-opens it and skips forward.
+Memory stays constant: for a stream whose fast paths are seekable
+(:class:`~gputop_hints.streams.FastPaths`; a plain recording) a sparse index of
+(timestamp, position) is kept every :data:`INDEX_EVERY` ticks as the file is
+read, and a seek resumes from the nearest entry before the target; any other
+stream (a gzip file, an imported log) is re-opened and skipped forward.
 
 Snapshots come back with ``source="replay"`` and a ``source_detail`` naming the
 file and the original source, so views can show a REPLAY badge.
@@ -23,23 +24,16 @@ No Textual here.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import os
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sources.files.recording import (
-    DecoderState,
-    LazyTick,
-    RecordingStream,
-    open_recording,
-)
-from gputop_hints.sources.files.stream import SnapshotStream
+from gputop_hints.recording.reader import open_recording
+from gputop_hints.streams import SnapshotStream, SnapshotTick, TickView, fast_paths
 
 MIN_SPEED = 1.0
 MAX_SPEED = 64.0
@@ -81,12 +75,14 @@ class ReplaySource:
         self.speed = speed
         self._stream: SnapshotStream = self._factory()
         self.info = self._stream.info
-        self._recording = isinstance(self._stream, RecordingStream) and not self._stream.gzip
+        fast = fast_paths(self._stream)
+        self._seekable = fast is not None and fast.seekable
+        """Whether a seek can resume at a remembered position (a plain recording)."""
         self._index_times: list[float] = []
-        self._index: list[tuple[int, int, DecoderState]] = []
+        self._index: list[object] = []
         self._since_index = 0
-        self._iter: Iterator[tuple[float, Any]] = self._entries(None)
-        self._pending: tuple[float, Any] | None = None
+        self._iter: Iterator[tuple[float, TickView]] = self._entries(None)
+        self._pending: tuple[float, TickView] | None = None
         self._last: Snapshot | None = None
         self._at_end = False
         first = self._peek()
@@ -160,9 +156,9 @@ class ReplaySource:
         """Make the next ``sample()`` return the first tick at or after ``timestamp``
         (the last tick when ``timestamp`` is past the end)."""
         with self._lock:
-            start: tuple[int, int, DecoderState] | None = None
+            start: object | None = None
             entry_time = -math.inf
-            if self._recording and self._index_times:
+            if self._seekable and self._index_times:
                 i = bisect.bisect_right(self._index_times, timestamp) - 1
                 if i >= 0:
                     start, entry_time = self._index[i], self._index_times[i]
@@ -171,7 +167,7 @@ class ReplaySource:
             if here is None or here > timestamp or (start is not None and entry_time > here):
                 self._restart(start)
             self._at_end = False
-            last: tuple[float, Any] | None = None
+            last: tuple[float, TickView] | None = None
             while (entry := self._peek()) is not None and entry[0] < timestamp:
                 last = entry
                 self._pending = None
@@ -188,35 +184,37 @@ class ReplaySource:
 
     # -- internals ---------------------------------------------------------------
 
-    def _restart(self, start: tuple[int, int, DecoderState] | None) -> None:
+    def _restart(self, start: object | None) -> None:
         self._stream.close()
         self._stream = self._factory()
         self._pending = None
         self._iter = self._entries(start)
 
-    def _entries(self, start: tuple[int, int, DecoderState] | None) -> Iterator[tuple[float, Any]]:
-        """(timestamp, LazyTick or Snapshot): cheap to skip, decoded only when played."""
+    def _entries(self, start: object | None) -> Iterator[tuple[float, TickView]]:
+        """(timestamp, tick): cheap to skip, decoded only when played."""
         stream = self._stream
-        if isinstance(stream, RecordingStream):
-            for lazy in stream.lazy_ticks(start):
-                if self._recording:
-                    self._remember(lazy.timestamp, (lazy.offset, lazy.line_no - 1, lazy.state))
-                yield lazy.timestamp, lazy
-        else:
+        fast = fast_paths(stream)
+        if fast is None:
             for snap in stream:
-                yield snap.timestamp, snap
-
-    def _remember(self, timestamp: float, where: tuple[int, int, DecoderState]) -> None:
-        if self._index_times and timestamp <= self._index_times[-1]:
+                yield snap.timestamp, SnapshotTick(snap)
             return
+        for tick in fast.lazy_ticks(start):
+            if self._seekable and self._wants_index_entry(tick.timestamp):
+                self._index_times.append(tick.timestamp)
+                self._index.append(tick.position())
+            yield tick.timestamp, tick
+
+    def _wants_index_entry(self, timestamp: float) -> bool:
+        """Every ``INDEX_EVERY``-th tick, moving forward in time, goes into the seek index."""
+        if self._index_times and timestamp <= self._index_times[-1]:
+            return False
         self._since_index += 1
         if self._index_times and self._since_index < INDEX_EVERY:
-            return
+            return False
         self._since_index = 0
-        self._index_times.append(timestamp)
-        self._index.append((where[0], where[1], where[2].copy()))
+        return True
 
-    def _peek(self) -> tuple[float, Any] | None:
+    def _peek(self) -> tuple[float, TickView] | None:
         if self._pending is None:
             self._pending = next(self._iter, None)
         return self._pending
@@ -227,29 +225,10 @@ class ReplaySource:
         return replace(snap, source="replay", source_detail=detail)
 
     def _tail_time(self) -> float | None:
-        """The last tick's timestamp, read from the end of a plain recording."""
-        if not self._recording or self.path is None:
-            return None
-        try:
-            with open(self.path, "rb") as f:
-                size = f.seek(0, os.SEEK_END)
-                f.seek(max(0, size - (1 << 20)))
-                tail = f.read()
-        except OSError:
-            return None
-        for line in reversed(tail.split(b"\n")):
-            if line[:1] != b"[":
-                continue
-            try:
-                value: Any = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(value, list) and value and isinstance(value[0], int | float):
-                return float(value[0])
-        return None
+        """The last tick's timestamp, when the stream can read it from the end."""
+        fast = fast_paths(self._stream)
+        return fast.last_timestamp() if fast is not None and self.path is not None else None
 
 
-def _decode(item: Any) -> Snapshot | None:
-    if isinstance(item, LazyTick):
-        return item.snapshot()
-    return item if isinstance(item, Snapshot) else None
+def _decode(item: TickView) -> Snapshot | None:
+    return item.snapshot()

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import count_ticks, open_recording
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import count_ticks, open_recording
 from tests.support.paths import REPO
 
 SAFETY_TIMEOUT_S = 30.0

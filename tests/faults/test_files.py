@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import MAX_LINE_BYTES, count_ticks
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import MAX_LINE_BYTES, count_ticks
 
 TICKS = 12
 

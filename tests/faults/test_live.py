@@ -22,9 +22,9 @@ from gputop_hints.history import History
 from gputop_hints.model import Snapshot, snapshot_from_dict, snapshot_to_dict
 from gputop_hints.outputs.summary import Summary
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import open_recording
 from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel

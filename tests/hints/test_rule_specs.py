@@ -25,7 +25,7 @@ from gputop_hints.hints.rules import (
     RuleSpec,
 )
 from gputop_hints.hints.thresholds import DEFAULTS_PATH, Thresholds
-from gputop_hints.sources.files.stream import ALL_METRICS
+from gputop_hints.streams import ALL_METRICS
 from tests.hints.windows import rule_tables
 from tests.support.paths import REPO
 

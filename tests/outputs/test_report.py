@@ -22,9 +22,9 @@ from gputop_hints.outputs.report import (
     report_text,
 )
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import open_recording
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import open_recording
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.streams import StreamInfo
 
 
 def record_demo(path: Path, scenario: str, n: int, **kwargs: float) -> list[Snapshot]:

@@ -17,10 +17,10 @@ import pytest
 
 from gputop_hints.model import Snapshot
 from gputop_hints.recording import FORMAT, RecordingWriter
+from gputop_hints.recording.reader import count_ticks, looks_like_recording, open_recording
 from gputop_hints.sampling.record import record
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import count_ticks, looks_like_recording, open_recording
-from gputop_hints.sources.files.stream import UnrecognisedFormat
+from gputop_hints.streams import UnrecognisedFormat
 from tests.support.paths import REPO
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gputop_hints.recording.reader import open_recording
 from gputop_hints.sampling.record import EXIT_RECORDED, paces_in_real_time, record
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import open_recording
 
 
 class FakeTime:

@@ -11,10 +11,10 @@ from gputop_hints.hints.engine import HintEngine
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import open_recording
 from gputop_hints.sources import Source
 from gputop_hints.sources import replay as replay_module
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.replay import ReplayEmpty, ReplaySource
 
 

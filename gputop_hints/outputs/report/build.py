@@ -2,8 +2,9 @@
 
 Everything is computed in constant memory:
 
-* **statistics** per GPU (:mod:`.stats`), read from the GPU columns of every
-  tick -- for a recording without decoding the rest of the line;
+* **statistics** per GPU (:mod:`.stats`), read from the GPU samples of every
+  tick -- for a stream with fast paths (a recording,
+  :class:`~gputop_hints.streams.FastPaths`) without decoding the rest of the line;
 * **hints "as if live"**: the real hints (a
   :class:`~gputop_hints.hints.diagnoser.Diagnoser`) with their time-based
   hysteresis, fed with full snapshots. On a long recording
@@ -21,8 +22,6 @@ No Textual here.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.hints.diagnoser import Diagnoser
@@ -32,14 +31,8 @@ from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.quality import GAP_FACTOR, quality_notes
 from gputop_hints.outputs.report.stats import GpuTable
-from gputop_hints.recording.format import encode_gpu
-from gputop_hints.sources.files.recording import (
-    LazyTick,
-    RecordingStream,
-    count_ticks,
-    open_recording,
-)
-from gputop_hints.sources.files.stream import (
+from gputop_hints.recording.reader import open_recording
+from gputop_hints.streams import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
@@ -52,6 +45,8 @@ from gputop_hints.sources.files.stream import (
     METRIC_VRAM,
     SnapshotStream,
     StreamInfo,
+    tick_count,
+    tick_views,
 )
 
 HINT_BUDGET = 50_000
@@ -77,8 +72,9 @@ def build_report(
     """Read ``stream`` once and build its post-mortem.
 
     ``hint_stride`` = k evaluates the hints every k-th tick (1: every tick, as
-    live). None picks it: for a recording file, :func:`choose_hint_stride` on a
-    fast count of its ticks; for other streams (imported logs), every tick.
+    live). None picks it: for a stream that counts its ticks cheaply (a
+    recording), :func:`choose_hint_stride` on that count; for other streams
+    (imported logs), every tick.
     """
     thresholds = thresholds or Thresholds.defaults()
     stride = _auto_stride(stream) if hint_stride is None else hint_stride
@@ -89,12 +85,12 @@ def build_report(
     metrics = _MetricsSeen()
     gpus = GpuTable(info.header.get("gpus"))
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
-    for i, tick in enumerate(_ticks_of(stream)):
+    for i, tick in enumerate(tick_views(stream)):
         timeline.add(tick.timestamp)
-        gpus.add(tick.gpus, metrics.seen)
+        gpus.add(tick, metrics.seen)
         if not hints.wants(i):
             continue
-        snap = tick.full()
+        snap = tick.snapshot()
         if snap is None:
             continue
         metrics.add_snapshot(snap)
@@ -119,46 +115,15 @@ def report_file(
 # --- reading the stream -------------------------------------------------------------------
 
 
-@dataclass
-class _Tick:
-    """What the report needs of one tick: time, GPU columns, and maybe the snapshot."""
-
-    timestamp: float
-    gpus: list[Any]
-    lazy: LazyTick | None = None
-    snapshot: Snapshot | None = None
-
-    def full(self) -> Snapshot | None:
-        if self.snapshot is None and self.lazy is not None:
-            self.snapshot = self.lazy.snapshot()
-        return self.snapshot
-
-
-def _ticks_of(stream: SnapshotStream) -> Iterator[_Tick]:
-    """Every tick with its GPU columns; a recording's rest is decoded only when asked."""
-    if isinstance(stream, RecordingStream):
-        for lazy in stream.lazy_ticks():
-            yield _Tick(lazy.timestamp, lazy.gpus, lazy=lazy)
-        return
-    for snap in stream:
-        yield _Tick(snap.timestamp, [encode_gpu(g) for g in snap.gpus], snapshot=snap)
-
-
 def _auto_stride(stream: SnapshotStream) -> int:
-    """The hint stride for a stream: by size for a recording, every tick otherwise."""
-    if not isinstance(stream, RecordingStream) or not stream.header:
+    """The hint stride for a stream: by size where it can count its ticks cheaply
+    (a recording), every tick otherwise."""
+    count = tick_count(stream)
+    if not count:
         return 1
-    first = _first_snapshot(stream)
+    first = next((s for s in (t.snapshot() for t in tick_views(stream)) if s is not None), None)
     entities = 0 if first is None else len(first.processes) + len(first.gpus)
-    return choose_hint_stride(count_ticks(stream.path), entities + 1)
-
-
-def _first_snapshot(stream: RecordingStream) -> Snapshot | None:
-    for lazy in stream.lazy_ticks():
-        snap = lazy.snapshot()
-        if snap is not None:
-            return snap
-    return None
+    return choose_hint_stride(count, entities + 1)
 
 
 # --- the steps of the pass ------------------------------------------------------------------

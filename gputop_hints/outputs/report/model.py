@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.outputs.report.stats import GpuStats
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.streams import StreamInfo
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1

@@ -12,19 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop_hints.recording.format import (
-    G_INDEX,
-    G_MEM,
-    G_POWER,
-    G_RX,
-    G_SAMPLES,
-    G_SM,
-    G_TEMPERATURE,
-    G_THROTTLE,
-    G_TX,
-    G_VRAM_USED,
-)
-from gputop_hints.sources.files.stream import (
+from gputop_hints.model import GpuSample
+from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
     METRIC_POWER,
@@ -33,6 +22,7 @@ from gputop_hints.sources.files.stream import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    TickView,
 )
 
 
@@ -163,9 +153,8 @@ class GpuStats:
 
 
 class GpuTable:
-    """Statistics of every GPU, taken from the GPU columns of each tick (the
-    :data:`~gputop_hints.recording.format.TICK_COLUMNS` order), named and sized from
-    the recording header's ``gpus`` where the file has one."""
+    """Statistics of every GPU, taken from the GPU samples of each tick, named and
+    sized from the recording header's ``gpus`` where the file has one."""
 
     def __init__(self, listed: Any) -> None:
         self._header_gpus = {
@@ -175,51 +164,51 @@ class GpuTable:
         }
         self.gpus: dict[int, GpuStats] = {}
 
-    def add(self, columns: list[Any], seen: dict[str, bool]) -> None:
-        """Count one tick's GPU columns; mark in ``seen`` each metric that has a value."""
+    def add(self, tick: TickView, seen: dict[str, bool]) -> None:
+        """Count one tick's GPUs; mark in ``seen`` each metric that has a value."""
         try:
-            for g in columns:
+            for g in tick.gpu_samples():
                 self._add_gpu(g, seen)
-        except (IndexError, TypeError, ValueError):
+        except (IndexError, KeyError, TypeError, ValueError):
             pass  # a malformed GPU column: the rest of the tick still counts
 
-    def _add_gpu(self, g: list[Any], seen: dict[str, bool]) -> None:
-        index = g[G_INDEX]
+    def _add_gpu(self, g: GpuSample, seen: dict[str, bool]) -> None:
+        index = g.index
         st = self.gpus.get(index)
         if st is None:
             static = self._header_gpus.get(index, {})
             st = GpuStats(int(index), static.get("name"), static.get("vram_total_bytes"))
             self.gpus[index] = st
         st.ticks += 1
-        sm = g[G_SM]
+        sm = g.sm_percent
         if sm is not None:
             st.sm.add(sm)
             seen[METRIC_SM] = True
-        mem = g[G_MEM]
+        mem = g.memory_access_percent
         if mem is not None:
             st.memory_access.add(mem)
             seen[METRIC_MEMORY_ACCESS] = True
-        used = g[G_VRAM_USED]
+        used = g.vram_used_bytes
         if used is not None:
             seen[METRIC_VRAM] = True
             if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
                 st.vram_peak_bytes = used
             if st.vram_total_bytes:
                 st.vram_percent.add(used / st.vram_total_bytes * 100.0)
-        rx, tx = g[G_RX], g[G_TX]
+        rx, tx = g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s
         if rx is not None:
             st.pcie_rx.add(rx)
             seen[METRIC_PCIE] = True
         if tx is not None:
             st.pcie_tx.add(tx)
             seen[METRIC_PCIE] = True
-        if g[G_THROTTLE] is not None:
+        if g.throttle_reasons is not None:
             seen[METRIC_THROTTLE] = True
-        if g[G_POWER] is not None:
+        if g.power_watts is not None:
             seen[METRIC_POWER] = True
-        if g[G_TEMPERATURE] is not None:
+        if g.temperature_c is not None:
             seen[METRIC_TEMPERATURE] = True
-        if g[G_SAMPLES]:
+        if g.sm_samples:
             seen[METRIC_SUBSECOND] = True
 
     def in_order(self) -> list[GpuStats]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from gputop_hints.sources.files.mapping import MappingError, parse_mapping
 from gputop_hints.sources.files.merge import open_streams
 from gputop_hints.sources.files.registry import FORMATS, open_stream
-from gputop_hints.sources.files.stream import UnrecognisedFormat
+from gputop_hints.streams import UnrecognisedFormat
 
 __all__ = [
     "FORMATS",

@@ -8,7 +8,7 @@ from types import TracebackType
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files._text import TextSource
-from gputop_hints.sources.files.stream import StreamInfo, note_bad_line
+from gputop_hints.streams import StreamInfo, note_bad_line
 
 Reader = Callable[[TextSource], Iterator[Snapshot]]
 

@@ -24,7 +24,7 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.streams import StreamInfo
 from gputop_hints.units import MIB
 
 BadLine = Callable[[int, str], None]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files._table import Clock
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.streams import StreamInfo
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 
 from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _values as v
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,

@@ -16,7 +16,7 @@ from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Assembler, Column, Row, missing_for, probe_interval
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.sources.files.mapping import vram_constant
-from gputop_hints.sources.files.stream import StreamInfo
+from gputop_hints.streams import StreamInfo
 
 RowReader = Callable[[TextSource, StreamInfo, Assembler, int | None], Iterator[Snapshot]]
 """(source, info, assembler, the --map vram_total constant) -> snapshots."""

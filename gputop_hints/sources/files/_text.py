@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from gputop_hints.sources.files.stream import require_regular_file
+from gputop_hints.streams import require_regular_file
 
 HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""

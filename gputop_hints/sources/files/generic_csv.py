@@ -30,7 +30,7 @@ from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.mapping import constant_size
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
     METRIC_POWER,

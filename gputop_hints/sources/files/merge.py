@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gputop_hints.model import GpuProcess, Snapshot
 from gputop_hints.sources.files.registry import PROCESS_FORMATS, open_stream
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_PROCESSES,
     SnapshotStream,
     UnrecognisedFormat,

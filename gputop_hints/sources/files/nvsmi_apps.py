@@ -26,7 +26,7 @@ from gputop_hints.sources.files._polls import ProcessRow
 from gputop_hints.sources.files._table import median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_PROCESSES,
     StreamInfo,

@@ -29,7 +29,7 @@ from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_HOST_CPU,
     METRIC_SUBSECOND,

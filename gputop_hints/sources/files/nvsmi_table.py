@@ -30,7 +30,7 @@ from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,

@@ -26,7 +26,7 @@ from gputop_hints.sources.files._terminal import Screen
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_table import SnapshotMaker, stream_info
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_POWER,
     METRIC_PROCESSES,
     METRIC_SM,

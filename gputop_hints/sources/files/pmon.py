@@ -27,7 +27,7 @@ from gputop_hints.sources.files._polls import ProcessRow
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_apps import stream_info
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_PROCESSES,
     note_bad_line,
 )

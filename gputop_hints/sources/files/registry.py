@@ -29,7 +29,7 @@ from gputop_hints.sources.files import (
 from gputop_hints.sources.files._text import Head
 from gputop_hints.sources.files.mapping import normalise
 from gputop_hints.sources.files.spec import FormatSpec, matched
-from gputop_hints.sources.files.stream import SnapshotStream, UnrecognisedFormat
+from gputop_hints.streams import SnapshotStream, UnrecognisedFormat
 
 ALL_FORMATS: tuple[FormatSpec, ...] = (
     recording_format.SPEC,

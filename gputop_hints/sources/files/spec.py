@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.sources.files._text import Head
-from gputop_hints.sources.files.stream import ALL_METRICS, SnapshotStream
+from gputop_hints.streams import ALL_METRICS, SnapshotStream
 
 Sniff = Callable[[Head, Mapping[str, str] | None], Any]
 """(head, --map) -> a plan for ``open``, or the reason (str) the file is not this format."""

@@ -38,7 +38,7 @@ from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files._values import epoch_number
 from gputop_hints.sources.files.mapping import vram_constant
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,

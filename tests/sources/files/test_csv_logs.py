@@ -10,7 +10,7 @@ import pytest
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream, parse_mapping
-from gputop_hints.sources.files.stream import METRIC_TEMPERATURE, StreamInfo, UnrecognisedFormat
+from gputop_hints.streams import METRIC_TEMPERATURE, StreamInfo, UnrecognisedFormat
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20

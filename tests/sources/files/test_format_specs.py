@@ -17,7 +17,7 @@ import pytest
 from gputop_hints.sources.files import FORMATS, open_stream
 from gputop_hints.sources.files.registry import ALL_FORMATS, LABELS, PROCESS_FORMATS
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.sources.files.stream import ALL_METRICS, METRIC_PROCESSES
+from gputop_hints.streams import ALL_METRICS, METRIC_PROCESSES
 from tests.support.paths import FIXTURES, REPO
 
 SPECS = pytest.mark.parametrize("spec", ALL_FORMATS, ids=lambda spec: spec.id)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import FORMATS, MappingError, open_stream, parse_mapping
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,

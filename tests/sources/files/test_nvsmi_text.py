@@ -18,7 +18,7 @@ from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import FORMATS, open_stream
 from gputop_hints.sources.files._datelines import parse_date
 from gputop_hints.sources.files._terminal import Screen
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
     METRIC_PROCESSES,

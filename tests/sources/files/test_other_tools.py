@@ -7,7 +7,7 @@ from contextlib import closing
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PROCESSES,
     StreamInfo,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputop_hints.sources.files import open_stream, open_streams
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     METRIC_PROCESSES,
     METRIC_SM,
     UnrecognisedFormat,

@@ -1,6 +1,6 @@
 """Reading recordings: :func:`open_recording` gives a :class:`RecordingStream`.
 
-A recording opens as a :class:`~gputop_hints.sources.files.stream.SnapshotStream`
+A recording opens as a :class:`~gputop_hints.streams.SnapshotStream`
 (format "recording"), read lazily line by line in constant memory, plain or
 gzip (told by the magic bytes, whatever the name). Decoding is
 :mod:`gputop_hints.recording.format`'s; this module keeps the state the static
@@ -24,16 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.recording.format import (
     FORMAT,
+    G_INDEX,
     GZIP_MAGIC,
     META_FIELDS,
     SCHEMA_VERSION,
+    decode_gpu,
     decode_tick,
     valid_tick,
 )
-from gputop_hints.sources.files._recording_values import (
+from gputop_hints.recording.values import (
     clean_gpu_columns,
     clean_tick,
     header_problem,
@@ -42,7 +44,7 @@ from gputop_hints.sources.files._recording_values import (
     replaced_reason,
     suspect,
 )
-from gputop_hints.sources.files.stream import (
+from gputop_hints.streams import (
     StreamInfo,
     UnrecognisedFormat,
     note_bad_line,
@@ -79,6 +81,19 @@ def open_binary(path: Path) -> IO[bytes]:
     if _is_gzip(path):
         return cast(IO[bytes], gzip.open(path, "rb"))
     return open(path, "rb")
+
+
+@dataclass(frozen=True)
+class SeekPoint:
+    """A place to resume reading a recording: a line's byte offset and number, and
+    the static records in force there (a seek index holds these)."""
+
+    offset: int
+    line_no: int
+    state: DecoderState
+
+
+_NO_STATIC: dict[str, Any] = {}
 
 
 @dataclass
@@ -210,20 +225,22 @@ class RecordingStream:
             yield snapshot
 
     def ticks(
-        self, start: tuple[int, int, DecoderState] | None = None
+        self, start: object | None = None
     ) -> Iterator[tuple[list[Any], DecoderState]]:
         """Raw tick arrays and the decoder state they decode with, in file order.
 
-        ``start`` = (byte offset, line number, state) resumes a plain file at a
-        line boundary (see :class:`~gputop_hints.sources.replay.ReplaySource`).
+        ``start`` (a :class:`SeekPoint`, from :meth:`LazyTick.position`) resumes a
+        plain file at a line boundary (see :class:`~gputop_hints.sources.replay.ReplaySource`).
         """
         for tick, state, _offset, _line in self.ticks_with_offsets(start):
             yield tick, state
 
-    def _start(self, start: tuple[int, int, DecoderState] | None) -> tuple[int, int, DecoderState]:
+    def _start(self, start: object | None) -> tuple[int, int, DecoderState]:
         if start is None:
             return self._header_bytes, 1, DecoderState.from_header(self.header)
-        return start[0], start[1], start[2].copy()
+        if not isinstance(start, SeekPoint):
+            raise TypeError(f"not a position in a recording: {start!r}")
+        return start.offset, start.line_no, start.state.copy()
 
     def _lines(self, offset: int, line_no: int) -> Iterator[tuple[bytes, int, int]]:
         """(line, its byte offset, its 1-based number) from ``offset`` on."""
@@ -299,7 +316,7 @@ class RecordingStream:
         return tick
 
     def ticks_with_offsets(
-        self, start: tuple[int, int, DecoderState] | None = None
+        self, start: object | None = None
     ) -> Iterator[tuple[list[Any], DecoderState, int, int]]:
         """Like :meth:`ticks`, plus each tick line's byte offset and 1-based line number."""
         if not self.header:
@@ -318,7 +335,7 @@ class RecordingStream:
             else:
                 state = self._record(value, state, number, replaced)
 
-    def lazy_ticks(self, start: tuple[int, int, DecoderState] | None = None) -> Iterator[LazyTick]:
+    def lazy_ticks(self, start: object | None = None) -> Iterator[LazyTick]:
         """Every tick with its timestamp and GPU columns decoded, the rest on demand.
 
         Decoding a whole tick of a big machine costs ~0.2 ms; the GPU part alone
@@ -351,6 +368,39 @@ class RecordingStream:
             tick = self._checked_tick(value, replaced, number)
             if tick is not None:
                 yield LazyTick(tick[0], tick[2], "", state, number, note, here, tick)
+
+    # --- the fast paths (gputop_hints.streams.FastPaths) ----------------------
+
+    @property
+    def seekable(self) -> bool:
+        """A plain file resumes at a byte offset; a gzip stream would re-read from the start."""
+        return not self.gzip
+
+    def tick_count(self) -> int:
+        """How many ticks the file holds (0 without a header), without parsing them."""
+        return count_ticks(self.path) if self.header else 0
+
+    def last_timestamp(self) -> float | None:
+        """The last tick's timestamp, read from the last MiB of a plain recording."""
+        if self.gzip or not self.header:
+            return None
+        try:
+            with open(self.path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - (1 << 20)))
+                tail = f.read()
+        except OSError:
+            return None
+        for line in reversed(tail.split(b"\n")):
+            if line[:1] != b"[":
+                continue
+            try:
+                value: Any = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(value, list) and value and isinstance(value[0], int | float):
+                return float(value[0])
+        return None
 
     def close(self) -> None:
         for f in list(self._open):
@@ -420,6 +470,16 @@ class LazyTick:
         if problem is not None:
             self.note(self.line_no, f"{problem}, read as unknown" if tick is not None else problem)
         return None if tick is None else list(tick)
+
+    def gpu_samples(self) -> tuple[GpuSample, ...]:
+        """The GPU columns as GpuSamples, named and sized from the static records in
+        force (raises IndexError, KeyError, TypeError or ValueError when malformed)."""
+        static = self.state.gpus
+        return tuple(decode_gpu(g, static.get(g[G_INDEX], _NO_STATIC)) for g in self.gpus)
+
+    def position(self) -> SeekPoint:
+        """Where this tick's line starts, with a copy of the decoder state there."""
+        return SeekPoint(self.offset, self.line_no - 1, self.state.copy())
 
     def snapshot(self) -> Snapshot | None:
         tick = self.full()

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from gputop_hints.model import (
     ALL_METRICS,
@@ -34,6 +34,7 @@ from gputop_hints.model import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    GpuSample,
     Snapshot,
 )
 
@@ -51,11 +52,17 @@ __all__ = [
     "METRIC_TEMPERATURE",
     "METRIC_THROTTLE",
     "METRIC_VRAM",
+    "FastPaths",
     "SnapshotStream",
+    "SnapshotTick",
     "StreamInfo",
+    "TickView",
     "UnrecognisedFormat",
+    "fast_paths",
     "note_bad_line",
     "require_regular_file",
+    "tick_count",
+    "tick_views",
 ]
 
 
@@ -91,6 +98,87 @@ class SnapshotStream(Protocol):
     def __iter__(self) -> Iterator[Snapshot]: ...
 
     def close(self) -> None: ...
+
+
+class TickView(Protocol):
+    """One tick, decoded only as far as asked: its time and GPU samples cheaply, the
+    whole snapshot on demand (the report reads every tick's GPUs, few in full)."""
+
+    @property
+    def timestamp(self) -> float: ...
+
+    def gpu_samples(self) -> Sequence[GpuSample]:
+        """The tick's GPUs; raises IndexError, TypeError or ValueError when malformed."""
+        ...
+
+    def snapshot(self) -> Snapshot | None:
+        """The whole tick, or None when it cannot be read (counted as a bad record)."""
+        ...
+
+    def position(self) -> object:
+        """Where this tick starts, to give back to ``lazy_ticks(start=...)`` (a seek)."""
+        ...
+
+
+class FastPaths(Protocol):
+    """What a stream may offer besides plain iteration: any stream can, the
+    recording does. Asked for by :func:`fast_paths`, never by the stream's type."""
+
+    seekable: bool
+    """Whether ``lazy_ticks(start=)`` can resume at a remembered position."""
+
+    def lazy_ticks(self, start: object | None = None) -> Iterator[TickView]: ...
+
+    def tick_count(self) -> int:
+        """How many ticks the file holds, counted without decoding them."""
+        ...
+
+    def last_timestamp(self) -> float | None:
+        """The last tick's time, read from the end of the file (None: cannot tell)."""
+        ...
+
+
+class SnapshotTick:
+    """A snapshot already decoded, as a :class:`TickView` (streams without fast paths)."""
+
+    __slots__ = ("_snapshot",)
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    @property
+    def timestamp(self) -> float:
+        return self._snapshot.timestamp
+
+    def gpu_samples(self) -> Sequence[GpuSample]:
+        return self._snapshot.gpus
+
+    def snapshot(self) -> Snapshot | None:
+        return self._snapshot
+
+    def position(self) -> object:
+        return None
+
+
+def fast_paths(stream: SnapshotStream) -> FastPaths | None:
+    """The stream's fast paths when it offers them (it has ``lazy_ticks``), else None."""
+    if callable(getattr(stream, "lazy_ticks", None)):
+        return cast(FastPaths, stream)
+    return None
+
+
+def tick_views(stream: SnapshotStream) -> Iterator[TickView]:
+    """Every tick of ``stream`` as a :class:`TickView`, lazily where the stream can."""
+    fast = fast_paths(stream)
+    if fast is not None:
+        return fast.lazy_ticks()
+    return map(SnapshotTick, stream)
+
+
+def tick_count(stream: SnapshotStream) -> int | None:
+    """How many ticks ``stream`` holds when it can count them cheaply, else None."""
+    fast = fast_paths(stream)
+    return None if fast is None else fast.tick_count()
 
 
 class UnrecognisedFormat(ValueError):
