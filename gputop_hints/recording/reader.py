@@ -42,7 +42,7 @@ from gputop_hints.recording.values import (
     loads_line,
     record_problem,
     replaced_reason,
-    suspect,
+    suspect_text,
 )
 from gputop_hints.streams import (
     StreamInfo,
@@ -347,7 +347,7 @@ class RecordingStream:
         offset, line_no, state = self._start(start)
         note = self._note
         for line, here, number in self._lines(offset, line_no):
-            if line[:1] == b"[" and not suspect(line):
+            if line[:1] == b"[":
                 fast = _gpu_part(line)
                 if fast is not None:
                     timestamp, gpus, text = fast
@@ -419,18 +419,24 @@ _DECODER = json.JSONDecoder()
 
 def _gpu_part(line: bytes) -> tuple[float, list[Any], str] | None:
     """(timestamp, GPU columns, the line as text) of a tick line in the recorder's
-    compact form, decoding nothing else; None for any other form or a bad line."""
+    compact form, decoding nothing else; None for any other form, a bad line, or a
+    GPU part holding a number that must be read carefully (:func:`suspect_text`;
+    the rest of the line is checked when it is decoded in full)."""
     try:
         text = line.decode("utf-8")
         i1 = text.index(",", 1)
         i2 = text.index(",", i1 + 1)
         timestamp = float(text[1:i1])
-        gpus, _end = _DECODER.raw_decode(text, i2 + 1)
+        if not math.isfinite(timestamp):
+            return None
+        gpus, end = _DECODER.raw_decode(text, i2 + 1)
+        if suspect_text(text[i2 + 1 : end]):
+            return None  # a number to read carefully: the full parse does
         if not line.endswith(b"\n"):
             json.loads(line)  # a last line without its newline may be cut short
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    if gpus.__class__ is not list or not math.isfinite(timestamp):
+    if gpus.__class__ is not list:
         return None
     return timestamp, gpus, text
 
