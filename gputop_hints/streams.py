@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, cast
 
 from gputop_hints.model import (
@@ -53,6 +54,7 @@ __all__ = [
     "METRIC_THROTTLE",
     "METRIC_VRAM",
     "FastPaths",
+    "ReadCounters",
     "SnapshotStream",
     "SnapshotTick",
     "StreamInfo",
@@ -66,9 +68,11 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(frozen=True)
 class StreamInfo:
-    """What a file is, as far as it could be told, and what it does not contain."""
+    """What a file is, as far as it could be told before its records were read, and
+    what it does not contain. Immutable: what reading finds (bad records, GPUs seen,
+    format-specific facts) is kept beside it, in the stream's :class:`ReadCounters`."""
 
     path: str
     format: str
@@ -77,23 +81,65 @@ class StreamInfo:
     """The nominal sampling interval (from the header, or the median spacing)."""
     hostname: str | None = None
     gpu_count: int | None = None
+    """How many GPUs the file's header says (None: the header does not say; see
+    :attr:`ReadCounters.gpu_count` for how many the records showed)."""
     missing: tuple[str, ...] = ()
     """Metrics (see ALL_METRICS) the file does not contain at all."""
     detail: str = ""
     """Human note, e.g. "nvidia-smi CSV with header and units, 8 columns"."""
-    header: dict[str, object] = field(default_factory=dict)
-    """Format-specific metadata (a recording's header line, the CSV column map...)."""
+    header: Mapping[str, object] = field(default_factory=dict)
+    """Format-specific metadata (a recording's header line, the CSV column map...);
+    read-only."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "header", MappingProxyType(dict(self.header)))
+
+
+@dataclass
+class ReadCounters:
+    """What reading a file found so far, beside its :class:`StreamInfo`: malformed
+    records, how many GPUs the records showed, and facts a format learns from its
+    data (a watch capture's frames, the columns with bad cells...). Reset when a
+    stream is read again from the start."""
+
     bad_lines: int = 0
-    """Malformed lines skipped so far (updated while the stream is read)."""
+    """Malformed lines (records) skipped so far."""
     first_bad_line: int | None = None
     """1-based line number of the first malformed line, for the message."""
     first_bad_reason: str | None = None
+    gpu_count: int | None = None
+    """The most GPUs one record held (None: no record read yet)."""
+    found: dict[str, object] = field(default_factory=dict)
+    """Format-specific facts learnt from the data, by name."""
+
+    def note_bad_line(self, line_number: int, reason: str) -> None:
+        """Count a malformed line; remember the first one for the message."""
+        self.bad_lines += 1
+        if self.first_bad_line is None:
+            self.first_bad_line = line_number
+            self.first_bad_reason = reason
+
+    def saw_gpus(self, count: int) -> None:
+        """A record held ``count`` GPUs."""
+        if self.gpu_count is None or count > self.gpu_count:
+            self.gpu_count = count
+
+    def reset(self) -> None:
+        """Forget everything: the stream is read again from the start."""
+        self.bad_lines = 0
+        self.first_bad_line = None
+        self.first_bad_reason = None
+        self.gpu_count = None
+        self.found = {}
 
 
 class SnapshotStream(Protocol):
-    """An iterable of snapshots from a file, with what is known about the file."""
+    """An iterable of snapshots from a file, with what is known about the file
+    (``info``, fixed once the file is opened) and what reading it found so far
+    (``counters``)."""
 
     info: StreamInfo
+    counters: ReadCounters
 
     def __iter__(self) -> Iterator[Snapshot]: ...
 
@@ -185,12 +231,9 @@ class UnrecognisedFormat(ValueError):
     """No importer accepted the file; the message lists what was tried and why each failed."""
 
 
-def note_bad_line(info: StreamInfo, line_number: int, reason: str) -> None:
+def note_bad_line(counters: ReadCounters, line_number: int, reason: str) -> None:
     """Count a malformed line; remember the first one for the message."""
-    info.bad_lines += 1
-    if info.first_bad_line is None:
-        info.first_bad_line = line_number
-        info.first_bad_reason = reason
+    counters.note_bad_line(line_number, reason)
 
 
 _SPECIAL_FILES = (

@@ -45,9 +45,9 @@ from gputop_hints.recording.values import (
     suspect_text,
 )
 from gputop_hints.streams import (
+    ReadCounters,
     StreamInfo,
     UnrecognisedFormat,
-    note_bad_line,
     require_regular_file,
 )
 
@@ -201,6 +201,8 @@ class RecordingStream:
             ),
             header=dict(self.header),
         )
+        self.counters = ReadCounters()
+        """Bad lines, counted once each however many passes read them."""
         self.truncated = False
         """True once a partial last line (or an unfinished gzip stream) was met."""
         self._open: list[IO[bytes]] = []
@@ -213,7 +215,7 @@ class RecordingStream:
             return
         if len(self._counted) < _REMEMBERED_BAD_LINES:
             self._counted.add(line_no)
-        note_bad_line(self.info, line_no, reason)
+        self.counters.note_bad_line(line_no, reason)
 
     def __iter__(self) -> Iterator[Snapshot]:
         for tick, state, _offset, line_no in self.ticks_with_offsets():

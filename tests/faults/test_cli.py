@@ -111,7 +111,7 @@ def test_sighup_closes_a_gzip_recording_with_its_trailer(tmp_path: Path) -> None
         assert f.read().endswith(b"\n")
     stream = open_recording(path)
     assert len(list(stream)) >= 3
-    assert not stream.truncated and stream.info.bad_lines == 0
+    assert not stream.truncated and stream.counters.bad_lines == 0
 
 
 def test_record_refuses_to_overwrite_a_file_that_is_not_a_recording(tmp_path: Path) -> None:

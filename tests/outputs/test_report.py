@@ -24,7 +24,7 @@ from gputop_hints.outputs.report import (
 from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.sources.demo import DemoSource
-from gputop_hints.streams import StreamInfo
+from gputop_hints.streams import ReadCounters, StreamInfo
 
 
 def record_demo(path: Path, scenario: str, n: int, **kwargs: float) -> list[Snapshot]:
@@ -186,6 +186,7 @@ class _Imported:
             interval_s=1.0,
             missing=("processes", "host_cpu", "pcie"),
         )
+        self.counters = ReadCounters()
 
     def __iter__(self) -> Iterator[Snapshot]:
         return iter(self.snapshots)

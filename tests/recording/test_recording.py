@@ -50,7 +50,7 @@ def test_round_trip_is_exact_on_every_demo_scenario(tmp_path: Path, name: str) -
     write(path, snapshots)
     stream = open_recording(path)
     assert list(stream) == snapshots
-    assert stream.info.bad_lines == 0
+    assert stream.counters.bad_lines == 0
     assert stream.info.format == "recording"
     assert stream.info.gpu_count == 8
     assert count_ticks(path) == len(snapshots)
@@ -156,8 +156,8 @@ def test_malformed_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     stream = open_recording(path)
     got = list(stream)
     assert got == [s for i, s in enumerate(snapshots) if i != 2]
-    assert stream.info.bad_lines == 2
-    assert stream.info.first_bad_line == bad + 1
+    assert stream.counters.bad_lines == 2
+    assert stream.counters.first_bad_line == bad + 1
 
 
 def test_truncated_last_line_loses_only_that_tick(tmp_path: Path) -> None:
@@ -169,7 +169,7 @@ def test_truncated_last_line_loses_only_that_tick(tmp_path: Path) -> None:
     stream = open_recording(path)
     assert list(stream) == snapshots[:-1]
     assert stream.truncated
-    assert stream.info.first_bad_reason == "truncated last line"
+    assert stream.counters.first_bad_reason == "truncated last line"
 
 
 def test_cut_gzip_stream_reads_up_to_the_cut(tmp_path: Path) -> None:
@@ -234,7 +234,7 @@ def test_sigkilled_recorder_loses_at_most_the_last_tick(tmp_path: Path) -> None:
     expected = demo_snapshots(len(got) + 1, "mixed", gpus=2, processes=6)
     assert len(got) >= 6
     assert [without_cost(s) for s in got] == [without_cost(s) for s in expected[: len(got)]]
-    assert stream.info.bad_lines <= 1
+    assert stream.counters.bad_lines <= 1
     # Each tick was flushed whole: at most the line being written is partial.
     whole = path.read_bytes().count(b"\n")
     assert whole >= len(got)
@@ -256,7 +256,7 @@ def test_sigterm_and_sigint_close_a_gzip_recording_cleanly(tmp_path: Path, sig: 
     assert text.endswith("\n")
     stream = open_recording(path)
     got = list(stream)
-    assert len(got) >= 4 and not stream.truncated and stream.info.bad_lines == 0
+    assert len(got) >= 4 and not stream.truncated and stream.counters.bad_lines == 0
 
 
 def test_record_stops_after_duration_and_reports(tmp_path: Path) -> None:

@@ -112,5 +112,5 @@ def test_an_open_ended_demo_recording_is_paced_and_stops_cleanly_at_sigint(
     assert "3 ticks" in err.getvalue()  # the signal came during the third wait
     stream = open_recording(path)
     assert len(list(stream)) == 3
-    assert not stream.truncated and stream.info.bad_lines == 0
+    assert not stream.truncated and stream.counters.bad_lines == 0
     assert signal.getsignal(signal.SIGINT) is before  # the caller's handler is back

@@ -43,6 +43,7 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    ReadCounters,
     SnapshotStream,
     StreamInfo,
     tick_count,
@@ -95,7 +96,8 @@ def build_report(
             continue
         metrics.add_snapshot(snap)
         hints.add(i, snap)
-    return _assemble(info, timeline, gpus, metrics, hints, getattr(stream, "truncated", False))
+    truncated = getattr(stream, "truncated", False)
+    return _assemble(info, stream.counters, timeline, gpus, metrics, hints, truncated)
 
 
 def report_file(
@@ -268,6 +270,7 @@ class _HintsAsIfLive:
 
 def _assemble(
     info: StreamInfo,
+    counters: ReadCounters,
     timeline: _Timeline,
     gpus: GpuTable,
     metrics: _MetricsSeen,
@@ -283,6 +286,7 @@ def _assemble(
     }
     report = Report(
         info=info,
+        counters=counters,
         samples=samples,
         start=timeline.start,
         end=timeline.end,

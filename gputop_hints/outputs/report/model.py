@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.outputs.report.stats import GpuStats
-from gputop_hints.streams import StreamInfo
+from gputop_hints.streams import ReadCounters, StreamInfo
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -36,6 +36,8 @@ class Report:
     """A post-mortem of one recording: statistics, time in each finding, data quality."""
 
     info: StreamInfo
+    counters: ReadCounters
+    """What reading the file found: malformed lines, GPUs seen, format facts."""
     samples: int
     start: float | None
     end: float | None

@@ -49,10 +49,11 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
         )
     if backwards:
         notes.append(f"{backwards} tick(s) went back in time (clock change or concatenated files).")
-    if info.bad_lines:
+    counters = report.counters
+    if counters.bad_lines:
         notes.append(
-            f"{info.bad_lines} malformed line(s) skipped, the first at line "
-            f"{info.first_bad_line}: {info.first_bad_reason}."
+            f"{counters.bad_lines} malformed line(s) skipped, the first at line "
+            f"{counters.first_bad_line}: {counters.first_bad_reason}."
         )
     if truncated:
         notes.append(

@@ -37,9 +37,9 @@ def report_json(report: Report) -> dict[str, Any]:
             "format": info.format,
             "detail": info.detail,
             "hostname": info.hostname,
-            "bad_lines": info.bad_lines,
-            "first_bad_line": info.first_bad_line,
-            "first_bad_reason": info.first_bad_reason,
+            "bad_lines": report.counters.bad_lines,
+            "first_bad_line": report.counters.first_bad_line,
+            "first_bad_reason": report.counters.first_bad_reason,
         },
         "sampling": {
             "start": report.start,

@@ -8,7 +8,7 @@ from types import TracebackType
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files._text import TextSource
-from gputop_hints.streams import StreamInfo, note_bad_line
+from gputop_hints.streams import ReadCounters, StreamInfo
 
 Reader = Callable[[TextSource], Iterator[Snapshot]]
 
@@ -16,27 +16,34 @@ Reader = Callable[[TextSource], Iterator[Snapshot]]
 class ImportedStream:
     """Snapshots read lazily from a log file.
 
-    Each ``iter()`` re-reads the file from the start (bad-line counts are reset),
+    Each ``iter()`` re-reads the file from the start (its counters are reset),
     so a report can make two passes; memory stays constant either way."""
 
     def __init__(
-        self, path: Path, info: StreamInfo, reader: Reader, *, newline: str | None = None
+        self,
+        path: Path,
+        info: StreamInfo,
+        reader: Reader,
+        *,
+        newline: str | None = None,
+        counters: ReadCounters | None = None,
     ) -> None:
-        """``newline=""`` hands the reader CR and LF as they are (terminal captures)."""
+        """``newline=""`` hands the reader CR and LF as they are (terminal captures).
+        ``counters``: where the reader counts what it finds (bad lines, GPUs seen);
+        a fresh one when not given."""
         self.path = path
         self.info = info
+        self.counters = counters if counters is not None else ReadCounters()
         self._reader = reader
         self._newline = newline
         self._source: TextSource | None = None
 
     def _on_bad_line(self, line: int, reason: str) -> None:
-        note_bad_line(self.info, line, reason)
+        self.counters.note_bad_line(line, reason)
 
     def __iter__(self) -> Iterator[Snapshot]:
         self.close()
-        self.info.bad_lines = 0
-        self.info.first_bad_line = None
-        self.info.first_bad_reason = None
+        self.counters.reset()
         source = TextSource(self.path, on_bad_line=self._on_bad_line, newline=self._newline)
         self._source = source
         try:

@@ -24,7 +24,7 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
-from gputop_hints.streams import StreamInfo
+from gputop_hints.streams import ReadCounters
 from gputop_hints.units import MIB
 
 BadLine = Callable[[int, str], None]
@@ -127,7 +127,7 @@ def _try_row(cells: list[str], columns: list[Column], line: int) -> Row | None:
 def read_rows(
     source: TextSource,
     plan: CsvPlan,
-    info: StreamInfo,
+    counters: ReadCounters,
     assembler: Assembler,
     vram_total: int | None = None,
     reheader: Callable[[list[str]], list[Column] | None] | None = None,
@@ -137,7 +137,7 @@ def read_rows(
         ncols = plan.ncols
         header_norm = [h.lower() for h in plan.header] if plan.header else None
         skipped_header = plan.header is None
-        for line, cells in records(source.lines(), plan.delimiter, lambda n, r: bad(info, n, r)):
+        for line, cells in records(source.lines(), plan.delimiter, counters.note_bad_line):
             cells = trim_trailing([c.strip() for c in cells], ncols)
             if not any(cells):
                 continue
@@ -155,14 +155,14 @@ def read_rows(
                     header_norm = [c.lower() for c in cells]
                 continue
             if len(cells) != ncols:
-                bad(info, line, f"expected {ncols} fields, found {len(cells)}")
+                bad(counters, line, f"expected {ncols} fields, found {len(cells)}")
                 continue
             try:
                 row = parse_row(cells, columns, line)
             except v.CellError as exc:
-                bad(info, line, str(exc))
+                bad(counters, line, str(exc))
                 continue
-            note_bad_cells(info, row)
+            note_bad_cells(counters, row)
             if vram_total is not None and row.fields.get("vram_total") is None:
                 row.fields["vram_total"] = vram_total
             yield row

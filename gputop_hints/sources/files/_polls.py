@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files._table import Clock
-from gputop_hints.streams import StreamInfo
+from gputop_hints.streams import ReadCounters
 
 
 @dataclass
@@ -73,12 +73,12 @@ class GpuNumbering:
 
 
 def snapshots(
-    source: Iterable[Poll], info: StreamInfo, interval: float, detail: str
+    source: Iterable[Poll], counters: ReadCounters, interval: float, detail: str
 ) -> Iterator[Snapshot]:
     """Polls -> Snapshots whose GPUs carry nothing but their identity."""
-    clock = Clock(info, interval)
+    clock = Clock(counters, interval)
     numbering = GpuNumbering()
-    info.header["gpu_numbering"] = numbering.by_name
+    counters.found["gpu_numbering"] = numbering.by_name
     host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
     for poll in source:
         gpus = []
@@ -89,8 +89,7 @@ def snapshots(
             gpus.append(GpuSample(index=index, uuid=uuid))
             processes += [_on(p, index) for p in procs]
         gpus.sort(key=lambda g: g.index)
-        if info.gpu_count is None or len(gpus) > info.gpu_count:
-            info.gpu_count = len(gpus)
+        counters.saw_gpus(len(gpus))
         yield Snapshot(
             timestamp=clock.next(poll.timestamp),
             interval_s=interval,

@@ -25,8 +25,7 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
-    StreamInfo,
-    note_bad_line,
+    ReadCounters,
 )
 
 ROLE_METRIC = {
@@ -76,18 +75,18 @@ IDENTITY_ROLES = frozenset({"time", "date", "gpu"})
 """A row whose time or GPU does not read cannot be placed: it is dropped whole."""
 
 
-def note_bad_cells(info: StreamInfo, row: Row) -> None:
+def note_bad_cells(counters: ReadCounters, row: Row) -> None:
     """Count a row's bad cells per column (``header["bad_cells"]``: label -> [count,
     first line]) and the row once in the bad-line count, with the first reason."""
     if not row.bad_cells:
         return
-    per_column = info.header.setdefault("bad_cells", {})
+    per_column = counters.found.setdefault("bad_cells", {})
     assert isinstance(per_column, dict)
     for label, _why in row.bad_cells:
         count, first = per_column.get(label, (0, row.line))
         per_column[label] = [count + 1, first]
     label, why = row.bad_cells[0]
-    note_bad_line(info, row.line, f"{label}: {why} (the rest of the row is kept)")
+    counters.note_bad_line(row.line, f"{label}: {why} (the rest of the row is kept)")
 
 
 def missing_for(roles: Iterable[str], *, host_cpu: bool = False) -> tuple[str, ...]:
@@ -269,8 +268,8 @@ class Clock:
     jumps backwards (a DST change in local-time stamps, two logs concatenated) is
     stitched: later samples are shifted to follow on one interval later."""
 
-    def __init__(self, info: StreamInfo, interval: float) -> None:
-        self.info = info
+    def __init__(self, counters: ReadCounters, interval: float) -> None:
+        self.counters = counters
         self.interval = interval
         self.offset = 0.0
         self.last: float | None = None
@@ -285,8 +284,8 @@ class Clock:
                 shift = self.last + self.interval - t
                 self.offset += shift
                 t += shift
-                jumps = self.info.header.get("clock_jumps_back", 0)
-                self.info.header["clock_jumps_back"] = int(jumps) + 1  # type: ignore[call-overload]
+                jumps = self.counters.found.get("clock_jumps_back", 0)
+                self.counters.found["clock_jumps_back"] = int(jumps) + 1  # type: ignore[call-overload]
         self.last = t
         self.count += 1
         return t
@@ -295,10 +294,12 @@ class Clock:
 class Assembler:
     """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
 
-    def __init__(self, info: StreamInfo, interval: float, hostname: str, detail: str) -> None:
-        self.info = info
+    def __init__(
+        self, counters: ReadCounters, interval: float, hostname: str, detail: str
+    ) -> None:
+        self.counters = counters
         self.interval = interval
-        self.clock = Clock(info, interval)
+        self.clock = Clock(counters, interval)
         self.host = HostSample(hostname=hostname, cpu_percent_per_core=(), allowed_cores=())
         self.detail = detail
         self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
@@ -348,8 +349,7 @@ class Assembler:
         self._rows = []
         self._keys = set()
         self._time = None
-        if self.info.gpu_count is None or len(gpus) > self.info.gpu_count:
-            self.info.gpu_count = len(gpus)
+        self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=t,
             interval_s=self.interval,
@@ -371,5 +371,5 @@ def assemble(rows: Iterable[Row], assembler: Assembler) -> Iterator[Snapshot]:
         yield last
 
 
-def bad(info: StreamInfo, line: int, reason: str) -> None:
-    note_bad_line(info, line, reason)
+def bad(counters: ReadCounters, line: int, reason: str) -> None:
+    counters.note_bad_line(line, reason)

@@ -16,10 +16,11 @@ from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Assembler, Column, Row, missing_for, probe_interval
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.sources.files.mapping import vram_constant
-from gputop_hints.streams import StreamInfo
+from gputop_hints.streams import ReadCounters, StreamInfo
 
-RowReader = Callable[[TextSource, StreamInfo, Assembler, int | None], Iterator[Snapshot]]
-"""(source, info, assembler, the --map vram_total constant) -> snapshots."""
+RowReader = Callable[[TextSource, ReadCounters, Assembler, int | None], Iterator[Snapshot]]
+"""(source, the counters of what reading finds, assembler, the --map vram_total constant)
+-> snapshots."""
 
 
 def table_stream(
@@ -56,8 +57,9 @@ def table_stream(
         header={"columns": {c.label: c.role for c in columns}},
     )
     detail = f"{label}: {path.name}"
+    counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        return read(source, info, Assembler(info, interval, "unknown", detail), vram_total)
+        return read(source, counters, Assembler(counters, interval, "unknown", detail), vram_total)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)

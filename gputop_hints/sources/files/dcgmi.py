@@ -44,6 +44,7 @@ from gputop_hints.streams import (
     METRIC_SM,
     METRIC_TEMPERATURE,
     METRIC_VRAM,
+    ReadCounters,
     StreamInfo,
     note_bad_line,
 )
@@ -173,6 +174,8 @@ def open_dcgmi(
     )
     detail = f"{LABEL}: {path.name}"
 
+    counters = ReadCounters()
+
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[Row]:
             current = plan
@@ -186,15 +189,15 @@ def open_dcgmi(
                 try:
                     row = _row(text, current, line)
                 except v.CellError as exc:
-                    note_bad_line(info, line, str(exc))
+                    note_bad_line(counters, line, str(exc))
                     continue
                 if row is not None:
-                    note_bad_cells(info, row)
+                    note_bad_cells(counters, row)
                     yield row
 
-        yield from assemble(rows(), Assembler(info, interval, "unknown", detail))
+        yield from assemble(rows(), Assembler(counters, interval, "unknown", detail))
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

@@ -36,7 +36,7 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
-    StreamInfo,
+    ReadCounters,
 )
 from gputop_hints.units import MIB
 
@@ -134,7 +134,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> DmonPlan | str:
 
 
 def read(
-    source: TextSource, plan: DmonPlan, info: StreamInfo, assembler: Assembler
+    source: TextSource, plan: DmonPlan, counters: ReadCounters, assembler: Assembler
 ) -> Iterator[Snapshot]:
     def rows() -> Iterator[Row]:
         columns = plan.columns
@@ -150,14 +150,14 @@ def read(
                 continue  # header, units line or comment
             cells = text.split()
             if len(cells) != ncols:
-                bad(info, line, f"expected {ncols} fields, found {len(cells)}")
+                bad(counters, line, f"expected {ncols} fields, found {len(cells)}")
                 continue
             try:
                 row = parse_row(cells, columns, line)
             except v.CellError as exc:
-                bad(info, line, str(exc))
+                bad(counters, line, str(exc))
                 continue
-            note_bad_cells(info, row)
+            note_bad_cells(counters, row)
             yield row
 
     yield from assemble(rows(), assembler)
@@ -172,9 +172,9 @@ def open_dmon(
         notes.append("--map is not used for dmon (its header names every column)")
 
     def rows(
-        source: TextSource, info: StreamInfo, assembler: Assembler, _vram: int | None
+        source: TextSource, counters: ReadCounters, assembler: Assembler, _vram: int | None
     ) -> Iterator[Snapshot]:
-        return read(source, plan, info, assembler)
+        return read(source, plan, counters, assembler)
 
     return table_stream(
         path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows

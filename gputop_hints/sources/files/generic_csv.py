@@ -37,7 +37,7 @@ from gputop_hints.streams import (
     METRIC_SM,
     METRIC_TEMPERATURE,
     METRIC_VRAM,
-    StreamInfo,
+    ReadCounters,
 )
 from gputop_hints.units import MIB
 
@@ -214,9 +214,9 @@ def open_generic(
     notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
 
     def rows(
-        source: TextSource, info: StreamInfo, assembler: Assembler, vram_total: int | None
+        source: TextSource, counters: ReadCounters, assembler: Assembler, vram_total: int | None
     ) -> Iterator[Snapshot]:
-        return read_rows(source, plan, info, assembler, vram_total=vram_total, reheader=None)
+        return read_rows(source, plan, counters, assembler, vram_total=vram_total, reheader=None)
 
     return table_stream(
         path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows

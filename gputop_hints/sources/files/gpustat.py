@@ -47,6 +47,7 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    ReadCounters,
     StreamInfo,
     note_bad_line,
 )
@@ -262,8 +263,10 @@ def open_gpustat(
     )
     detail = f"{LABEL}: {path.name}"
 
+    counters = ReadCounters()
+
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        clock = Clock(info, interval)
+        clock = Clock(counters, interval)
         host = HostSample(
             hostname=info.hostname or "unknown", cpu_percent_per_core=(), allowed_cores=()
         )
@@ -281,7 +284,7 @@ def open_gpustat(
             )
 
         def bad(number: int, reason: str) -> None:
-            note_bad_line(info, number, reason)
+            note_bad_line(counters, number, reason)
 
         if plan.json:
             for _number, doc in json_documents(source.lines(), bad):
@@ -290,7 +293,7 @@ def open_gpustat(
         for sample in drive(TextReader(bad), source.lines()):
             yield make(sample)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

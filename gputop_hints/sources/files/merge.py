@@ -22,6 +22,7 @@ from gputop_hints.model import GpuProcess, Snapshot
 from gputop_hints.sources.files.registry import PROCESS_FORMATS, open_stream
 from gputop_hints.streams import (
     METRIC_PROCESSES,
+    ReadCounters,
     SnapshotStream,
     UnrecognisedFormat,
 )
@@ -42,6 +43,7 @@ class MergedStream:
             header={**base.header, "process_log": other.path},
         )
         self._relative = other.interval_s is not None and "no timestamps" in other.detail
+        self.counters = ReadCounters()
 
     def __iter__(self) -> Iterator[Snapshot]:
         polls = iter(self.processes)
@@ -73,13 +75,18 @@ class MergedStream:
         return dataclasses.replace(snap, processes=tuple(procs))
 
     def _copy_counts(self) -> None:
-        """Malformed lines of both logs; the first one named with its file."""
-        self.info.bad_lines = self.gpus.info.bad_lines + self.processes.info.bad_lines
-        self.info.first_bad_line = self.info.first_bad_reason = None
-        for part in (self.gpus.info, self.processes.info):
-            if part.first_bad_line is not None:
-                self.info.first_bad_line = part.first_bad_line
-                self.info.first_bad_reason = f"{Path(part.path).name}: {part.first_bad_reason}"
+        """What reading both logs found: the GPU log's facts, the malformed lines of
+        both, the first one named with its file."""
+        counters = self.counters
+        counters.reset()
+        counters.bad_lines = self.gpus.counters.bad_lines + self.processes.counters.bad_lines
+        counters.gpu_count = self.gpus.counters.gpu_count
+        counters.found.update(self.gpus.counters.found)
+        for part in (self.gpus, self.processes):
+            if part.counters.first_bad_line is not None:
+                counters.first_bad_line = part.counters.first_bad_line
+                name = Path(part.info.path).name
+                counters.first_bad_reason = f"{name}: {part.counters.first_bad_reason}"
                 break
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_PROCESSES,
+    ReadCounters,
     StreamInfo,
     note_bad_line,
 )
@@ -174,20 +175,22 @@ def open_apps(
     info, interval = stream_info(path, FORMAT, LABEL, sorted(set(times)), interval_s, notes)
     detail = f"{LABEL}: {path.name}"
 
+    counters = ReadCounters()
+
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[ProcessRow]:
-            for line, cells in records(source.lines(), ",", lambda n, r: note_bad_line(info, n, r)):
+            for line, cells in records(source.lines(), ",", counters.note_bad_line):
                 if not any(c.strip() for c in cells) or _header([c.strip() for c in cells]):
                     continue
                 try:
                     yield _row(cells, plan.roles, line)
                 except v.CellError as exc:
-                    note_bad_line(info, line, str(exc))
+                    note_bad_line(counters, line, str(exc))
 
         tolerance = min(max(0.5 * interval, 0.002), 5.0)
-        yield from _polls.snapshots(_polls.polls(rows(), tolerance), info, interval, detail)
+        yield from _polls.snapshots(_polls.polls(rows(), tolerance), counters, interval, detail)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

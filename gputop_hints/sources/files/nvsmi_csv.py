@@ -42,7 +42,7 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
-    StreamInfo,
+    ReadCounters,
 )
 from gputop_hints.units import MIB
 
@@ -212,10 +212,10 @@ def open_csv(
     notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
 
     def rows(
-        source: TextSource, info: StreamInfo, assembler: Assembler, vram_total: int | None
+        source: TextSource, counters: ReadCounters, assembler: Assembler, vram_total: int | None
     ) -> Iterator[Snapshot]:
         return read_rows(
-            source, plan, info, assembler, vram_total=vram_total, reheader=nvsmi_reheader
+            source, plan, counters, assembler, vram_total=vram_total, reheader=nvsmi_reheader
         )
 
     return table_stream(

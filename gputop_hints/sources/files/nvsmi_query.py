@@ -33,8 +33,8 @@ from gputop_hints.streams import (
     ALL_METRICS,
     METRIC_HOST_CPU,
     METRIC_SUBSECOND,
+    ReadCounters,
     StreamInfo,
-    note_bad_line,
 )
 from gputop_hints.units import MIB
 
@@ -295,12 +295,13 @@ def open_query(
     )
     detail = f"{LABEL}: {path.name}"
     host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+    counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        clock = Clock(info, interval)
+        clock = Clock(counters, interval)
         states: dict[str, dict[str, int]] = {}
-        info.header["perf_states"] = states
-        dumps = QueryReader(lambda n, r: note_bad_line(info, n, r))
+        counters.found["perf_states"] = states
+        dumps = QueryReader(counters.note_bad_line)
 
         def make(dump: QueryDump) -> Snapshot:
             for index, g in enumerate(dump.gpus):
@@ -308,14 +309,13 @@ def open_query(
                 if state:
                     counts = states.setdefault(str(index), {})
                     counts[state] = counts.get(state, 0) + 1
-            if info.gpu_count is None or len(dump.gpus) > info.gpu_count:
-                info.gpu_count = len(dump.gpus)
+            counters.saw_gpus(len(dump.gpus))
             return _snapshot(dump, clock.next(dump.timestamp), interval, host, detail)
 
         for dump in drive(dumps, source.lines()):
             yield make(dump)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

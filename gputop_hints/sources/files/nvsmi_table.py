@@ -41,8 +41,8 @@ from gputop_hints.streams import (
     METRIC_TEMPERATURE,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    ReadCounters,
     StreamInfo,
-    note_bad_line,
 )
 
 FORMAT = "nvidia-smi-table"
@@ -80,17 +80,17 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> TablePlan | str:
 class SnapshotMaker:
     """TableSnapshot -> Snapshot, with a monotonic clock and the header summaries."""
 
-    def __init__(self, info: StreamInfo, interval: float, detail: str) -> None:
-        self.info = info
+    def __init__(self, counters: ReadCounters, interval: float, detail: str) -> None:
+        self.counters = counters
         self.interval = interval
         self.detail = detail
-        self.clock = Clock(info, interval)
+        self.clock = Clock(counters, interval)
         self.host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
         self.perf_states: dict[str, dict[str, int]] = {}
         self.fan_peak: dict[str, float] = {}
         self.process_kinds: dict[str, int] = {}
         self.mig_devices = 0
-        info.header.update(
+        counters.found.update(
             perf_states=self.perf_states,
             fan_percent_peak=self.fan_peak,
             process_kinds=self.process_kinds,
@@ -108,10 +108,9 @@ class SnapshotMaker:
             self.process_kinds[p.kind] = self.process_kinds.get(p.kind, 0) + 1
         if table.mig_devices > self.mig_devices:
             self.mig_devices = table.mig_devices
-            self.info.header["mig_devices"] = table.mig_devices
+            self.counters.found["mig_devices"] = table.mig_devices
         gpus = tuple(sorted((rows.gpu_sample(g) for g in table.gpus), key=lambda g: g.index))
-        if self.info.gpu_count is None or len(gpus) > self.info.gpu_count:
-            self.info.gpu_count = len(gpus)
+        self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=self.clock.next(table.timestamp),
             interval_s=self.interval,
@@ -173,16 +172,15 @@ def open_table(
         path, FORMAT, LABEL, plan.snapshots, plan.expect_processes, interval_s, notes
     )
     detail = f"{LABEL}: {path.name}"
+    counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        maker = SnapshotMaker(info, interval, detail)
-        tables = TableReader(
-            lambda n, r: note_bad_line(info, n, r), expect_processes=plan.expect_processes
-        )
+        maker = SnapshotMaker(counters, interval, detail)
+        tables = TableReader(counters.note_bad_line, expect_processes=plan.expect_processes)
         for table in drive(tables, source.lines()):
             yield maker.make(table)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

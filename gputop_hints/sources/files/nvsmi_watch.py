@@ -32,7 +32,7 @@ from gputop_hints.streams import (
     METRIC_SM,
     METRIC_TEMPERATURE,
     METRIC_VRAM,
-    StreamInfo,
+    ReadCounters,
     note_bad_line,
 )
 
@@ -129,42 +129,44 @@ def open_watch(
         path, FORMAT, LABEL, plan.frames, plan.processes_shown, interval_s, notes
     )
     detail = f"{LABEL}: {path.name}"
+    counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        maker = SnapshotMaker(info, interval, detail)
+        maker = SnapshotMaker(counters, interval, detail)
         screen = Screen(plan.rows, plan.cols)
         counts = {"frames": 0, "incomplete": 0}
-        info.header.update(frames=0, incomplete_frames=0, noise_characters=0)
+        counters.found.update(frames=0, incomplete_frames=0, noise_characters=0)
         for piece in source.chunks():
             for frame in screen.feed(piece):
                 counts["frames"] += 1
                 table, problems = read_frame(frame, plan.cols)
                 for reason in problems:
                     note_bad_line(
-                        info, counts["frames"], f"watch frame {counts['frames']}: {reason}"
+                        counters, counts["frames"], f"watch frame {counts['frames']}: {reason}"
                     )
                 if table is None:
                     counts["incomplete"] += 1
                     if not problems:
-                        note_bad_line(info, counts["frames"], "watch frame without a whole table")
-                _update(info, counts, screen)
+                        reason = "watch frame without a whole table"
+                        counters.note_bad_line(counts["frames"], reason)
+                _update(counters, counts, screen)
                 if table is not None:
                     yield maker.make(table)
         if screen.dirty:  # the capture ends in the middle of a redraw
             counts["frames"] += 1
             counts["incomplete"] += 1
             note_bad_line(
-                info, counts["frames"], f"watch frame {counts['frames']}: cut short at the end"
+                counters, counts["frames"], f"watch frame {counts['frames']}: cut short at the end"
             )
-            _update(info, counts, screen)
+            _update(counters, counts, screen)
 
-    return ImportedStream(path, info, reader, newline="")
+    return ImportedStream(path, info, reader, newline="", counters=counters)
 
 
-def _update(info: StreamInfo, counts: dict[str, int], screen: Screen) -> None:
-    info.header["frames"] = counts["frames"]
-    info.header["incomplete_frames"] = counts["incomplete"]
-    info.header["noise_characters"] = screen.noise
+def _update(counters: ReadCounters, counts: dict[str, int], screen: Screen) -> None:
+    counters.found["frames"] = counts["frames"]
+    counters.found["incomplete_frames"] = counts["incomplete"]
+    counters.found["noise_characters"] = screen.noise
 
 
 SPEC = FormatSpec(

@@ -29,6 +29,7 @@ from gputop_hints.sources.files.nvsmi_apps import stream_info
 from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.streams import (
     METRIC_PROCESSES,
+    ReadCounters,
     note_bad_line,
 )
 from gputop_hints.units import MIB
@@ -112,6 +113,8 @@ def open_pmon(
     info, interval = stream_info(path, FORMAT, LABEL, times, interval_s, notes)
     detail = f"{LABEL}: {path.name}"
 
+    counters = ReadCounters()
+
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[ProcessRow]:
             names = plan.names
@@ -124,12 +127,12 @@ def open_pmon(
                 try:
                     yield _row(text.split(), names, line)
                 except v.CellError as exc:
-                    note_bad_line(info, line, str(exc))
+                    note_bad_line(counters, line, str(exc))
 
         tolerance = min(max(0.5 * interval, 0.002), 5.0)
-        yield from _polls.snapshots(_polls.polls(rows(), tolerance), info, interval, detail)
+        yield from _polls.snapshots(_polls.polls(rows(), tolerance), counters, interval, detail)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

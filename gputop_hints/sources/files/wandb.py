@@ -46,8 +46,8 @@ from gputop_hints.streams import (
     METRIC_SM,
     METRIC_TEMPERATURE,
     METRIC_VRAM,
+    ReadCounters,
     StreamInfo,
-    note_bad_line,
 )
 
 FORMAT = "wandb"
@@ -171,21 +171,21 @@ class _Stats:
 
 def read(
     source: TextSource,
-    info: StreamInfo,
+    counters: ReadCounters,
     interval: float,
     detail: str,
     vram_total: int | None,
 ) -> Iterator[Snapshot]:
-    clock = Clock(info, interval)
+    clock = Clock(counters, interval)
     empty_host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
-    vram_stats = _Stats(info.header, "vram_allocated_percent")
-    cpu_stats = _Stats(info.header, "system_cpu_percent")
+    vram_stats = _Stats(counters.found, "vram_allocated_percent")
+    cpu_stats = _Stats(counters.found, "system_cpu_percent")
     for line, text in source.lines():
         if not text.strip():
             continue
         obj = _json_object(text)
         if obj is None:
-            note_bad_line(info, line, "not a JSON object")
+            counters.note_bad_line(line, "not a JSON object")
             continue
         per_gpu: dict[int, dict[str, float]] = {}
         cores: dict[int, float] = {}
@@ -211,7 +211,7 @@ def read(
                 if x is not None and 0.0 <= x <= 100.0:
                     cores[int(c.group(1))] = x
         if not per_gpu and not cores and not any(str(k).startswith("system.") for k in obj):
-            note_bad_line(info, line, "no system metrics in this line")
+            counters.note_bad_line(line, "no system metrics in this line")
             continue
         cpu = _number(obj.get("system.cpu"))
         if cpu is not None and 0.0 <= cpu <= 100.0:
@@ -253,8 +253,7 @@ def read(
                 cpu_percent_per_core=tuple(cores.get(i) for i in range(n)),
                 allowed_cores=tuple(range(n)),
             )
-        if info.gpu_count is None or len(gpus) > info.gpu_count:
-            info.gpu_count = len(gpus)
+        counters.saw_gpus(len(gpus))
         yield Snapshot(
             timestamp=clock.next(_time(obj)),
             interval_s=interval,
@@ -295,11 +294,12 @@ def open_wandb(
         header={},
     )
     detail = f"{LABEL}: {path.name}"
+    counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        return read(source, info, interval, detail, vram_total)
+        return read(source, counters, interval, detail, vram_total)
 
-    return ImportedStream(path, info, reader)
+    return ImportedStream(path, info, reader, counters=counters)
 
 
 SPEC = FormatSpec(

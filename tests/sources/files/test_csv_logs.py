@@ -10,25 +10,25 @@ import pytest
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream, parse_mapping
-from gputop_hints.streams import METRIC_TEMPERATURE, StreamInfo, UnrecognisedFormat
+from gputop_hints.streams import METRIC_TEMPERATURE, ReadCounters, StreamInfo, UnrecognisedFormat
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo]:
+def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
     stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
     with closing(stream):
         snaps = list(stream)
-    return snaps, stream.info
+    return snaps, stream.info, stream.counters
 
 
 def test_headerless_bare_numbers_need_map_but_find_their_epoch_column() -> None:
     path = FIXTURES / "noheader_epoch.csv"  # epoch s, util, used MiB, total MiB
     with pytest.raises(UnrecognisedFormat, match="--map sm=1,vram_used=2"):
         open_stream(path)
-    snaps, info = load(path, mapping=parse_mapping("sm=2,vram_used=3,vram_total=4"))
+    snaps, info, _counters = load(path, mapping=parse_mapping("sm=2,vram_used=3,vram_total=4"))
     assert [s.timestamp for s in snaps] == [1736935200, 1736935201, 1736935202]
     assert [s.gpus[0].sm_percent for s in snaps] == [45, 50, 0]
     assert snaps[0].gpus[0].vram_used_bytes == 1024 * MIB
@@ -36,7 +36,7 @@ def test_headerless_bare_numbers_need_map_but_find_their_epoch_column() -> None:
 
 
 def test_headerless_map_names_the_time_column_too() -> None:
-    snaps, _ = load(
+    snaps, _, _ = load(
         FIXTURES / "noheader_epoch.csv",
         mapping=parse_mapping("time=1,sm=2,vram_used=3,vram_total=4"),
     )
@@ -51,13 +51,13 @@ def test_headerless_map_names_the_time_column_too() -> None:
 def test_headerless_time_shapes(tmp_path: Path, stamp: str) -> None:
     path = tmp_path / "gpu.csv"
     path.write_text(f"{stamp}, 45 %, 1024 MiB\n")
-    snaps, _ = load(path)
+    snaps, _, _ = load(path)
     assert snaps[0].timestamp == 1736935200 and snaps[0].gpus[0].sm_percent == 45
 
 
 def test_one_bad_cell_keeps_the_rest_of_the_row() -> None:
     # Rows 2 and 5 hold a quoted newline in gpu_util, row 3 a "1,2 GB" memory cell.
-    snaps, info = load(FIXTURES / "generic_bad_cells.csv")
+    snaps, _info, counters = load(FIXTURES / "generic_bad_cells.csv")
     assert len(snaps) == 5
     assert [s.gpus[0].sm_percent for s in snaps] == [40, None, 50, 55, None]
     assert [s.gpus[0].vram_used_bytes for s in snaps] == [
@@ -67,13 +67,13 @@ def test_one_bad_cell_keeps_the_rest_of_the_row() -> None:
         1300 * MIB,
         1400 * MIB,
     ]
-    assert info.header["bad_cells"] == {"gpu_util": [2, 3], "mem_used_mb": [1, 5]}
-    assert info.bad_lines == 3 and info.first_bad_line == 3
-    assert "the rest of the row is kept" in (info.first_bad_reason or "")
+    assert counters.found["bad_cells"] == {"gpu_util": [2, 3], "mem_used_mb": [1, 5]}
+    assert counters.bad_lines == 3 and counters.first_bad_line == 3
+    assert "the rest of the row is kept" in (counters.first_bad_reason or "")
 
 
 @pytest.mark.parametrize("name", ["dmon_pucvmet.log", "dmon_dt.log"])
 def test_dmon_reads_gpu_temperature(name: str) -> None:
-    snaps, info = load(FIXTURES / name)
+    snaps, info, _counters = load(FIXTURES / name)
     assert METRIC_TEMPERATURE not in info.missing
     assert all(s.gpus[0].temperature_c is not None for s in snaps)

@@ -29,6 +29,7 @@ from gputop_hints.streams import (
     METRIC_SUBSECOND,
     METRIC_THROTTLE,
     METRIC_VRAM,
+    ReadCounters,
     StreamInfo,
     UnrecognisedFormat,
 )
@@ -46,11 +47,11 @@ def load(
     format: str | None = None,
     interval_s: float | None = None,
     mapping: dict[str, str] | None = None,
-) -> tuple[list[Snapshot], StreamInfo]:
+) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
     stream = open_stream(path, format=format, interval_s=interval_s, mapping=mapping)
     snaps = list(stream)
     stream.close()
-    return snaps, stream.info
+    return snaps, stream.info, stream.counters
 
 
 def sm(snap: Snapshot, index: int = 0) -> float:
@@ -98,12 +99,12 @@ def test_openad_nvidia_smi_csv(traces: Path) -> None:
     by_gpu: dict[str, list[list[str]]] = {}
     for r in rows:
         by_gpu.setdefault(r[1], []).append(r)
-    snaps, info = load(path)
+    snaps, info, counters = load(path)
     check_valid(snaps)
     assert info.format == "nvidia-smi-csv"
     assert info.gpu_count == 2
     assert len(snaps) == len(rows) // 2 == 473
-    assert info.bad_lines == 0
+    assert counters.bad_lines == 0
     assert info.interval_s is not None and 0.95 <= info.interval_s <= 1.1
     expected_mean = statistics.mean(float(r[3].split()[0]) for r in by_gpu["0"])
     got = statistics.mean(sm(s) for s in snaps)
@@ -131,7 +132,7 @@ def _simple_csv(path: Path) -> list[dict[str, float]]:
 def test_machine_translation_generic_csv(traces: Path) -> None:
     path = traces / "machine_translation_gpu_usage.csv"
     rows = _simple_csv(path)  # timestamp, gpu_utilization, memory_used, memory_total (MiB)
-    snaps, info = load(path)
+    snaps, info, _counters = load(path)
     check_valid(snaps)
     assert info.format == "csv" and info.gpu_count == 1
     assert len(snaps) == len(rows) == 135
@@ -147,7 +148,7 @@ def test_machine_translation_generic_csv(traces: Path) -> None:
 def test_rectified_point_flow_generic_csv(traces: Path) -> None:
     path = traces / "rectified_point_flow_gpu_usage.csv"
     rows = _simple_csv(path)  # nvidia-smi field names, but epoch times and no ", "
-    snaps, info = load(path)
+    snaps, info, _counters = load(path)
     check_valid(snaps)
     assert info.format == "csv"
     assert len(snaps) == len(rows) == 90
@@ -162,7 +163,7 @@ def test_spaceinvaders_wandb(traces: Path) -> None:
     path = traces / "spaceinvaders_wandb-events.jsonl"
     with open(path) as f:
         lines = [json.loads(line) for line in f if line.strip()]
-    snaps, info = load(path)
+    snaps, info, counters = load(path)
     check_valid(snaps)
     assert info.format == "wandb" and info.gpu_count == 1
     assert len(snaps) == len(lines) == 18
@@ -175,18 +176,18 @@ def test_spaceinvaders_wandb(traces: Path) -> None:
     # VRAM is only a share: bytes stay unknown, the share is in the header.
     assert snaps[0].gpus[0].vram_used_bytes is None
     assert METRIC_VRAM in info.missing
-    share: dict[str, dict[str, float]] = info.header["vram_allocated_percent"]  # type: ignore[assignment]
+    share: dict[str, dict[str, float]] = counters.found["vram_allocated_percent"]  # type: ignore[assignment]
     assert share["0"]["mean"] == pytest.approx(1.91)
     # system.cpu is one number: not spread over pseudo-cores.
     assert snaps[0].host.cpu_percent_per_core == ()
     assert METRIC_HOST_CPU in info.missing
-    cpu_stats: dict[str, dict[str, float]] = info.header["system_cpu_percent"]  # type: ignore[assignment]
+    cpu_stats: dict[str, dict[str, float]] = counters.found["system_cpu_percent"]  # type: ignore[assignment]
     cpu = cpu_stats["all"]
     assert cpu["mean"] == pytest.approx(statistics.mean(x["system.cpu"] for x in lines))
     assert 65 <= cpu["mean"] <= 75  # "CPU about 70 %"
     assert snaps[0].gpus[0].temperature_c == 49.93 and snaps[0].gpus[0].power_watts == 27.79
     # Given the card's size, the share becomes bytes.
-    snaps2, info2 = load(path, mapping={"vram_total": "8GiB"})
+    snaps2, info2, _counters2 = load(path, mapping={"vram_total": "8GiB"})
     assert snaps2[0].gpus[0].vram_used_bytes == round(8 * 2**30 * 0.0191)
     assert METRIC_VRAM not in info2.missing
 
@@ -195,7 +196,7 @@ def test_spaceinvaders_wandb(traces: Path) -> None:
 
 
 def test_nvsmi_full_two_gpus_with_na_and_throttle() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_full_2gpu.csv")
+    snaps, info, _counters = load(FIXTURES / "nvsmi_full_2gpu.csv")
     check_valid(snaps)
     assert len(snaps) == 3 and info.gpu_count == 2
     g0, g1 = snaps[0].gpus
@@ -215,7 +216,7 @@ def test_nvsmi_full_two_gpus_with_na_and_throttle() -> None:
 
 
 def test_nvsmi_noheader_with_units_is_inferred() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_noheader_units.csv")
+    snaps, info, _counters = load(FIXTURES / "nvsmi_noheader_units.csv")
     check_valid(snaps)
     assert len(snaps) == 3 and info.gpu_count == 2
     g0 = snaps[0].gpus[0]
@@ -230,7 +231,7 @@ def test_nvsmi_noheader_nounits_needs_map() -> None:
     with pytest.raises(UnrecognisedFormat, match="--map"):
         open_stream(path)
     mapping = parse_mapping("time=1,gpu=2,sm=3,mem=4,vram_total=5,vram_used=6")
-    snaps, _ = load(path, mapping=mapping)
+    snaps, _, _ = load(path, mapping=mapping)
     check_valid(snaps)
     assert [s.gpus[0].sm_percent for s in snaps] == [92, 95, 86]
     assert snaps[2].gpus[0].vram_used_bytes == 25100 * MIB
@@ -238,30 +239,30 @@ def test_nvsmi_noheader_nounits_needs_map() -> None:
 
 
 def test_nvsmi_single_column_is_utilization() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_single_column.csv")
+    snaps, info, _ = load(FIXTURES / "nvsmi_single_column.csv")
     assert [s.gpus[0].sm_percent for s in snaps] == [45, 47, 0, 100, 52]
     assert [s.timestamp for s in snaps] == [0, 1, 2, 3, 4]
     assert info.interval_s == 1.0 and "assumed" in info.detail
-    snaps, info = load(FIXTURES / "nvsmi_single_column.csv", interval_s=0.5)
+    snaps, info, _counters = load(FIXTURES / "nvsmi_single_column.csv", interval_s=0.5)
     assert [s.timestamp for s in snaps] == [0, 0.5, 1.0, 1.5, 2.0]
     # The guess can be overridden: the column is memory-access % after all.
-    snaps, _ = load(FIXTURES / "nvsmi_single_column.csv", mapping={"mem": "1"})
+    snaps, _, _ = load(FIXTURES / "nvsmi_single_column.csv", mapping={"mem": "1"})
     assert snaps[0].gpus[0].sm_percent is None and snaps[0].gpus[0].memory_access_percent == 45
 
 
 def test_nvsmi_no_timestamps_multi_gpu_repeated_header() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_no_timestamp_4gpu.csv", interval_s=2.0)
+    snaps, info, counters = load(FIXTURES / "nvsmi_no_timestamp_4gpu.csv", interval_s=2.0)
     check_valid(snaps)
-    assert len(snaps) == 3 and info.gpu_count == 4 and info.bad_lines == 0
+    assert len(snaps) == 3 and info.gpu_count == 4 and counters.bad_lines == 0
     assert [g.sm_percent for g in snaps[2].gpus] == [92, 82, 72, 12]
     assert [s.timestamp for s in snaps] == [0, 2, 4]
 
 
 @pytest.mark.parametrize("name", ["nvsmi_crlf_bom.csv", "nvsmi_crlf_bom.csv.gz", "nvsmi_utf16.csv"])
 def test_crlf_bom_gzip_utf16(name: str) -> None:
-    snaps, info = load(FIXTURES / name)
+    snaps, info, counters = load(FIXTURES / name)
     check_valid(snaps)
-    assert info.format == "nvidia-smi-csv" and info.bad_lines == 0
+    assert info.format == "nvidia-smi-csv" and counters.bad_lines == 0
     assert [s.gpus[0].sm_percent for s in snaps] == [81, 82, 78]
     # memory.used is queried twice in this (real-world) command: the first counts.
     assert snaps[0].gpus[0].vram_used_bytes == 5959 * MIB
@@ -269,7 +270,7 @@ def test_crlf_bom_gzip_utf16(name: str) -> None:
 
 
 def test_dmon_pucvmet() -> None:
-    snaps, info = load(FIXTURES / "dmon_pucvmet.log")
+    snaps, info, _counters = load(FIXTURES / "dmon_pucvmet.log")
     check_valid(snaps)
     assert info.format == "nvidia-smi-dmon" and len(snaps) == 2
     g0, g1 = snaps[0].gpus
@@ -290,25 +291,25 @@ def test_dmon_pucvmet() -> None:
 
 
 def test_dmon_u_with_dashes() -> None:
-    snaps, info = load(FIXTURES / "dmon_u.log")
+    snaps, info, _counters = load(FIXTURES / "dmon_u.log")
     assert [s.gpus[0].sm_percent for s in snaps] == [12, 85, None, 90]
     assert METRIC_VRAM in info.missing
 
 
 def test_dmon_date_time_repeated_header_and_bad_line() -> None:
-    snaps, info = load(FIXTURES / "dmon_dt.log")
+    snaps, info, counters = load(FIXTURES / "dmon_dt.log")
     check_valid(snaps)
     assert len(snaps) == 3 and info.gpu_count == 2
     assert info.interval_s == 2.0
     assert snaps[1].timestamp - snaps[0].timestamp == 2.0
-    assert info.bad_lines == 1 and info.first_bad_line == 11
+    assert counters.bad_lines == 1 and counters.first_bad_line == 11
 
 
 def test_wandb_newer_keys() -> None:
-    snaps, info = load(FIXTURES / "wandb_new_keys.jsonl")
+    snaps, info, counters = load(FIXTURES / "wandb_new_keys.jsonl")
     check_valid(snaps)
     assert len(snaps) == 3 and info.gpu_count == 2
-    assert info.first_bad_line == 3
+    assert counters.first_bad_line == 3
     g0, g1 = snaps[0].gpus
     assert g0.vram_used_bytes == 12 * 2**30 and g0.vram_total_bytes == 24 * 2**30
     assert g1.vram_total_bytes == 24 * 2**30  # 6 GiB is 25 %
@@ -318,7 +319,7 @@ def test_wandb_newer_keys() -> None:
 
 
 def test_generic_csv_units_iso_times_trailing_commas() -> None:
-    snaps, info = load(FIXTURES / "generic_gb_iso.csv")
+    snaps, info, _counters = load(FIXTURES / "generic_gb_iso.csv")
     check_valid(snaps)
     assert [s.gpus[0].sm_percent for s in snaps] == [55, 60, 65]
     assert snaps[0].gpus[0].vram_used_bytes == round(10.5 * 2**30)
@@ -329,8 +330,8 @@ def test_generic_csv_units_iso_times_trailing_commas() -> None:
 
 
 def test_generic_csv_quoted_newlines_and_semicolons() -> None:
-    snaps, info = load(FIXTURES / "generic_quoted.csv")
-    assert info.bad_lines == 0
+    snaps, _info, counters = load(FIXTURES / "generic_quoted.csv")
+    assert counters.bad_lines == 0
     assert [s.gpus[0].sm_percent for s in snaps] == [10, 90, 95]
     assert snaps[1].gpus[0].vram_used_bytes == 2048 * MIB
 
@@ -340,7 +341,8 @@ def test_generic_csv_map_by_name() -> None:
         open_stream(FIXTURES / "generic_unknown_columns.csv")
     for fmt in FORMATS:
         assert f"{fmt}:" in str(exc.value)
-    snaps, _ = load(FIXTURES / "generic_unknown_columns.csv", mapping={"time": "step", "sm": "lr"})
+    mapping = {"time": "step", "sm": "lr"}
+    snaps, _, _ = load(FIXTURES / "generic_unknown_columns.csv", mapping=mapping)
     assert snaps[0].gpus[0].sm_percent == 0.001
 
 
@@ -349,9 +351,9 @@ def test_bad_inputs() -> None:
         open_stream(FIXTURES / "bad_empty.csv")
     with pytest.raises(UnrecognisedFormat, match="binary"):
         open_stream(FIXTURES / "bad_garbage.bin")
-    snaps, info = load(FIXTURES / "bad_truncated.csv")
-    assert len(snaps) == 2 and info.bad_lines == 1 and info.first_bad_line == 4
-    assert "fields" in (info.first_bad_reason or "")
+    snaps, _info, counters = load(FIXTURES / "bad_truncated.csv")
+    assert len(snaps) == 2 and counters.bad_lines == 1 and counters.first_bad_line == 4
+    assert "fields" in (counters.first_bad_reason or "")
 
 
 def test_forced_format_and_unknown_format() -> None:
@@ -359,7 +361,7 @@ def test_forced_format_and_unknown_format() -> None:
         open_stream(FIXTURES / "nvsmi_full_2gpu.csv", format="nvidia-smi-dmon")
     with pytest.raises(UnrecognisedFormat, match="choose one of"):
         open_stream(FIXTURES / "nvsmi_full_2gpu.csv", format="excel")
-    _, info = load(FIXTURES / "nvsmi_full_2gpu.csv", format="nvidia-smi-csv")
+    _, info, _counters = load(FIXTURES / "nvsmi_full_2gpu.csv", format="nvidia-smi-csv")
     assert info.format == "nvidia-smi-csv"
 
 
@@ -375,7 +377,7 @@ def test_mapping_parse_errors() -> None:
 
 
 def test_recording_is_delegated() -> None:
-    _, info = load(FIXTURES / "recording_header_only.jsonl")
+    _, info, _counters = load(FIXTURES / "recording_header_only.jsonl")
     assert info.format == "recording"
 
 
@@ -384,15 +386,15 @@ def test_backwards_clock_is_stitched(tmp_path: Path) -> None:
     path.write_text(
         "timestamp,gpu_util\n100000000,10\n100000001,20\n99996402,30\n99996403,40\n"
     )  # clock falls back an hour (DST) mid-log
-    snaps, info = load(path)
+    snaps, _info, counters = load(path)
     assert [s.timestamp for s in snaps] == [100000000, 100000001, 100000002, 100000003]
-    assert info.header["clock_jumps_back"] == 1
+    assert counters.found["clock_jumps_back"] == 1
 
 
 def test_two_passes_and_context_manager() -> None:
     stream = open_stream(FIXTURES / "dmon_dt.log")
     assert len(list(stream)) == len(list(stream)) == 3
-    assert stream.info.bad_lines == 1
+    assert stream.counters.bad_lines == 1
     stream.close()
 
 
@@ -422,7 +424,7 @@ def _import_any(data: bytes) -> None:
         path = Path(d) / "input"
         path.write_bytes(data)
         try:
-            snaps, _ = load(path)
+            snaps, _, _ = load(path)
         except UnrecognisedFormat:
             return
         check_valid(snaps)
@@ -510,7 +512,7 @@ def test_round_trip_nvidia_smi_csv(
         path.write_text("\n".join(lines) + "\n")
         if not header and units and any(g["power"] is None for t in ticks for g in t):
             mapping = None  # inference copes with [N/A] cells
-        snaps, info = load(path, mapping=mapping)
+        snaps, info, _counters = load(path, mapping=mapping)
     check_valid(snaps)
     assert len(snaps) == len(ticks)
     assert info.gpu_count == n_gpus

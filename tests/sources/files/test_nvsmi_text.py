@@ -22,6 +22,7 @@ from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
     METRIC_PROCESSES,
+    ReadCounters,
     StreamInfo,
     UnrecognisedFormat,
 )
@@ -33,11 +34,11 @@ MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo]:
+def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
     stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
     with closing(stream):
         snaps = list(stream)
-    return snaps, stream.info
+    return snaps, stream.info, stream.counters
 
 
 def utc(text: str) -> float:
@@ -73,11 +74,11 @@ def test_checkin_384_daily_cron_with_two_broken_snapshots(traces: Path) -> None:
     # next date. 679 process rows (grep -cE '^\|\s+[0-9]+\s+[0-9]+\s+C\s'), none in
     # the broken ones. GPU 0 utilization over the 315 whole tables (awk over the
     # values rows, without line 4864): mean 25.374603, peak 100; VRAM peak 12186 MiB.
-    snaps, info = load(traces / "nvsmi_table_checkin_384.log")
+    snaps, info, counters = load(traces / "nvsmi_table_checkin_384.log")
     assert info.format == "nvidia-smi-table"
     assert len(snaps) == 315 and info.gpu_count == 4
-    assert info.bad_lines == 2 and info.first_bad_line == 779
-    assert "cut short at line 787" in (info.first_bad_reason or "")
+    assert counters.bad_lines == 2 and counters.first_bad_line == 779
+    assert "cut short at line 787" in (counters.first_bad_reason or "")
     assert sum(len(s.processes) for s in snaps) == 679
     util = sm_of(snaps, 0)
     assert statistics.mean(util) == pytest.approx(25.374603, abs=1e-6) and max(util) == 100
@@ -96,7 +97,7 @@ def test_checkin_384_daily_cron_with_two_broken_snapshots(traces: Path) -> None:
     python = [p for p in first.processes if p.gpu_index == 0]
     assert [(p.pid, p.name, p.vram_bytes) for p in python] == [(12650, "python", 11986 * MIB)]
     assert info.interval_s == 86400  # about one a day at 01:00
-    assert info.header["fan_percent_peak"] == {"0": 85.0, "1": 67.0, "2": 68.0, "3": 73.0}
+    assert counters.found["fan_percent_peak"] == {"0": 85.0, "1": 67.0, "2": 68.0, "3": 73.0}
     for metric in (METRIC_MEMORY_ACCESS, METRIC_PCIE):
         assert metric in info.missing
     assert METRIC_PROCESSES not in info.missing
@@ -105,7 +106,7 @@ def test_checkin_384_daily_cron_with_two_broken_snapshots(traces: Path) -> None:
 def test_checkin_snapshot_with_the_next_one_glued_on(traces: Path) -> None:
     lines = (traces / "nvsmi_table_checkin_384.log").read_text().splitlines()
     assert lines[4870].startswith("+---") and "Sat Dec 22 01:00:01 2018" in lines[4870]
-    snaps, _ = load(traces / "nvsmi_table_checkin_384.log")
+    snaps, _, _ = load(traces / "nvsmi_table_checkin_384.log")
     stamps = [s.timestamp for s in snaps]
     assert utc("2018 12 21 01 00 02") not in stamps  # the broken one is dropped ...
     assert utc("2018 12 22 01 00 01") in stamps  # ... the glued one is read
@@ -115,9 +116,9 @@ def test_groupederag_565_separators_from_date_and_jobs_between(traces: Path) -> 
     # 1100 "====" separators, two with no table after them: 1098 tables. 1035
     # process rows, 62 "No running processes found". awk over the values rows:
     # utilization mean 67.886157, peak 100; power mean 198.189435 W; VRAM peak 17014 MiB.
-    snaps, info = load(traces / "nvsmi_table_groupederag_565.log")
+    snaps, info, counters = load(traces / "nvsmi_table_groupederag_565.log")
     assert info.format == "nvidia-smi-table"
-    assert len(snaps) == 1098 and info.gpu_count == 1 and info.bad_lines == 0
+    assert len(snaps) == 1098 and info.gpu_count == 1 and counters.bad_lines == 0
     assert sum(len(s.processes) for s in snaps) == 1035
     assert sum(1 for s in snaps if not s.processes) == 1098 - 1035
     util = sm_of(snaps, 0)
@@ -134,8 +135,8 @@ def test_groupederag_565_separators_from_date_and_jobs_between(traces: Path) -> 
 
 def test_ifrnet_470_names_cut_with_dots(traces: Path) -> None:
     # 4 GPUs at 92, 93, 74, 93 %: mean 88, peak 93; 4 processes of ~10.5 GB.
-    snaps, info = load(traces / "nvsmi_table_ifrnet_470.log")
-    assert len(snaps) == 1 and info.gpu_count == 4 and info.bad_lines == 0
+    snaps, info, counters = load(traces / "nvsmi_table_ifrnet_470.log")
+    assert len(snaps) == 1 and info.gpu_count == 4 and counters.bad_lines == 0
     (snap,) = snaps
     util = [g.sm_percent or 0.0 for g in snap.gpus]
     assert statistics.mean(util) == 88 and max(util) == 93
@@ -153,8 +154,8 @@ def test_ifrnet_470_names_cut_with_dots(traces: Path) -> None:
 
 def test_mag_545_eight_gpus_two_snapshots(traces: Path) -> None:
     # awk over the 16 values rows: utilization mean 1.3125, peak 11; VRAM peak 61245 MiB.
-    snaps, info = load(traces / "nvsmi_table_mag_545.log")
-    assert len(snaps) == 2 and info.gpu_count == 8 and info.bad_lines == 0
+    snaps, info, counters = load(traces / "nvsmi_table_mag_545.log")
+    assert len(snaps) == 2 and info.gpu_count == 8 and counters.bad_lines == 0
     util = [g.sm_percent or 0.0 for s in snaps for g in s.gpus]
     assert statistics.mean(util) == 1.3125 and max(util) == 11
     assert max(g.vram_used_bytes or 0 for s in snaps for g in s.gpus) == 61245 * MIB
@@ -166,14 +167,14 @@ def test_mag_545_eight_gpus_two_snapshots(traces: Path) -> None:
 
 
 def test_lisa_windows_wddm_c_plus_g_without_memory(traces: Path) -> None:
-    snaps, info = load(traces / "nvsmi_table_lisa_win560.log")
-    assert len(snaps) == 1 and info.gpu_count == 1 and info.bad_lines == 0
+    snaps, info, counters = load(traces / "nvsmi_table_lisa_win560.log")
+    assert len(snaps) == 1 and info.gpu_count == 1 and counters.bad_lines == 0
     (snap,) = snaps
     g = snap.gpus[0]
     assert (g.name, g.sm_percent, g.vram_used_bytes) == ("NVIDIA GeForce RTX 3060", 3, 1342 * MIB)
     assert len(snap.processes) == 19
     assert all(p.vram_bytes is None for p in snap.processes)  # WDDM: N/A
-    assert info.header["process_kinds"] == {"C+G": 19}
+    assert counters.found["process_kinds"] == {"C+G": 19}
     names = [p.name for p in snap.processes]
     assert (
         "C:\\Windows\\explorer.exe" in names and "...Programs\\Microsoft VS Code\\Code.exe" in names
@@ -181,14 +182,14 @@ def test_lisa_windows_wddm_c_plus_g_without_memory(traces: Path) -> None:
 
 
 def test_bifurcation_580_two_gpus_same_pids(traces: Path) -> None:
-    snaps, info = load(traces / "nvsmi_table_bifurcation_580.log")
-    assert len(snaps) == 1 and info.gpu_count == 2 and info.bad_lines == 0
+    snaps, info, counters = load(traces / "nvsmi_table_bifurcation_580.log")
+    assert len(snaps) == 1 and info.gpu_count == 2 and counters.bad_lines == 0
     (snap,) = snaps
     assert [g.sm_percent for g in snap.gpus] == [0, 0]
     assert [g.power_watts for g in snap.gpus] == [29, 22]
     assert len(snap.processes) == 10
     assert {p.pid for p in snap.processes if p.gpu_index == 1} == {2244, 11497, 11528, 11541, 11553}
-    assert info.header["process_kinds"] == {"G": 2, "C": 8}
+    assert counters.found["process_kinds"] == {"G": 2, "C": 8}
     xorg = next(p for p in snap.processes if p.pid == 2244)
     assert (xorg.name, xorg.vram_bytes) == ("/usr/lib/xorg/Xorg", 4 * MIB)
     assert snap.driver_version == "580.126.09" and snap.cuda_driver_version == "13.0"
@@ -198,7 +199,7 @@ def test_bifurcation_580_two_gpus_same_pids(traces: Path) -> None:
 
 
 def test_separators_prompts_and_a_table_cut_at_the_end() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_table_separators.log")
+    snaps, info, counters = load(FIXTURES / "nvsmi_table_separators.log")
     assert len(snaps) == 3 and info.gpu_count == 2
     # nvidia-smi's own line; an ISO line; a 12-hour `date` separator (8 PM = 20 h).
     assert [s.timestamp for s in snaps] == [
@@ -212,15 +213,15 @@ def test_separators_prompts_and_a_table_cut_at_the_end() -> None:
         [(4242, 0), (4300, 1)],
         [],
     ]
-    assert info.bad_lines == 1 and info.first_bad_line == 81
-    assert "cut short at the end of the file" in (info.first_bad_reason or "")
+    assert counters.bad_lines == 1 and counters.first_bad_line == 81
+    assert "cut short at the end of the file" in (counters.first_bad_reason or "")
 
 
 def test_tables_without_dates_use_the_interval() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_table_nodates.log")
+    snaps, info, _ = load(FIXTURES / "nvsmi_table_nodates.log")
     assert [s.timestamp for s in snaps] == [0, 1, 2]
     assert "no date line above the tables" in info.detail and "give --interval" in info.detail
-    snaps, info = load(FIXTURES / "nvsmi_table_nodates.log", interval_s=5.0)
+    snaps, info, _counters = load(FIXTURES / "nvsmi_table_nodates.log", interval_s=5.0)
     assert [s.timestamp for s in snaps] == [0, 5, 10] and "interval 5 s (given)" in info.detail
     assert [p.vram_bytes for s in snaps for p in s.processes] == [
         987 * MIB,
@@ -231,8 +232,8 @@ def test_tables_without_dates_use_the_interval() -> None:
 
 def test_mig_sections_are_read_past() -> None:
     # Hand-written from NVIDIA's MIG user guide (see tests/fixtures/import/README.md).
-    snaps, info = load(FIXTURES / "nvsmi_table_mig.log")
-    assert len(snaps) == 1 and info.bad_lines == 0
+    snaps, _info, counters = load(FIXTURES / "nvsmi_table_mig.log")
+    assert len(snaps) == 1 and counters.bad_lines == 0
     (snap,) = snaps
     g = snap.gpus[0]
     assert g.sm_percent is None  # "N/A" under MIG: unknown, not 0
@@ -241,7 +242,7 @@ def test_mig_sections_are_read_past() -> None:
         (31052, 1635 * MIB),
         (31053, 1639 * MIB),
     ]
-    assert info.header["mig_devices"] == 2
+    assert counters.found["mig_devices"] == 2
 
 
 def test_a_bad_value_keeps_the_rest_of_the_snapshot(tmp_path: Path) -> None:
@@ -250,11 +251,11 @@ def test_a_bad_value_keeps_the_rest_of_the_snapshot(tmp_path: Path) -> None:
     assert broken != text
     path = tmp_path / "gpu.log"
     path.write_text(broken)
-    snaps, info = load(path)
+    snaps, _info, counters = load(path)
     assert len(snaps) == 3
     assert snaps[0].gpus[0].sm_percent is None  # only what did not read is lost
     assert snaps[0].gpus[0].power_watts == 100 and len(snaps[0].processes) == 1
-    assert info.bad_lines == 1 and "GPU 0" in (info.first_bad_reason or "")
+    assert counters.bad_lines == 1 and "GPU 0" in (counters.first_bad_reason or "")
 
 
 def test_truncated_anywhere_never_fails(tmp_path: Path) -> None:
@@ -263,7 +264,7 @@ def test_truncated_anywhere_never_fails(tmp_path: Path) -> None:
         path = tmp_path / "cut.log"
         path.write_bytes(data[:cut])
         try:
-            snaps, _ = load(path)
+            snaps, _, _ = load(path)
         except UnrecognisedFormat:
             continue
         assert all(s.gpus for s in snaps)
@@ -332,11 +333,11 @@ def test_hirataken_watch_capture(traces: Path) -> None:
     values = _replay_row(data, 20)
     util = [int(row[72:78].split("%")[0]) for row in values]
     power = [int(row[28:34].strip().rstrip("W")) for row in values]
-    snaps, info = load(path)
+    snaps, info, counters = load(path)
     assert info.format == "nvidia-smi-watch"
     assert len(snaps) == 1355 and info.gpu_count == 1
-    assert info.header["frames"] == 1355 and info.header["incomplete_frames"] == 0
-    assert info.header["noise_characters"] == 1  # the stray "H" after frame 1161's "0"
+    assert counters.found["frames"] == 1355 and counters.found["incomplete_frames"] == 0
+    assert counters.found["noise_characters"] == 1  # the stray "H" after frame 1161's "0"
     got = sm_of(snaps, 0)
     assert statistics.mean(got) == pytest.approx(statistics.mean(util)) == pytest.approx(27.397786)
     assert max(got) == max(util) == 99
@@ -354,11 +355,11 @@ def test_watch_capture_cut_mid_redraw(tmp_path: Path, traces: Path) -> None:
     first_park = data.index(b"\x1b[24;80H", 3000)
     path = tmp_path / "watch.log"
     path.write_bytes(data[: first_park + 3000])
-    snaps, info = load(path)
-    frames = info.header["frames"]
+    snaps, _info, counters = load(path)
+    frames = counters.found["frames"]
     assert isinstance(frames, int) and len(snaps) == frames - 1
-    assert info.header["incomplete_frames"] == 1
-    assert "cut short at the end" in (info.first_bad_reason or "")
+    assert counters.found["incomplete_frames"] == 1
+    assert "cut short at the end" in (counters.first_bad_reason or "")
 
 
 def test_screen_keeps_the_bottom_right_cell_from_scrolling() -> None:
@@ -376,8 +377,8 @@ def test_screen_keeps_the_bottom_right_cell_from_scrolling() -> None:
 
 
 def test_kanmammote_query_dump(traces: Path) -> None:
-    snaps, info = load(traces / "nvsmi_q_kanmammote_570.log")
-    assert info.format == "nvidia-smi-query" and info.bad_lines == 0
+    snaps, info, counters = load(traces / "nvsmi_q_kanmammote_570.log")
+    assert info.format == "nvidia-smi-query" and counters.bad_lines == 0
     assert len(snaps) == 1 and info.gpu_count == 1
     (snap,) = snaps
     g = snap.gpus[0]
@@ -391,11 +392,11 @@ def test_kanmammote_query_dump(traces: Path) -> None:
     assert (g.power_watts, g.power_limit_watts, g.temperature_c) == (21.31, 300, 23)
     assert snap.processes == ()  # "Processes : None"
     assert snap.timestamp == utc("2025 10 10 06 07 47")
-    assert info.header["perf_states"] == {"0": {"P8": 1}}
+    assert counters.found["perf_states"] == {"0": {"P8": 1}}
 
 
 def test_query_dumps_appended_with_processes_and_a_cut_one() -> None:
-    snaps, info = load(FIXTURES / "nvsmi_q_two_dumps.log")
+    snaps, info, counters = load(FIXTURES / "nvsmi_q_two_dumps.log")
     assert len(snaps) == 2 and info.interval_s == 5
     assert [s.gpus[0].sm_percent for s in snaps] == [92, 97]
     assert [s.gpus[0].power_watts for s in snaps] == [195.5, 296.25]
@@ -404,7 +405,7 @@ def test_query_dumps_appended_with_processes_and_a_cut_one() -> None:
         (48602, 10481 * MIB),
         (48602, 10485 * MIB),
     ]
-    assert info.bad_lines == 1 and "cut short" in (info.first_bad_reason or "")
+    assert counters.bad_lines == 1 and "cut short" in (counters.first_bad_reason or "")
 
 
 def test_formats_are_listed_and_forced() -> None:

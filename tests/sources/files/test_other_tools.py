@@ -10,6 +10,7 @@ from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PROCESSES,
+    ReadCounters,
     StreamInfo,
 )
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
@@ -18,15 +19,15 @@ MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(name: str, **kwargs: object) -> tuple[list[Snapshot], StreamInfo]:
+def load(name: str, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
     stream = open_stream(FIXTURES / name, **kwargs)  # type: ignore[arg-type]
     with closing(stream):
         snaps = list(stream)
-    return snaps, stream.info
+    return snaps, stream.info, stream.counters
 
 
 def test_dcgmi_dmon_by_name_with_a_bad_power_cell() -> None:
-    snaps, info = load("dcgmi_dmon.log", interval_s=0.5)
+    snaps, info, counters = load("dcgmi_dmon.log", interval_s=0.5)
     assert info.format == "dcgmi-dmon" and info.gpu_count == 2
     assert [s.timestamp for s in snaps] == [0, 0.5, 1.0]
     g0 = [s.gpus[0] for s in snaps]
@@ -34,11 +35,11 @@ def test_dcgmi_dmon_by_name_with_a_bad_power_cell() -> None:
     assert [g.memory_access_percent for g in g0] == [40, 42, None]  # N/A: unknown
     assert g0[0].vram_used_bytes == 20000 * MIB and g0[0].temperature_c == 61
     assert g0[2].power_watts is None and g0[2].temperature_c == 62  # the row is kept
-    assert info.header["bad_cells"] == {"POWER": [1, 9]}
+    assert counters.found["bad_cells"] == {"POWER": [1, 9]}
 
 
 def test_dcgmi_dmon_by_field_id_scales_ratios_and_skips_instances() -> None:
-    snaps, info = load("dcgmi_dmon_ids.log")
+    snaps, info, _counters = load("dcgmi_dmon_ids.log")
     assert len(snaps) == 2 and info.gpu_count == 1  # the GPU-I row is not a GPU
     assert [s.gpus[0].sm_percent for s in snaps] == [85, 90]  # GRACT 0.85 -> 85 %
     assert [s.gpus[0].memory_access_percent for s in snaps] == [30, 35]  # DRAMA
@@ -47,7 +48,7 @@ def test_dcgmi_dmon_by_field_id_scales_ratios_and_skips_instances() -> None:
 
 
 def test_gpustat_json_lines_with_processes_and_a_cut_document() -> None:
-    snaps, info = load("gpustat.jsonl")
+    snaps, info, counters = load("gpustat.jsonl")
     assert info.format == "gpustat" and info.hostname == "node1"
     assert len(snaps) == 2 and info.interval_s == 5
     assert [s.gpus[0].sm_percent for s in snaps] == [95, 0]
@@ -60,11 +61,11 @@ def test_gpustat_json_lines_with_processes_and_a_cut_document() -> None:
         2.0,
     )
     assert METRIC_PROCESSES not in info.missing and METRIC_MEMORY_ACCESS in info.missing
-    assert info.bad_lines == 1 and "cut short" in (info.first_bad_reason or "")
+    assert counters.bad_lines == 1 and "cut short" in (counters.first_bad_reason or "")
 
 
 def test_gpustat_text_lines() -> None:
-    snaps, info = load("gpustat.log")
+    snaps, info, counters = load("gpustat.log")
     assert info.format == "gpustat" and len(snaps) == 3 and info.gpu_count == 2
     assert [s.timestamp - snaps[0].timestamp for s in snaps] == [0, 5, 10]
     first = snaps[0].gpus[0]
@@ -75,4 +76,4 @@ def test_gpustat_text_lines() -> None:
         (999, "bob", 1000 * MIB),
     }
     assert [g.index for g in snaps[2].gpus] == [1]  # GPU 0's line does not read
-    assert info.bad_lines == 1 and info.first_bad_line == 8
+    assert counters.bad_lines == 1 and counters.first_bad_line == 8

@@ -37,9 +37,9 @@ def test_fargo3d_compute_apps_alone(traces: Path) -> None:
     assert len(path.read_text().splitlines()) == 33
     with closing(open_stream(path, interval_s=10)) as stream:
         snaps = list(stream)
-    info = stream.info
-    assert info.format == "nvidia-smi-apps" and info.bad_lines == 0
-    assert len(snaps) == 16 and info.gpu_count == 2
+    info, counters = stream.info, stream.counters
+    assert info.format == "nvidia-smi-apps" and counters.bad_lines == 0
+    assert len(snaps) == 16 and counters.gpu_count == 2
     assert [s.timestamp for s in snaps[:3]] == [0, 10, 20]
     rows = [(p.pid, p.gpu_index, p.vram_bytes, p.name) for s in snaps for p in s.processes]
     assert len(rows) == 32
@@ -65,7 +65,7 @@ def test_compute_apps_without_header(tmp_path: Path, traces: Path) -> None:
 def test_pmon_with_dates_fb_and_a_bad_row() -> None:
     with closing(open_stream(FIXTURES / "pmon_dt.log")) as stream:
         snaps = list(stream)
-    info = stream.info
+    info, counters = stream.info, stream.counters
     assert info.format == "nvidia-smi-pmon"
     assert [s.timestamp - snaps[0].timestamp for s in snaps] == [0, 1, 2]
     first = {p.pid: p for p in snaps[0].processes}
@@ -73,14 +73,14 @@ def test_pmon_with_dates_fb_and_a_bad_row() -> None:
     assert first[7002].sm_percent is None  # "-": no sample, unknown rather than idle
     assert first[7002].vram_bytes == 19990 * MIB
     assert snaps[2].processes == ()  # GPU 0 idle; GPU 1's row does not read
-    assert info.bad_lines == 1 and info.first_bad_line == 8
+    assert counters.bad_lines == 1 and counters.first_bad_line == 8
 
 
 def test_gpu_log_and_apps_log_merge_by_time_and_uuid() -> None:
     stream = open_streams([FIXTURES / "merge_apps.csv", FIXTURES / "merge_gpu.csv"])
     with closing(stream):
         snaps = list(stream)
-    info = stream.info
+    info, _counters = stream.info, stream.counters
     assert info.format == "nvidia-smi-csv" and METRIC_PROCESSES not in info.missing
     assert "processes from merge_apps.csv" in info.detail
     assert len(snaps) == 5
