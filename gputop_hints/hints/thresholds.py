@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gputop_hints.hints.typed_yaml import field_type, parse_dataclass
+from gputop_hints.typed_yaml import field_type, parse_dataclass
 
 __all__ = [
     "DEFAULTS_PATH",
