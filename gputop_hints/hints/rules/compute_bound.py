@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
-from gputop_hints.hints.rules.collective_hang import spinning_without_work
+from gputop_hints.hints.rules.signals import (
+    power_capped_at_full_clock,
+    spinning_without_work,
+    stragglers,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.rules.straggler import stragglers
-from gputop_hints.hints.rules.throttled import power_capped_at_full_clock
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_SM

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
-from gputop_hints.hints.rules.collective_hang import hangs
 from gputop_hints.hints.rules.shared import gib_text, percent_text
+from gputop_hints.hints.rules.signals import hangs
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window

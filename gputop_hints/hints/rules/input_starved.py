@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
-from gputop_hints.hints.rules.pcie_thrash import link_thrashing
 from gputop_hints.hints.rules.shared import (
     at_least,
     gaps_evidence,
@@ -22,8 +21,8 @@ from gputop_hints.hints.rules.shared import (
     percent_text,
     sm_evidence,
 )
+from gputop_hints.hints.rules.signals import link_thrashing, warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.rules.warm_up import warming_up
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess, JobInfo

@@ -14,9 +14,8 @@ its slowdown temperature, and the advice is about cooling, not power.
 
 from __future__ import annotations
 
-import statistics
-
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.signals import clock_share
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
@@ -36,32 +35,6 @@ _THERMAL_ADVICE = (
     "A neighbouring hot card or a blocked intake raises this one's temperature: compare the "
     "node's GPUs side by side.",
 )
-
-
-def clock_share(win: Window, index: int) -> float | None:
-    """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
-    shares = []
-    for snap in list(win.history.snapshots)[-win.ticks :]:
-        g = snap.gpu(index)
-        if g is None or not g.sm_clock_mhz or not g.max_sm_clock_mhz:
-            continue
-        if g.throttle_reasons and "gpu_idle" in g.throttle_reasons:
-            continue
-        shares.append(g.sm_clock_mhz / g.max_sm_clock_mhz)
-    return statistics.median(shares) if shares else None
-
-
-def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bool:
-    """Whether a busy GPU sits at its (not lowered) power limit with clocks at their maximum.
-
-    compute-bound asks this to say "at its N W power limit" in its healthy note.
-    """
-    c = t.throttled
-    fraction, seen = win.throttle_fraction(gpu.index, frozenset(HOLDING_CLOCK_REASONS))
-    if fraction < c.min_fraction or {HOLDING_CLOCK_REASONS[r] for r in seen} != {"power"}:
-        return False
-    share = clock_share(win, gpu.index)
-    return gpu.power_limit_lowered is not True and share is not None and share >= c.full_clock_share
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
