@@ -19,14 +19,36 @@ spinning rank gets the finding.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.signals import hangs, power_share
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_POWER, METRIC_PROCESSES, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "collective-hang"
+
+
+@dataclass(frozen=True)
+class CollectiveHang:
+    """collective-hang's thresholds: the ``collective_hang:`` section of defaults.yaml."""
+
+    spin_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "every tick of the window at least this busy ...")
+    )
+    power_share_below: float = field(
+        metadata=threshold(0, 1, "", "... at a mean power below this share of the limit: spinning")
+    )
+    stopped_sm_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "a rank whose GPU is below this is not in the collective")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -107,7 +129,7 @@ def percent(share: float | None) -> str:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="collective_hang",
+    thresholds_class=CollectiveHang,
     title="Collective hang",
     sentence=(
         "GPUs read ~100 % busy at near-idle power for minutes: NCCL kernels spin waiting for a "

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.signals import link_thrashing
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_PCIE, METRIC_PROCESSES, METRIC_SM, GpuProcess
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "pcie-thrash"
+
+
+@dataclass(frozen=True)
+class PcieThrash:
+    """pcie-thrash's thresholds: the ``pcie_thrash:`` section of defaults.yaml."""
+
+    link_share_above: float = field(
+        metadata=threshold(0, 2, "", "a reading of rx+tx above this share of the link is busy")
+    )
+    floor_gb_per_s: float = field(
+        metadata=threshold(0, 1000, "GB/s", "busy reading when link capacity is unknown")
+    )
+    min_busy_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of readings that must be busy")
+    )
+    sm_below_percent: float = field(metadata=threshold(0, 100, "%", "only while SM is below this"))
+    hysteresis: Hysteresis
 
 
 def _shared_link_note(procs: list[GpuProcess]) -> list[Evidence]:
@@ -73,7 +96,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="pcie_thrash",
+    thresholds_class=PcieThrash,
     title="PCIe thrash",
     sentence=(
         "The PCIe link is busy a large share of the time while SM is low: host<->device copies, "

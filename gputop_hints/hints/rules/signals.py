@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import multi_gpu_jobs
-from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 # collective-hang: ranks spinning in a collective
 

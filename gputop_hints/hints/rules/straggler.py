@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import stragglers
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "straggler"
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """straggler's thresholds: the ``straggler:`` section of defaults.yaml."""
+
+    below_peers_points: float = field(
+        metadata=threshold(0, 100, "points", "SM this many points below the peers' median")
+    )
+    peers_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "only when the peers are busier than this")
+    )
+    all_busy_sm_percent: float = field(
+        metadata=threshold(0, 100, "%", "every rank at least this busy: compare power instead")
+    )
+    power_above_peers_points: float = field(
+        metadata=threshold(0, 100, "points", "power % of limit this far above the peers' median")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -84,7 +109,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="straggler",
+    thresholds_class=Straggler,
     title="Straggler",
     sentence=(
         "One rank of a multi-GPU job sets the pace: its GPU idles far more than its peers', or "

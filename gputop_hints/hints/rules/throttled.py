@@ -14,14 +14,39 @@ its slowdown temperature, and the advice is about cooling, not power.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import clock_share
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, METRIC_SM, METRIC_THROTTLE, GpuSample
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "throttled"
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """throttled's thresholds: the ``throttled:`` section of defaults.yaml."""
+
+    min_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of ticks with a power/thermal reason")
+    )
+    busy_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "only while the GPU is busier than this")
+    )
+    full_clock_share: float = field(
+        metadata=threshold(
+            0, 1, "", "clocks at or above this share of their maximum have not dropped"
+        )
+    )
+    hysteresis: Hysteresis
+
 
 _POWER_ADVICE = (
     "Check the enforced power limit against the board's default (nvidia-smi -q -d POWER); "
@@ -138,7 +163,7 @@ def _clock_text(gpu: GpuSample, share: float | None) -> str:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="throttled",
+    thresholds_class=Throttled,
     title="Throttled",
     sentence=(
         "The driver holds the clocks down while the GPU is busy: it is hotter than its slowdown "

@@ -12,14 +12,34 @@ up; the normal rules take over once it ends.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.signals import warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "warm-up"
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """warm-up's thresholds: the ``warm_up:`` section of defaults.yaml."""
+
+    max_age_s: float = field(metadata=threshold(0, 3600, "s", "a process younger than this ..."))
+    sm_since_start_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "... whose GPU ran less than this since it started")
+    )
+    active_ticks_below_share: float = field(
+        metadata=threshold(0, 1, "", "... and ran any kernel in less than this share of its ticks")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -66,7 +86,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="warm_up",
+    thresholds_class=WarmUp,
     title="Warm-up",
     sentence=(
         "A job in its first minutes works on the host (compiling, autotuning, loading data) "
