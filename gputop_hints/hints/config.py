@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gputop_hints.hints.thresholds import DEFAULTS_PATH, Thresholds, parse_overrides
-from gputop_hints.hints.typed_yaml import ConfigError
+from gputop_hints.typed_yaml import ConfigError
 
 MAX_CONFIG_BYTES = 256 * 1024
 """A bigger file is refused unread: the full defaults file is a few KB, and parsing a

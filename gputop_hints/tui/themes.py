@@ -27,7 +27,7 @@ import yaml
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
-from gputop_hints.hints.typed_yaml import excerpt
+from gputop_hints.typed_yaml import excerpt
 
 DEFAULT_THEME = "dark"
 MAX_THEME_BYTES = 64 * 1024

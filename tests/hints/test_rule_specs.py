@@ -9,8 +9,10 @@ metrics a report needs to say whether a log can evaluate it.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import fields
+from typing import Any
 
 import pytest
 import yaml
@@ -24,7 +26,8 @@ from gputop_hints.hints.rules import (
     RULE_NEEDS,
     RuleSpec,
 )
-from gputop_hints.hints.thresholds import DEFAULTS_PATH, Thresholds
+from gputop_hints.hints.thresholds import DEFAULTS_PATH, Thresholds, field_type
+from gputop_hints.hints.thresholds_base import General, Hysteresis
 from gputop_hints.streams import ALL_METRICS
 from tests.hints.windows import rule_tables
 from tests.support.paths import REPO
@@ -106,3 +109,97 @@ def test_catalogue_and_anchors_follow_the_specs() -> None:
     ]
     assert all(info.anchor in DOCS_ANCHORS for info in CATALOGUE)
     assert set(ANCHORS.values()) <= DOCS_ANCHORS
+
+
+RULES_DIR = REPO / "gputop_hints" / "hints" / "rules"
+RULES_PACKAGE = "gputop_hints.hints.rules"
+HELPERS = {"__init__", "spec", "shared", "signals"}
+"""The modules of rules/ that are not rules: what rule modules may import from rules/."""
+RULE_MODULES = sorted(p.stem for p in RULES_DIR.glob("*.py") if p.stem not in HELPERS)
+
+
+def _imports(module: str) -> list[tuple[str, bool]]:
+    """(imported module, under ``if TYPE_CHECKING:``) for each import in a rules/ module;
+    ``from package import name`` counts as importing ``package.name`` too."""
+    tree = ast.parse((RULES_DIR / f"{module}.py").read_text(encoding="utf-8"))
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+            "TYPE_CHECKING",
+            "typing.TYPE_CHECKING",
+        ):
+            guarded.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    out: list[tuple[str, bool]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, id(node) in guarded) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = (
+                    RULES_PACKAGE.rsplit(".", node.level - 1)[0]
+                    if node.level > 1
+                    else RULES_PACKAGE
+                )
+                base = f"{parent}.{base}" if base else parent
+            out.append((base, id(node) in guarded))
+            out.extend((f"{base}.{alias.name}", id(node) in guarded) for alias in node.names)
+    return out
+
+
+def test_the_rule_modules_are_the_rules() -> None:
+    assert sorted(spec.thresholds for spec in ALL_RULES) == RULE_MODULES
+
+
+@pytest.mark.parametrize("module", sorted(HELPERS - {"__init__"}) + RULE_MODULES)
+def test_no_rule_module_imports_another(module: str) -> None:
+    # What one rule computes and others ask lives in rules/signals.py (docs/hints.md).
+    siblings = {f"{RULES_PACKAGE}.{m}" for m in RULE_MODULES} - {f"{RULES_PACKAGE}.{module}"}
+    bad = sorted({name for name, _ in _imports(module) if name in siblings})
+    assert not bad, f"rules/{module}.py imports the rule module(s) {bad}; move it to signals.py"
+
+
+@pytest.mark.parametrize("module", sorted(HELPERS) + RULE_MODULES)
+def test_rules_name_thresholds_only_for_types(module: str) -> None:
+    # thresholds imports every rule for its section; a run-time import back is a cycle.
+    at_run_time = [
+        name
+        for name, typing_only in _imports(module)
+        if name.startswith("gputop_hints.hints.thresholds")
+        and not name.startswith("gputop_hints.hints.thresholds_base")
+        and not typing_only
+    ]
+    assert not at_run_time, f"rules/{module}.py imports thresholds outside TYPE_CHECKING"
+
+
+@SPECS
+def test_rule_thresholds_class_lives_in_its_own_module(spec: RuleSpec) -> None:
+    cls: Any = spec.thresholds_class
+    assert cls.__module__ == f"{RULES_PACKAGE}.{spec.thresholds}", (
+        f"{spec.id}: its thresholds class {cls.__name__} is defined in {cls.__module__}"
+    )
+    params = getattr(cls, "__dataclass_params__", None)
+    assert params is not None and params.frozen, f"{spec.id}: {cls.__name__} is no frozen dataclass"
+    last = fields(cls)[-1]
+    assert last.name == "hysteresis" and field_type(cls, last.name) is Hysteresis
+
+
+def test_thresholds_sections_are_general_and_each_rules_class_in_order() -> None:
+    declared = [(f.name, field_type(Thresholds, f.name)) for f in fields(Thresholds)]
+    assert declared == [("general", General)] + [
+        (spec.thresholds, spec.thresholds_class) for spec in ALL_RULES
+    ]
+
+
+def test_a_rule_without_its_thresholds_section_fails_at_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gputop_hints.hints.thresholds as thresholds
+
+    thresholds._check_sections()  # as it is: fine
+    monkeypatch.setattr(thresholds, "ALL_RULES", ALL_RULES[:-1])
+    with pytest.raises(TypeError, match="each rule's section in ALL_RULES order"):
+        thresholds._check_sections()
+    monkeypatch.setattr(thresholds, "ALL_RULES", ALL_RULES[1:2] + ALL_RULES[:1] + ALL_RULES[2:])
+    with pytest.raises(TypeError):
+        thresholds._check_sections()

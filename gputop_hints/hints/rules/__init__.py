@@ -18,6 +18,8 @@ here from those specs. Adding a rule: see docs/hints.md, "Adding a rule".
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.rules import (
     collective_hang,
     compute_bound,
@@ -37,7 +39,9 @@ from gputop_hints.hints.rules import (
     warm_up,
 )
 from gputop_hints.hints.rules.spec import Rule, RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 __all__ = [
     "ALL_RULES",

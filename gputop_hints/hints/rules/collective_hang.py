@@ -19,85 +19,36 @@ spinning rank gets the finding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.rules.shared import multi_gpu_jobs
+from gputop_hints.hints.rules.signals import hangs, power_share
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import GIB, Window
-from gputop_hints.model import METRIC_POWER, METRIC_PROCESSES, METRIC_SM, GpuProcess
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
+from gputop_hints.hints.window import Window
+from gputop_hints.model import METRIC_POWER, METRIC_PROCESSES, METRIC_SM
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 ID = "collective-hang"
 
 
-def power_share(win: Window, index: int) -> float | None:
-    """Mean power over the window as a share of the enforced limit (None: unknown)."""
-    gpu = win.gpu(index)
-    power = win.gpu_power_mean(index)
-    if gpu is None or power is None or not gpu.power_limit_watts:
-        return None
-    return power / gpu.power_limit_watts
+@dataclass(frozen=True)
+class CollectiveHang:
+    """collective-hang's thresholds: the ``collective_hang:`` section of defaults.yaml."""
 
-
-def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
-    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute."""
-    c = t.collective_hang
-    sm = win.gpu_sm_mean(index)
-    low = win.gpu_sm_min(index)
-    share = power_share(win, index)
-    return (
-        sm is not None
-        and low is not None
-        and share is not None
-        and low >= c.spin_sm_above_percent
-        and share < c.power_share_below
+    spin_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "every tick of the window at least this busy ...")
     )
-
-
-@dataclass(frozen=True, slots=True)
-class Hang:
-    """A hang: the process to look at, and the ranks that wait for it."""
-
-    proc: GpuProcess
-    waiting: tuple[int, ...]
-    """GPUs spinning in the collective."""
-    stopped: bool
-    """True: ``proc`` is the rank that stopped arriving; False: it is one of the waiting ranks."""
-
-
-def hangs(win: Window, t: Thresholds) -> list[Hang]:
-    """Once per window; see :func:`_hangs_uncached`."""
-    return win.derived(("hangs", id(t)), lambda: _hangs_uncached(win, t))
-
-
-def _hangs_uncached(win: Window, t: Thresholds) -> list[Hang]:
-    """Every hang the window shows (idle-holding-vram asks too: a hung rank is not idle)."""
-    c = t.collective_hang
-    out: list[Hang] = []
-    claimed: set[tuple[int, int]] = set()
-    for ranks in multi_gpu_jobs(win, t).values():
-        spinning = tuple(sorted(i for i in ranks if spinning_without_work(win, t, i)))
-        if not spinning:
-            continue
-        idle = [
-            p
-            for i, p in sorted(ranks.items())
-            if i not in spinning and (win.gpu_sm_mean(i) or 0.0) < c.stopped_sm_below_percent
-        ]
-        if idle:
-            out.extend(Hang(p, spinning, True) for p in idle)
-        else:
-            out.extend(Hang(ranks[i], spinning, False) for i in spinning)
-        claimed.update(p.key for p in ranks.values())
-    min_vram = t.general.min_vram_gib * GIB
-    # A rank alone on this node (multi-node jobs): its peers are elsewhere.
-    for proc in win.processes():
-        if proc.key in claimed or (proc.vram_bytes or 0) < min_vram:
-            continue
-        if spinning_without_work(win, t, proc.gpu_index):
-            out.append(Hang(proc, (proc.gpu_index,), False))
-    return out
+    power_share_below: float = field(
+        metadata=threshold(0, 1, "", "... at a mean power below this share of the limit: spinning")
+    )
+    stopped_sm_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "a rank whose GPU is below this is not in the collective")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -178,7 +129,7 @@ def percent(share: float | None) -> str:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="collective_hang",
+    thresholds_class=CollectiveHang,
     title="Collective hang",
     sentence=(
         "GPUs read ~100 % busy at near-idle power for minutes: NCCL kernels spin waiting for a "

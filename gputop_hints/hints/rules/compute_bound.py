@@ -2,16 +2,35 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
-from gputop_hints.hints.rules.collective_hang import spinning_without_work
+from gputop_hints.hints.rules.signals import (
+    power_capped_at_full_clock,
+    spinning_without_work,
+    stragglers,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.rules.straggler import stragglers
-from gputop_hints.hints.rules.throttled import power_capped_at_full_clock
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "compute-bound"
+
+
+@dataclass(frozen=True)
+class ComputeBound:
+    """compute-bound's thresholds: the ``compute_bound:`` section of defaults.yaml."""
+
+    sm_above_percent: float = field(metadata=threshold(0, 100, "%", "mean SM at or above this"))
+    min_sm_percent: float = field(
+        metadata=threshold(0, 100, "%", "and no sample below this (steady)")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -64,7 +83,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="compute_bound",
+    thresholds_class=ComputeBound,
     title="Compute-bound (healthy)",
     sentence=(
         "Kernels run nearly all the time and never drop far: the input keeps up and the GPU "

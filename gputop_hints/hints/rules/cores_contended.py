@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "cores-contended"
+
+
+@dataclass(frozen=True)
+class CoresContended:
+    """cores-contended's thresholds: the ``cores_contended:`` section of defaults.yaml."""
+
+    foreign_share_above_percent: float = field(
+        metadata=threshold(
+            0, 100, "%", "share of the job's cores used by processes outside the job"
+        )
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -65,7 +83,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="cores_contended",
+    thresholds_class=CoresContended,
     title="Job's cores shared",
     sentence=(
         "Attached to a SLURM job, processes outside it use a large share of the cores the job "

@@ -2,16 +2,40 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
-from gputop_hints.hints.rules.collective_hang import hangs
 from gputop_hints.hints.rules.shared import gib_text, percent_text
+from gputop_hints.hints.rules.signals import hangs
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_SM, GpuProcess
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "idle-holding-vram"
+
+
+@dataclass(frozen=True)
+class IdleHoldingVram:
+    """idle-holding-vram's thresholds: the ``idle_holding_vram:`` section of defaults.yaml."""
+
+    sm_below_percent: float = field(metadata=threshold(0, 100, "%", "device SM below this is idle"))
+    min_vram_gib: float = field(
+        metadata=threshold(0, 1024, "GiB", "only processes holding at least this")
+    )
+    idle_for_s: float = field(metadata=threshold(1, 86400, "s", "idle for at least this long"))
+    critical_after_s: float = field(
+        metadata=threshold(1, 604800, "s", "escalate to critical after this long")
+    )
+    host_busy_cpu_percent: float = field(
+        metadata=threshold(0, 10000, "%", "a main process at or above this is working, not idle")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -95,7 +119,7 @@ def _working_on_host(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="idle_holding_vram",
+    thresholds_class=IdleHoldingVram,
     title="Idle, holding VRAM",
     sentence=(
         "The process holds device memory but the GPU has run no kernel for a while: a "

@@ -10,11 +10,11 @@ loader waits on storage (``storage-bound``), or else there are too few workers
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
-from gputop_hints.hints.rules.pcie_thrash import link_thrashing
 from gputop_hints.hints.rules.shared import (
     at_least,
     gaps_evidence,
@@ -22,13 +22,57 @@ from gputop_hints.hints.rules.shared import (
     percent_text,
     sm_evidence,
 )
+from gputop_hints.hints.rules.signals import link_thrashing, warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.rules.warm_up import warming_up
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Gaps, Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess, JobInfo
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "input-starved"
+
+
+@dataclass(frozen=True)
+class InputStarved:
+    """input-starved's thresholds: the ``input_starved:`` section of defaults.yaml."""
+
+    sm_mean_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "mean SM below this can be starvation")
+    )
+    gap_sm_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "an SM sample below this is an idle gap")
+    )
+    min_gap_s: float = field(
+        metadata=threshold(0, 60, "s", "idle stretches shorter than this are not gaps")
+    )
+    min_gap_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of the window spent in idle gaps")
+    )
+    min_gaps: int = field(
+        metadata=threshold(
+            1, 1000, "", "at least this many separate gaps (a sawtooth, not one pause)"
+        )
+    )
+    busy_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "a burst must reach this SM % (else it is idle)")
+    )
+    iowait_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "iowait above this points at storage")
+    )
+    d_state_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of workers in D state that points at storage")
+    )
+    max_suggested_workers: int = field(
+        metadata=threshold(1, 256, "", "cap on the num_workers the advice suggests")
+    )
+    critical_sm_below_percent: float = field(
+        metadata=threshold(
+            0, 100, "%", "critical when mean SM is below this (jobstats flags <= 15 %)"
+        )
+    )
+    hysteresis: Hysteresis
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,7 +433,7 @@ def _more_workers(loader: _Loader) -> _Diagnosis:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="input_starved",
+    thresholds_class=InputStarved,
     title="Input starved",
     sentence=(
         "The GPU idles in repeated gaps (a sawtooth) while the process holds VRAM: batches "

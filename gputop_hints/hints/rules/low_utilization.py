@@ -6,14 +6,39 @@ The engine drops this finding on a GPU where a rule whose spec sets
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "low-utilization"
+
+
+@dataclass(frozen=True)
+class LowUtilization:
+    """low-utilization's thresholds: the ``low_utilization:`` section of defaults.yaml."""
+
+    window_s: float = field(metadata=threshold(2, 3600, "s", "the mean SM is taken over this long"))
+    sm_mean_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "mean SM below this while the GPU is in use")
+    )
+    in_use_vram_gib: float = field(
+        metadata=threshold(
+            0, 1024, "GiB", "without process data, VRAM used above this means in use"
+        )
+    )
+    without_process_data_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "threshold when no process/host data can explain low SM")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -94,7 +119,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="low_utilization",
+    thresholds_class=LowUtilization,
     title="Low utilization",
     sentence=(
         "The GPU is in use but runs kernels only a small share of the time and no specific "

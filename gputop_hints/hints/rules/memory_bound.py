@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_MEMORY_ACCESS, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "memory-bound"
+
+
+@dataclass(frozen=True)
+class MemoryBound:
+    """memory-bound's thresholds: the ``memory_bound:`` section of defaults.yaml."""
+
+    memory_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "memory-access % at or above this")
+    )
+    within_sm_points: float = field(
+        metadata=threshold(0, 100, "points", "... and no more than this below SM %")
+    )
+    sm_below_percent: float = field(
+        metadata=threshold(
+            0, 100, "%", "only while SM is below this (else both counters just saturate)"
+        )
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -54,7 +78,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="memory_bound",
+    thresholds_class=MemoryBound,
     title="Memory-bound kernels",
     sentence=(
         "Memory-access % is high and at or above SM %: kernels wait on memory bandwidth more "

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_MEMORY_ACCESS, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "overlap-explained"
+
+
+@dataclass(frozen=True)
+class OverlapExplained:
+    """overlap-explained's thresholds: the ``overlap_explained:`` section of defaults.yaml."""
+
+    sum_above_percent: float = field(
+        metadata=threshold(0, 200, "%", "explain when SM % + memory % exceeds this")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -50,7 +66,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="overlap_explained",
+    thresholds_class=OverlapExplained,
     title="SM % + memory % over 100",
     sentence=(
         "SM % and memory-access % are two overlapping fractions of the same time (kernels read "

@@ -2,48 +2,37 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
+from gputop_hints.hints.rules.signals import link_thrashing
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_PCIE, METRIC_PROCESSES, METRIC_SM, GpuProcess
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 ID = "pcie-thrash"
 
 
-def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
-    """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it.
+@dataclass(frozen=True)
+class PcieThrash:
+    """pcie-thrash's thresholds: the ``pcie_thrash:`` section of defaults.yaml."""
 
-    input-starved asks this too: a GPU that thrashes is left to this rule.
-    """
-    c = t.pcie_thrash
-    gpu = win.gpu(index)
-    traffic = win.gpu_pcie_mean(index)
-    sm = win.gpu_sm_mean(index)
-    if gpu is None or traffic is None or sm is None:
-        return False, []
-    link = gpu.pcie_link_bytes_per_s
-    if link is not None:
-        limit = c.link_share_above * link
-        what = f">= {c.link_share_above:g} x link ({link / 1e9:.1f} GB/s per direction)"
-    else:
-        limit = c.floor_gb_per_s * 1e9
-        what = f">= {c.floor_gb_per_s:g} GB/s (link capacity unknown)"
-    busy = win.gpu_pcie_busy_fraction(index, limit)
-    if busy is None:
-        return False, []
-    hit = busy >= c.min_busy_fraction and sm < c.sm_below_percent
-    return hit, [
-        Evidence(
-            f"readings with rx+tx {what}",
-            busy * 100,
-            f">= {c.min_busy_fraction * 100:g} % of readings",
-            "%",
-            Scope.DEVICE,
-        ),
-        Evidence("PCIe rx+tx (mean)", traffic, "for context", "B/s", Scope.DEVICE, met=None),
-        Evidence("device SM % (mean)", sm, f"< {c.sm_below_percent:g}", "%", Scope.DEVICE),
-    ]
+    link_share_above: float = field(
+        metadata=threshold(0, 2, "", "a reading of rx+tx above this share of the link is busy")
+    )
+    floor_gb_per_s: float = field(
+        metadata=threshold(0, 1000, "GB/s", "busy reading when link capacity is unknown")
+    )
+    min_busy_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of readings that must be busy")
+    )
+    sm_below_percent: float = field(metadata=threshold(0, 100, "%", "only while SM is below this"))
+    hysteresis: Hysteresis
 
 
 def _shared_link_note(procs: list[GpuProcess]) -> list[Evidence]:
@@ -107,7 +96,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="pcie_thrash",
+    thresholds_class=PcieThrash,
     title="PCIe thrash",
     sentence=(
         "The PCIe link is busy a large share of the time while SM is low: host<->device copies, "

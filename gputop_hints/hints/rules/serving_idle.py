@@ -9,15 +9,34 @@ capacity planning, never notebook or DataLoader advice.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import server_name
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_SM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "serving-idle"
+
+
+@dataclass(frozen=True)
+class ServingIdle:
+    """serving-idle's thresholds: the ``serving_idle:`` section of defaults.yaml."""
+
+    idle_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "a tick with the server's own SM below this is idle")
+    )
+    min_idle_share: float = field(
+        metadata=threshold(0, 1, "", "say so when idle at least this share")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -77,7 +96,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="serving_idle",
+    thresholds_class=ServingIdle,
     title="Serving, idle between requests",
     sentence=(
         "An inference server (recognised from its command line) is idle between request "

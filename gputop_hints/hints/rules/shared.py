@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
-from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import GIB, Gaps, Window
 from gputop_hints.model import GpuProcess
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 
 def gib_text(value: float | None) -> str:

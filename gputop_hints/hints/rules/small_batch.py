@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import gaps_evidence, gaps_seen_by, gib_text, sm_evidence
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import (
     METRIC_HOST_CPU,
@@ -15,7 +18,30 @@ from gputop_hints.model import (
     METRIC_VRAM,
 )
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "small-batch"
+
+
+@dataclass(frozen=True)
+class SmallBatch:
+    """small-batch's thresholds: the ``small_batch:`` section of defaults.yaml."""
+
+    sm_min_percent: float = field(metadata=threshold(0, 100, "%", "steady SM at or above this ..."))
+    sm_max_percent: float = field(
+        metadata=threshold(0, 100, "%", "... and below this is 'moderate'")
+    )
+    max_gap_fraction: float = field(
+        metadata=threshold(0, 1, "", "more idle gaps than this is starvation, not small batch")
+    )
+    vram_share_below: float = field(
+        metadata=threshold(0, 1, "", "a process using less than this share of VRAM is small")
+    )
+    headroom_target: float = field(
+        metadata=threshold(0.1, 1, "", "share of VRAM the batch-size advice aims to fill")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -101,7 +127,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="small_batch",
+    thresholds_class=SmallBatch,
     title="Small batch / launch-bound",
     sentence=(
         "Steady, moderate SM with no gaps, little VRAM used and the main thread pegged at one "

@@ -10,14 +10,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from gputop_hints.hints.findings import Finding
-from gputop_hints.hints.thresholds import Hysteresis, Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis
 from gputop_hints.hints.window import Window
 
-Rule = Callable[[Window, Thresholds], list[Finding]]
+if TYPE_CHECKING:  # thresholds imports every rule for its section: only for annotations here
+    from gputop_hints.hints.thresholds import Thresholds
+
+Rule = Callable[[Window, "Thresholds"], list[Finding]]
 """A rule's check: the findings whose condition holds now, pure and deterministic."""
+
+
+class RuleThresholds(Protocol):
+    """What every rule's thresholds dataclass has: a ``hysteresis`` block."""
+
+    @property
+    def hysteresis(self) -> Hysteresis: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +37,9 @@ class RuleSpec:
     id: str
     """The rule id findings carry, e.g. "input-starved"; also its docs/hints.md section."""
     check: Rule
-    thresholds: str
-    """Its section in defaults.yaml (and field of :class:`Thresholds`), e.g. "input_starved"."""
+    thresholds_class: type[RuleThresholds]
+    """Its thresholds dataclass, defined in the rule's own module (e.g. ``InputStarved``
+    in ``input_starved.py``): the keys, ranges and units of its section."""
     title: str
     """Short human name, e.g. "Input starved"."""
     sentence: str
@@ -43,12 +54,19 @@ class RuleSpec:
     underused, so the engine drops the vaguer low-utilization finding there."""
 
     @property
+    def thresholds(self) -> str:
+        """Its section in defaults.yaml (and field of :class:`Thresholds`), e.g.
+        "input_starved": the id with underscores, as its module is named."""
+        return self.id.replace("-", "_")
+
+    @property
     def anchor(self) -> str:
         """Section of docs/hints.md explaining the rule (a test checks it exists)."""
         return self.id
 
     def hysteresis(self, t: Thresholds) -> tuple[float, float]:
         """(raise_after_s, clear_after_s): the ``hysteresis`` block of its thresholds section."""
-        h = getattr(t, self.thresholds).hysteresis
-        assert isinstance(h, Hysteresis)
+        section = getattr(t, self.thresholds)
+        assert isinstance(section, self.thresholds_class)
+        h = section.hysteresis
         return h.raise_after_s, h.clear_after_s

@@ -2,94 +2,39 @@
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
-from gputop_hints.hints.rules.collective_hang import hangs, power_share
-from gputop_hints.hints.rules.shared import multi_gpu_jobs
+from gputop_hints.hints.rules.signals import stragglers
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_SM
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 ID = "straggler"
 
 
-@dataclass(frozen=True, slots=True)
-class Straggling:
-    """The rank of a multi-GPU job that sets the pace, and how it shows."""
+@dataclass(frozen=True)
+class Straggler:
+    """straggler's thresholds: the ``straggler:`` section of defaults.yaml."""
 
-    gpu_index: int
-    pid: int
-    sm_mean: float
-    peers_median: float
-    """The peers' median of the compared quantity: SM % (gaps) or power % of the limit (busy)."""
-    peers: list[int]
-    """The job's other GPUs, ascending."""
-    user: str | None
-    command: str
-    never_waits: bool = False
-    """True: found by power -- every rank reads busy, but only this one computes the whole
-    time while its peers spin in the all-reduce; False: its own trace has gaps (SM below)."""
-    own: float = 0.0
-    """This rank's value of the compared quantity."""
-
-
-def stragglers(win: Window, t: Thresholds) -> list[Straggling]:
-    """Once per window; see :func:`_stragglers_uncached`."""
-    return win.derived(("stragglers", id(t)), lambda: _stragglers_uncached(win, t))
-
-
-def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
-    """Each straggling rank of each multi-GPU job (compute-bound asks too: its peers wait).
-
-    Two signatures (HTA's straggler analysis; NCCL spins while waiting): a rank whose
-    GPU idles far more than its peers (its input or host is slow), or -- when every
-    rank reads busy, because waiting ranks spin at 100 % -- the one rank drawing
-    clearly more power than the rest: the only one that never waits.
-    """
-    c = t.straggler
-    out = []
-    hung = {h.proc.key for h in hangs(win, t)}
-    for (user, command), ranks in multi_gpu_jobs(win, t).items():
-        if any(p.key in hung for p in ranks.values()):
-            continue  # a rank that stopped arriving is a hang, not a slow rank
-        known = {i: m for i in ranks if (m := win.gpu_sm_mean(i)) is not None}
-        for index, sm in known.items():
-            peers = [m for i, m in known.items() if i != index]
-            if not peers:
-                continue
-            median = statistics.median(peers)
-            others = sorted(i for i in known if i != index)
-            if median >= c.peers_sm_above_percent and sm <= median - c.below_peers_points:
-                out.append(
-                    Straggling(index, ranks[index].pid, sm, median, others, user, command, own=sm)
-                )
-        if out or not known or min(known.values()) < c.all_busy_sm_percent:
-            continue
-        power = {i: s for i in known if (s := power_share(win, i)) is not None}
-        for index, share in power.items():
-            peers = [s for i, s in power.items() if i != index]
-            if len(peers) < 1:
-                continue
-            median = statistics.median(peers)
-            if share * 100 >= median * 100 + c.power_above_peers_points:
-                others = sorted(i for i in power if i != index)
-                out.append(
-                    Straggling(
-                        index,
-                        ranks[index].pid,
-                        known[index],
-                        median * 100,
-                        others,
-                        user,
-                        command,
-                        never_waits=True,
-                        own=share * 100,
-                    )
-                )
-    return out
+    below_peers_points: float = field(
+        metadata=threshold(0, 100, "points", "SM this many points below the peers' median")
+    )
+    peers_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "only when the peers are busier than this")
+    )
+    all_busy_sm_percent: float = field(
+        metadata=threshold(0, 100, "%", "every rank at least this busy: compare power instead")
+    )
+    power_above_peers_points: float = field(
+        metadata=threshold(0, 100, "points", "power % of limit this far above the peers' median")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -164,7 +109,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="straggler",
+    thresholds_class=Straggler,
     title="Straggler",
     sentence=(
         "One rank of a multi-GPU job sets the pace: its GPU idles far more than its peers', or "

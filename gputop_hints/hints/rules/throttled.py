@@ -14,15 +14,39 @@ its slowdown temperature, and the advice is about cooling, not power.
 
 from __future__ import annotations
 
-import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
+from gputop_hints.hints.rules.signals import clock_share
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, METRIC_SM, METRIC_THROTTLE, GpuSample
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "throttled"
+
+
+@dataclass(frozen=True)
+class Throttled:
+    """throttled's thresholds: the ``throttled:`` section of defaults.yaml."""
+
+    min_fraction: float = field(
+        metadata=threshold(0, 1, "", "share of ticks with a power/thermal reason")
+    )
+    busy_sm_above_percent: float = field(
+        metadata=threshold(0, 100, "%", "only while the GPU is busier than this")
+    )
+    full_clock_share: float = field(
+        metadata=threshold(
+            0, 1, "", "clocks at or above this share of their maximum have not dropped"
+        )
+    )
+    hysteresis: Hysteresis
+
 
 _POWER_ADVICE = (
     "Check the enforced power limit against the board's default (nvidia-smi -q -d POWER); "
@@ -36,32 +60,6 @@ _THERMAL_ADVICE = (
     "A neighbouring hot card or a blocked intake raises this one's temperature: compare the "
     "node's GPUs side by side.",
 )
-
-
-def clock_share(win: Window, index: int) -> float | None:
-    """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
-    shares = []
-    for snap in list(win.history.snapshots)[-win.ticks :]:
-        g = snap.gpu(index)
-        if g is None or not g.sm_clock_mhz or not g.max_sm_clock_mhz:
-            continue
-        if g.throttle_reasons and "gpu_idle" in g.throttle_reasons:
-            continue
-        shares.append(g.sm_clock_mhz / g.max_sm_clock_mhz)
-    return statistics.median(shares) if shares else None
-
-
-def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bool:
-    """Whether a busy GPU sits at its (not lowered) power limit with clocks at their maximum.
-
-    compute-bound asks this to say "at its N W power limit" in its healthy note.
-    """
-    c = t.throttled
-    fraction, seen = win.throttle_fraction(gpu.index, frozenset(HOLDING_CLOCK_REASONS))
-    if fraction < c.min_fraction or {HOLDING_CLOCK_REASONS[r] for r in seen} != {"power"}:
-        return False
-    share = clock_share(win, gpu.index)
-    return gpu.power_limit_lowered is not True and share is not None and share >= c.full_clock_share
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -165,7 +163,7 @@ def _clock_text(gpu: GpuSample, share: float | None) -> str:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="throttled",
+    thresholds_class=Throttled,
     title="Throttled",
     sentence=(
         "The driver holds the clocks down while the GPU is busy: it is hotter than its slowdown "

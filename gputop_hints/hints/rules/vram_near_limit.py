@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
 from gputop_hints.model import METRIC_VRAM
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "vram-near-limit"
+
+
+@dataclass(frozen=True)
+class VramNearLimit:
+    """vram-near-limit's thresholds: the ``vram_near_limit:`` section of defaults.yaml."""
+
+    used_fraction_above: float = field(
+        metadata=threshold(0, 1, "", "used / total at or above this")
+    )
+    critical_fraction_above: float = field(
+        metadata=threshold(0, 1, "", "critical at or above this")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -51,7 +70,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="vram_near_limit",
+    thresholds_class=VramNearLimit,
     title="VRAM near its limit",
     sentence=(
         "Device memory is almost full: a larger batch or an allocator spike ends in CUDA "

@@ -12,15 +12,40 @@ vram-near-limit is not silenced: a job filling the card in seconds looks the sam
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import server_name
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_VRAM, GpuProcess
 
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
 ID = "vram-preallocated"
+
+
+@dataclass(frozen=True)
+class VramPreallocated:
+    """vram-preallocated's thresholds: the ``vram_preallocated:`` section of defaults.yaml."""
+
+    min_share: float = field(
+        metadata=threshold(0, 1, "", "a process holding at least this share ...")
+    )
+    reached_within_s: float = field(
+        metadata=threshold(0, 3600, "s", "... reached within this long of its start ...")
+    )
+    steady_for_s: float = field(
+        metadata=threshold(0, 3600, "s", "... and flat for at least this long")
+    )
+    min_jump_share: float = field(
+        metadata=threshold(0, 1, "", "taken in one step: a rise of at least this share within 5 s")
+    )
+    hysteresis: Hysteresis
 
 
 def preallocated(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
@@ -102,7 +127,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="vram_preallocated",
+    thresholds_class=VramPreallocated,
     title="VRAM pre-allocated",
     sentence=(
         "A framework reserved a fixed share of device memory at start-up and holds it flat "

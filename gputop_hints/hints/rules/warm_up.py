@@ -12,54 +12,34 @@ up; the normal rules take over once it ends.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.kinds import is_server
+from gputop_hints.hints.rules.signals import warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
-from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import GIB, Window
-from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM, GpuProcess
+from gputop_hints.hints.thresholds_base import Hysteresis, threshold
+from gputop_hints.hints.window import Window
+from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
 
 ID = "warm-up"
 
 
-def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
-    """(age s, mean SM % since start) when ``proc`` is warming up, else None.
+@dataclass(frozen=True)
+class WarmUp:
+    """warm-up's thresholds: the ``warm_up:`` section of defaults.yaml."""
 
-    input-starved and low-utilization defer to it: a job starting up looks starved.
-    """
-    c = t.warm_up
-    if is_server(proc) or (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
-        return None
-    ph = win.process_history(proc)
-    if ph is None:
-        return None
-    if proc.create_time is None:
-        return None  # when a log begins is not when its process started
-    age = win.now - proc.create_time
-    if age > c.max_age_s:
-        return None
-    values = win.process_sm_values(proc, ticks=len(win.history))
-    if values is None:
-        gh = win.history.gpus.get(proc.gpu_index)
-        values = gh.sm_percent.known(len(values or []) or None) if gh else []
-    if not values or len(values) * win.interval_s < t.general.window_s:
-        return None  # less than a window since first seen says nothing about "since start"
-    mean = sum(values) / len(values)
-    if mean >= c.sm_since_start_below_percent:
-        return None
-    # Before its first step a job's GPU runs nothing most of the time; an RL learner's
-    # small policy batches run kernels in nearly every tick (simulation, not start-up).
-    below = t.idle_holding_vram.sm_below_percent
-    active = sum(1 for v in values if v >= below) / len(values)
-    if active >= c.active_ticks_below_share:
-        return None
-    cpu = win.process_cpu_mean(proc)
-    working = (
-        (cpu is not None and cpu >= t.idle_holding_vram.host_busy_cpu_percent)
-        or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
-        or win.process_d_state_fraction(proc) > 0.0
+    max_age_s: float = field(metadata=threshold(0, 3600, "s", "a process younger than this ..."))
+    sm_since_start_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "... whose GPU ran less than this since it started")
     )
-    return (age, mean) if working else None
+    active_ticks_below_share: float = field(
+        metadata=threshold(0, 1, "", "... and ran any kernel in less than this share of its ticks")
+    )
+    hysteresis: Hysteresis
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -106,7 +86,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 SPEC = RuleSpec(
     id=ID,
     check=check,
-    thresholds="warm_up",
+    thresholds_class=WarmUp,
     title="Warm-up",
     sentence=(
         "A job in its first minutes works on the host (compiling, autotuning, loading data) "

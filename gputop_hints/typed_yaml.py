@@ -7,7 +7,9 @@ value of the wrong type, a value out of its range, or a low/high pair in the
 wrong order is a :class:`ConfigError` that names the file, the line and the
 dotted key -- never a half-valid result.
 
-``thresholds`` and ``config`` both build on this module; it imports neither.
+It sits in the bottom layer beside ``model`` and ``units``: the hints' thresholds
+(``hints.thresholds``, ``hints.config``) and the TUI's themes build on it, and it
+imports nothing of gputop_hints.
 """
 
 from __future__ import annotations

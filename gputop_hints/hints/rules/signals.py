@@ -1,0 +1,283 @@
+"""Signals several rules read: each is computed by one rule's logic and asked by others.
+
+A rule module never imports another rule module (a test checks it): what one
+rule computes and another asks ("is this rank hung?", "does this GPU thrash its
+link?") lives here, in sections named after the rule it comes from, so that the
+dependency is one-way: rules -> signals -> shared. Text helpers and a process's
+view of SM stay in ``shared``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gputop_hints.hints.findings import Evidence, Scope
+from gputop_hints.hints.kinds import is_server
+from gputop_hints.hints.rules.shared import multi_gpu_jobs
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
+
+if TYPE_CHECKING:
+    from gputop_hints.hints.thresholds import Thresholds
+
+# collective-hang: ranks spinning in a collective
+
+
+def power_share(win: Window, index: int) -> float | None:
+    """Mean power over the window as a share of the enforced limit (None: unknown)."""
+    gpu = win.gpu(index)
+    power = win.gpu_power_mean(index)
+    if gpu is None or power is None or not gpu.power_limit_watts:
+        return None
+    return power / gpu.power_limit_watts
+
+
+def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
+    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute."""
+    c = t.collective_hang
+    sm = win.gpu_sm_mean(index)
+    low = win.gpu_sm_min(index)
+    share = power_share(win, index)
+    return (
+        sm is not None
+        and low is not None
+        and share is not None
+        and low >= c.spin_sm_above_percent
+        and share < c.power_share_below
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """A hang: the process to look at, and the ranks that wait for it."""
+
+    proc: GpuProcess
+    waiting: tuple[int, ...]
+    """GPUs spinning in the collective."""
+    stopped: bool
+    """True: ``proc`` is the rank that stopped arriving; False: it is one of the waiting ranks."""
+
+
+def hangs(win: Window, t: Thresholds) -> list[Hang]:
+    """Once per window; see :func:`_hangs_uncached`."""
+    return win.derived(("hangs", id(t)), lambda: _hangs_uncached(win, t))
+
+
+def _hangs_uncached(win: Window, t: Thresholds) -> list[Hang]:
+    """Every hang the window shows (idle-holding-vram asks too: a hung rank is not idle)."""
+    c = t.collective_hang
+    out: list[Hang] = []
+    claimed: set[tuple[int, int]] = set()
+    for ranks in multi_gpu_jobs(win, t).values():
+        spinning = tuple(sorted(i for i in ranks if spinning_without_work(win, t, i)))
+        if not spinning:
+            continue
+        idle = [
+            p
+            for i, p in sorted(ranks.items())
+            if i not in spinning and (win.gpu_sm_mean(i) or 0.0) < c.stopped_sm_below_percent
+        ]
+        if idle:
+            out.extend(Hang(p, spinning, True) for p in idle)
+        else:
+            out.extend(Hang(ranks[i], spinning, False) for i in spinning)
+        claimed.update(p.key for p in ranks.values())
+    min_vram = t.general.min_vram_gib * GIB
+    # A rank alone on this node (multi-node jobs): its peers are elsewhere.
+    for proc in win.processes():
+        if proc.key in claimed or (proc.vram_bytes or 0) < min_vram:
+            continue
+        if spinning_without_work(win, t, proc.gpu_index):
+            out.append(Hang(proc, (proc.gpu_index,), False))
+    return out
+
+
+# straggler: the rank that sets a multi-GPU job's pace
+
+
+@dataclass(frozen=True, slots=True)
+class Straggling:
+    """The rank of a multi-GPU job that sets the pace, and how it shows."""
+
+    gpu_index: int
+    pid: int
+    sm_mean: float
+    peers_median: float
+    """The peers' median of the compared quantity: SM % (gaps) or power % of the limit (busy)."""
+    peers: list[int]
+    """The job's other GPUs, ascending."""
+    user: str | None
+    command: str
+    never_waits: bool = False
+    """True: found by power -- every rank reads busy, but only this one computes the whole
+    time while its peers spin in the all-reduce; False: its own trace has gaps (SM below)."""
+    own: float = 0.0
+    """This rank's value of the compared quantity."""
+
+
+def stragglers(win: Window, t: Thresholds) -> list[Straggling]:
+    """Once per window; see :func:`_stragglers_uncached`."""
+    return win.derived(("stragglers", id(t)), lambda: _stragglers_uncached(win, t))
+
+
+def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
+    """Each straggling rank of each multi-GPU job (compute-bound asks too: its peers wait).
+
+    Two signatures (HTA's straggler analysis; NCCL spins while waiting): a rank whose
+    GPU idles far more than its peers (its input or host is slow), or -- when every
+    rank reads busy, because waiting ranks spin at 100 % -- the one rank drawing
+    clearly more power than the rest: the only one that never waits.
+    """
+    c = t.straggler
+    out = []
+    hung = {h.proc.key for h in hangs(win, t)}
+    for (user, command), ranks in multi_gpu_jobs(win, t).items():
+        if any(p.key in hung for p in ranks.values()):
+            continue  # a rank that stopped arriving is a hang, not a slow rank
+        known = {i: m for i in ranks if (m := win.gpu_sm_mean(i)) is not None}
+        for index, sm in known.items():
+            peers = [m for i, m in known.items() if i != index]
+            if not peers:
+                continue
+            median = statistics.median(peers)
+            others = sorted(i for i in known if i != index)
+            if median >= c.peers_sm_above_percent and sm <= median - c.below_peers_points:
+                out.append(
+                    Straggling(index, ranks[index].pid, sm, median, others, user, command, own=sm)
+                )
+        if out or not known or min(known.values()) < c.all_busy_sm_percent:
+            continue
+        power = {i: s for i in known if (s := power_share(win, i)) is not None}
+        for index, share in power.items():
+            peers = [s for i, s in power.items() if i != index]
+            if len(peers) < 1:
+                continue
+            median = statistics.median(peers)
+            if share * 100 >= median * 100 + c.power_above_peers_points:
+                others = sorted(i for i in power if i != index)
+                out.append(
+                    Straggling(
+                        index,
+                        ranks[index].pid,
+                        known[index],
+                        median * 100,
+                        others,
+                        user,
+                        command,
+                        never_waits=True,
+                        own=share * 100,
+                    )
+                )
+    return out
+
+
+# throttled: clocks held down for power or heat
+
+
+def clock_share(win: Window, index: int) -> float | None:
+    """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
+    shares = []
+    for snap in list(win.history.snapshots)[-win.ticks :]:
+        g = snap.gpu(index)
+        if g is None or not g.sm_clock_mhz or not g.max_sm_clock_mhz:
+            continue
+        if g.throttle_reasons and "gpu_idle" in g.throttle_reasons:
+            continue
+        shares.append(g.sm_clock_mhz / g.max_sm_clock_mhz)
+    return statistics.median(shares) if shares else None
+
+
+def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bool:
+    """Whether a busy GPU sits at its (not lowered) power limit with clocks at their maximum.
+
+    compute-bound asks this to say "at its N W power limit" in its healthy note.
+    """
+    c = t.throttled
+    fraction, seen = win.throttle_fraction(gpu.index, frozenset(HOLDING_CLOCK_REASONS))
+    if fraction < c.min_fraction or {HOLDING_CLOCK_REASONS[r] for r in seen} != {"power"}:
+        return False
+    share = clock_share(win, gpu.index)
+    return gpu.power_limit_lowered is not True and share is not None and share >= c.full_clock_share
+
+
+# pcie-thrash: a link so busy that copies starve the GPU
+
+
+def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
+    """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it.
+
+    input-starved asks this too: a GPU that thrashes is left to this rule.
+    """
+    c = t.pcie_thrash
+    gpu = win.gpu(index)
+    traffic = win.gpu_pcie_mean(index)
+    sm = win.gpu_sm_mean(index)
+    if gpu is None or traffic is None or sm is None:
+        return False, []
+    link = gpu.pcie_link_bytes_per_s
+    if link is not None:
+        limit = c.link_share_above * link
+        what = f">= {c.link_share_above:g} x link ({link / 1e9:.1f} GB/s per direction)"
+    else:
+        limit = c.floor_gb_per_s * 1e9
+        what = f">= {c.floor_gb_per_s:g} GB/s (link capacity unknown)"
+    busy = win.gpu_pcie_busy_fraction(index, limit)
+    if busy is None:
+        return False, []
+    hit = busy >= c.min_busy_fraction and sm < c.sm_below_percent
+    return hit, [
+        Evidence(
+            f"readings with rx+tx {what}",
+            busy * 100,
+            f">= {c.min_busy_fraction * 100:g} % of readings",
+            "%",
+            Scope.DEVICE,
+        ),
+        Evidence("PCIe rx+tx (mean)", traffic, "for context", "B/s", Scope.DEVICE, met=None),
+        Evidence("device SM % (mean)", sm, f"< {c.sm_below_percent:g}", "%", Scope.DEVICE),
+    ]
+
+
+# warm-up: a job's first minutes, before its first steady step
+
+
+def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
+    """(age s, mean SM % since start) when ``proc`` is warming up, else None.
+
+    input-starved and low-utilization defer to it: a job starting up looks starved.
+    """
+    c = t.warm_up
+    if is_server(proc) or (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
+        return None
+    ph = win.process_history(proc)
+    if ph is None:
+        return None
+    if proc.create_time is None:
+        return None  # when a log begins is not when its process started
+    age = win.now - proc.create_time
+    if age > c.max_age_s:
+        return None
+    values = win.process_sm_values(proc, ticks=len(win.history))
+    if values is None:
+        gh = win.history.gpus.get(proc.gpu_index)
+        values = gh.sm_percent.known(len(values or []) or None) if gh else []
+    if not values or len(values) * win.interval_s < t.general.window_s:
+        return None  # less than a window since first seen says nothing about "since start"
+    mean = sum(values) / len(values)
+    if mean >= c.sm_since_start_below_percent:
+        return None
+    # Before its first step a job's GPU runs nothing most of the time; an RL learner's
+    # small policy batches run kernels in nearly every tick (simulation, not start-up).
+    below = t.idle_holding_vram.sm_below_percent
+    active = sum(1 for v in values if v >= below) / len(values)
+    if active >= c.active_ticks_below_share:
+        return None
+    cpu = win.process_cpu_mean(proc)
+    working = (
+        (cpu is not None and cpu >= t.idle_holding_vram.host_busy_cpu_percent)
+        or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
+        or win.process_d_state_fraction(proc) > 0.0
+    )
+    return (age, mean) if working else None
