@@ -87,13 +87,15 @@ def record(
     stderr: IO[str] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], object] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """Sample ``source`` every ``interval_s`` into ``path`` until stopped; return an exit code.
 
     Stops after ``duration_s`` (None: at one of :data:`STOP_SIGNALS`). ``pace`` says whether
     to sleep between ticks; None decides by :func:`paces_in_real_time`.
     ``clock`` and ``sleep`` measure and spend the time between ticks (by default
-    the monotonic clock and a wait that a signal cuts short). Prints one summary
+    the monotonic clock and a wait that a signal cuts short). ``stop``, set from
+    any thread, ends the recording as a signal does. Prints one summary
     line to ``stderr`` at the end. Exit codes: :data:`EXIT_RECORDED`,
     :data:`EXIT_WRITE_FAILED`.
     """
@@ -102,7 +104,8 @@ def record(
         raise ValueError("interval must be positive")
     if pace is None:
         pace = paces_in_real_time(source, duration_s)
-    stop = threading.Event()
+    if stop is None:
+        stop = threading.Event()
     wait = stop.wait if sleep is None else sleep
     writer = RecordingWriter(path, max_bytes=max_bytes, keep=keep)
     count = None if duration_s is None else max(1, round(duration_s / interval_s))
