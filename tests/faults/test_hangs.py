@@ -23,6 +23,7 @@ import pytest
 
 from gputop_hints.cli import main
 from gputop_hints.model import Snapshot
+from gputop_hints.recording import RecordingWriter
 from gputop_hints.sampling.record import record
 from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.live.source import LiveSource
@@ -205,3 +206,27 @@ def test_the_monitor_shows_not_answering_and_quits_on_q_while_nvml_hangs(
 
     _finishes(lambda: asyncio.run(scenario()))
     assert seen and "not answering" in seen[0], seen
+
+
+def test_a_not_answering_gpu_is_recorded_so_and_old_readers_read_it_as_unknown(
+    gpus: list[FakeGpu], nvml: FakeNvml, tmp_path: Path
+) -> None:
+    """GPU 1 not answering, recorded: read back not answering; a reader that knows only
+    "lost" sees an unknown, not lost, GPU; ticks without the column read as before."""
+    source = LiveSource(interval_s=0.5, detect_job=False)
+    healthy = _finishes(source.sample)
+    gpus[1].hang()
+    stuck = _finishes(source.sample)
+    path = tmp_path / "run.jsonl"
+    with RecordingWriter(path) as writer:
+        writer.write(healthy)
+        writer.write(stuck)
+    before, after = list(open_recording(path))
+    assert after == stuck
+    assert [g.not_answering_s is None for g in before.gpus] == [True, True]
+    assert after.gpus[1].not_answering_s == stuck.gpus[1].not_answering_s
+    assert not after.gpus[1].lost
+    [*_, last] = path.read_text().splitlines()
+    [_, _, gpu_columns, *_] = json.loads(last)
+    assert len(gpu_columns[0]) == 11  # a healthy GPU's array is as before the column
+    assert gpu_columns[1][11] is False  # "lost" stays false for an old reader

@@ -249,7 +249,7 @@ class NvmlGpus:
             return GpuSample(state.index, state.name, state.uuid)
         if state.index not in self._not_answering:
             self._not_answering.add(state.index)
-            log.warning(
+            log.info(  # not a warning: every view says it (the summary, the panel, stderr)
                 "GPU %d: an NVML call has not returned after %.1f s; shown as not "
                 "answering, and asked nothing more until it returns",
                 state.index,
@@ -260,7 +260,7 @@ class NvmlGpus:
     def _answered(self, state: GpuState) -> None:
         if state.index in self._not_answering:
             self._not_answering.discard(state.index)
-            log.warning("GPU %d: NVML answers again", state.index)
+            log.info("GPU %d: NVML answers again", state.index)
 
     def _log_gpu_failure(self, state: GpuState, exc: Exception, consequence: str) -> None:
         key = (state.index, type(exc).__name__)
