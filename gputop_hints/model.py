@@ -148,6 +148,15 @@ LOST_GPU_TEXT = "lost: NVML cannot reach it (fell off the bus?); no values until
 monitor and ``--once`` use the same words."""
 
 
+def not_answering_text(seconds: float) -> str:
+    """What views say of a :attr:`GpuSample.not_answering_s` GPU in place of its values
+    (the monitor, ``--once`` and ``record``'s stderr use the same words)."""
+    return (
+        f"not answering for {seconds:.0f} s: an NVML call on it has not returned; "
+        "no values until it does"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one tick."""
@@ -186,6 +195,11 @@ class GpuSample:
     lost: bool = False
     """NVML says the GPU is lost (fell off the bus, XID 79): every metric is
     None, and views say "lost" rather than "n/a"."""
+    not_answering_s: float | None = None
+    """Seconds an NVML call on this GPU has been running without returning, when
+    it missed this tick's deadline (a wedged driver, a GPU in a bad state): every
+    metric is None this tick, and views say "not answering for N s". None: it
+    answered. See docs/metrics.md ("A GPU that does not answer")."""
 
     @property
     def pcie_link_bytes_per_s(self) -> float | None:

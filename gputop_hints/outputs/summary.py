@@ -27,6 +27,7 @@ from gputop_hints.model import (
     GpuProcess,
     GpuSample,
     Snapshot,
+    not_answering_text,
     snapshot_to_dict,
 )
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
@@ -210,6 +211,10 @@ class Summary:
     def _gpu_lines(self, gpu: GpuSample, width: int) -> list[str]:
         if gpu.lost:  # not unknown values: NVML says the GPU is gone
             return [f"GPU {gpu.index}  {gpu.name or 'n/a'}  {LOST_GPU_TEXT}"]
+        if gpu.not_answering_s is not None:  # an NVML call on it is stuck: no values now
+            return [
+                f"GPU {gpu.index}  {gpu.name or 'n/a'}  {not_answering_text(gpu.not_answering_s)}"
+            ]
         gh = self.history.gpus.get(gpu.index)
         sm_mean = gh.sm_percent.mean() if gh else None
         mem_mean = gh.memory_access_percent.mean() if gh else None

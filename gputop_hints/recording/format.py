@@ -60,6 +60,7 @@ TICK_COLUMNS: dict[str, list[str]] = {
         "throttle_reasons",
         "sm_samples",
         "lost",
+        "not_answering_s",
     ],
     "process": [
         "pid",
@@ -77,7 +78,10 @@ TICK_COLUMNS: dict[str, list[str]] = {
 """The GPUs come before the host so a reader can decode just them (the report's
 fast path). ``sm_samples`` is flat: ``[t0, percent0, t1, percent1, ...]``; ``workers`` likewise
 holds four values per worker in the ``worker`` column order. ``lost`` (``true``) is
-written only for a GPU NVML says is lost: healthy GPUs' arrays end at ``sm_samples``."""
+written only for a GPU NVML says is lost: healthy GPUs' arrays end at ``sm_samples``.
+``not_answering_s`` (seconds, a number) likewise only for a GPU whose NVML call had
+not returned by the tick's deadline, after a ``false`` in ``lost``: a reader that
+predates it reads that GPU's tick as all-unknown, which is what it was."""
 
 # Column positions, for readers that work on the arrays directly (the report).
 T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES = range(5)
@@ -95,7 +99,8 @@ H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
     G_THROTTLE,
     G_SAMPLES,
     G_LOST,
-) = range(12)
+    G_NOT_ANSWERING,
+) = range(13)
 P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
 
 GPU_STATIC_FIELDS = (
@@ -214,6 +219,8 @@ def encode_gpu(gpu: GpuSample) -> list[Any]:
     ]
     if gpu.lost:  # a trailing column: older readers ignore it, healthy ticks stay as they were
         values.append(True)
+    elif gpu.not_answering_s is not None:  # likewise, one further along
+        values.extend((False, _num(gpu.not_answering_s)))
     return values
 
 
@@ -296,7 +303,18 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         throttle_reasons=None if throttle is None else tuple(throttle),
         sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
         lost=len(g) > G_LOST and g[G_LOST] is True,
+        not_answering_s=_not_answering(g),
     )
+
+
+def _not_answering(g: list[Any]) -> float | None:
+    """The ``not_answering_s`` column: a finite, non-negative number, else None."""
+    if len(g) <= G_NOT_ANSWERING:
+        return None
+    value = g[G_NOT_ANSWERING]
+    if value.__class__ not in (int, float) or not 0 <= value < float("inf"):
+        return None
+    return float(value)
 
 
 def _decode_process(

@@ -4,7 +4,9 @@ It samples a source into a :class:`~gputop_hints.recording.writer.RecordingWrite
 in the calling thread until ``duration_s`` has been recorded or SIGTERM, SIGINT
 or SIGHUP arrives; a signal finishes the current tick and closes the file cleanly
 (gzip trailer included), so a recording stopped by ``kill``, Ctrl-C or a dropped
-SSH session reads to its end.
+SSH session reads to its end. A GPU whose NVML call hangs holds a tick up for
+at most the source's deadline (the live source reports it not answering, and
+this loop says so on stderr), so a signal is still seen within about a tick.
 
 Live sources are paced in real time. A simulated source whose clock advances one
 interval per ``sample()`` (the demo) records a bounded ``--duration`` as fast as
@@ -27,7 +29,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import IO, Any
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import Snapshot, not_answering_text
 from gputop_hints.recording.writer import RecordingWriter
 from gputop_hints.sampling.pace import Deadlines
 from gputop_hints.sources import Source
@@ -74,6 +76,21 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _report_not_answering(snapshot: Snapshot, silent: set[int], err: IO[str]) -> None:
+    """Say on stderr when a GPU stops answering (once) and when it answers again."""
+    for gpu in snapshot.gpus:
+        if gpu.not_answering_s is not None and gpu.index not in silent:
+            silent.add(gpu.index)
+            print(
+                f"gputop-hints record: GPU {gpu.index} {not_answering_text(gpu.not_answering_s)}"
+                " (recorded as unknown meanwhile)",
+                file=err,
+            )
+        elif gpu.not_answering_s is None and gpu.index in silent:
+            silent.discard(gpu.index)
+            print(f"gputop-hints record: GPU {gpu.index} answers again", file=err)
+
+
 def record(
     source: Source,
     path: str | os.PathLike[str],
@@ -87,13 +104,15 @@ def record(
     stderr: IO[str] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], object] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
     """Sample ``source`` every ``interval_s`` into ``path`` until stopped; return an exit code.
 
     Stops after ``duration_s`` (None: at one of :data:`STOP_SIGNALS`). ``pace`` says whether
     to sleep between ticks; None decides by :func:`paces_in_real_time`.
     ``clock`` and ``sleep`` measure and spend the time between ticks (by default
-    the monotonic clock and a wait that a signal cuts short). Prints one summary
+    the monotonic clock and a wait that a signal cuts short). ``stop``, set from
+    any thread, ends the recording as a signal does. Prints one summary
     line to ``stderr`` at the end. Exit codes: :data:`EXIT_RECORDED`,
     :data:`EXIT_WRITE_FAILED`.
     """
@@ -102,18 +121,21 @@ def record(
         raise ValueError("interval must be positive")
     if pace is None:
         pace = paces_in_real_time(source, duration_s)
-    stop = threading.Event()
+    if stop is None:
+        stop = threading.Event()
     wait = stop.wait if sleep is None else sleep
     writer = RecordingWriter(path, max_bytes=max_bytes, keep=keep)
     count = None if duration_s is None else max(1, round(duration_s / interval_s))
     started = clock()
     deadlines = Deadlines(interval_s, clock)
     code = EXIT_RECORDED
+    silent: set[int] = set()
     with _stop_on_signals(stop):
         try:
             while not stop.is_set() and (count is None or writer.ticks < count):
                 snapshot = source.sample()
                 writer.write(snapshot)
+                _report_not_answering(snapshot, silent, err)
                 if on_tick is not None:
                     on_tick(snapshot)
                 if pace and (count is None or writer.ticks < count):

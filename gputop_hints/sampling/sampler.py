@@ -2,9 +2,9 @@
 
 One daemon thread calls ``source.sample()``, hands the finished snapshot to a
 callback, then sleeps until the next deadline. Because one thread does all the
-sampling, a slow tick (a hung NVML call, a busy host) delays the next one
-instead of stacking up behind it; deadlines that were missed are skipped, not
-caught up in a burst.
+sampling, a slow tick (a busy host; the live source bounds a hung NVML call by
+its per-GPU deadline) delays the next one instead of stacking up behind it;
+deadlines that were missed are skipped, not caught up in a burst.
 
 No Textual here: the TUI passes a callback that posts a message to the app.
 """
@@ -79,7 +79,12 @@ class Sampler:
     def paused(self) -> bool:
         return self._paused.is_set()
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def stop(self, timeout: float = 0.5) -> None:
+        """Stop sampling; wait at most ``timeout`` for a tick in progress.
+
+        A tick that takes longer (a source stuck in a call) is not waited for:
+        the thread is a daemon, and it posts nothing once stopped. Quitting must
+        not wait on the hardware."""
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -128,7 +128,10 @@ class FakeGpu:
     names from :data:`GROUPS`; ``lost=True`` makes every call raise
     ``NVMLError_GpuIsLost``. ``sm_sample_buffer`` is the driver's buffer of
     ``(timestamp_us, percent)`` readings behind ``nvmlDeviceGetSamples``.
-    ``errors`` holds injected faults, see :meth:`fail_next`.
+    ``errors`` holds injected faults, see :meth:`fail_next`. :meth:`hang` makes
+    every later NVML call on this GPU block until :meth:`release` (a call that
+    never returns, as a wedged driver does); :class:`FakeNvml` releases its GPUs
+    on exit so no test leaves a thread hanging.
     """
 
     index: int
@@ -160,10 +163,15 @@ class FakeGpu:
     lost: bool = False
     sm_sample_buffer: list[tuple[int, int]] = field(default_factory=list)
     errors: dict[str, list[int]] = field(default_factory=dict)
+    answering: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set while calls on this GPU return; cleared by :meth:`hang`."""
+    blocked_calls: int = 0
+    """Calls that blocked because the GPU hung (how a test knows the hang was hit)."""
 
     def __post_init__(self) -> None:
         if not self.uuid:
             self.uuid = fake_uuid(self.index)
+        self.answering.set()
         unknown = (self.unsupported | self.no_permission) - GROUPS.keys()
         if unknown:
             raise ValueError(f"unknown NVML groups {sorted(unknown)}; known: {sorted(GROUPS)}")
@@ -178,6 +186,20 @@ class FakeGpu:
         GPU they would return.
         """
         self.errors.setdefault(function, []).extend([error] * times)
+
+    def hang(self) -> None:
+        """From now on every NVML call on this GPU blocks until :meth:`release`."""
+        self.answering.clear()
+
+    def release(self) -> None:
+        """Let blocked and later calls on this GPU return again."""
+        self.answering.set()
+
+    def wait_if_hung(self) -> None:
+        """Block here while the GPU is hung (called first by every call on it)."""
+        if not self.answering.is_set():
+            self.blocked_calls += 1
+            self.answering.wait()
 
     def raise_injected(self, function: str) -> None:
         """Raise the next fault queued by :meth:`fail_next` for ``function``, if any."""
@@ -289,7 +311,12 @@ class FakeNvml:
             self._installed = True
 
     def uninstall(self) -> None:
-        """Put nvitop and pynvml back as they were and forget NVML's fake init."""
+        """Put nvitop and pynvml back as they were and forget NVML's fake init.
+
+        Every hung GPU is released first: no thread stays blocked in a fake call.
+        """
+        for gpu in self.gpus:
+            gpu.release()
         if not self._installed:
             return
         with _INSTALL_LOCK:
@@ -344,6 +371,7 @@ class FakeNvml:
     def _gpu(self, handle: Any, name: str) -> FakeGpu:
         if not isinstance(handle, FakeGpu) or handle not in self.gpus:
             raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        handle.wait_if_hung()
         if handle.lost:
             raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
         handle.raise_injected(name)
@@ -367,6 +395,7 @@ class FakeNvml:
             if not 0 <= index < len(self.gpus):
                 raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
             g = self.gpus[index]
+            g.wait_if_hung()
             if g.lost:
                 raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
             g.raise_injected("nvmlDeviceGetHandleByIndex")
@@ -376,6 +405,7 @@ class FakeNvml:
             text = uuid.decode() if isinstance(uuid, bytes) else uuid
             for g in self.gpus:
                 if g.uuid == text:
+                    g.wait_if_hung()
                     if g.lost:
                         raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
                     g.raise_injected("nvmlDeviceGetHandleByUUID")

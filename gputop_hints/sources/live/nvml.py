@@ -10,8 +10,12 @@ instance ids resolve to their parent GPU here too.
 
 Unknown is ``None``: nvitop's ``NA``, NVML's NotSupported / NoPermission, a
 GPU that fell off the bus -- each leaves a ``None`` where the value would be.
-A function a GPU does not support is asked once, never again. Only the
-``nvitop.api`` package is used -- never ``nvitop.tui`` (GPL-3.0).
+A function a GPU does not support is asked once, never again. Each GPU's
+work runs on its own :class:`~.gpu_worker.GpuWorker` under one deadline per
+tick: a GPU whose call does not return in time is reported not answering
+(``GpuSample.not_answering_s``) and asked nothing more until the call returns;
+the other GPUs are not held up. Only the ``nvitop.api`` package is used --
+never ``nvitop.tui`` (GPL-3.0).
 """
 
 from __future__ import annotations
@@ -19,23 +23,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Iterator, Mapping
 
 from nvitop.api import Device, libnvml
 
-from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, UtilizationSample
-from gputop_hints.sources.live.nvml_processes import NvmlProcess, gpu_processes
+from gputop_hints.model import GpuSample
+from gputop_hints.sources.live import nvml_exit
+from gputop_hints.sources.live.gpu_worker import GpuWorker
+from gputop_hints.sources.live.nvml_processes import NvmlProcess
 from gputop_hints.sources.live.nvml_query import (
-    NO_NEW_SAMPLES,
     GpuState,
-    float_or_none,
     int_or_none,
     known,
     learn_static,
     query,
-    sample_value,
 )
+from gputop_hints.sources.live.nvml_read import read_gpu
 from gputop_hints.sources.live.slurm import GpuId
 
 log = logging.getLogger(__name__)
@@ -44,40 +48,14 @@ NVITOP_LIBNVML_LOGGER = "nvitop.api.libnvml"
 
 DEMO_HINT = "Try --demo to see the monitor with simulated GPUs."
 
-_KNOWN_REASON_BITS = 0
-for _bit, _ in CLOCK_EVENT_REASONS:
-    _KNOWN_REASON_BITS |= _bit
-
-# NVML renamed "throttle reasons" to "clock event reasons" in R535; older
-# drivers (and older nvidia-ml-py) only have the first name.
-_CLOCK_REASON_FUNCTIONS = (
-    "nvmlDeviceGetCurrentClocksEventReasons",
-    "nvmlDeviceGetCurrentClocksThrottleReasons",
-)
-
-# nvitop reports PCIe throughput in KiB/s (it multiplies by 1024 when
-# formatting); NVML's header says "KB/s" without saying which K. We follow
-# nvitop, the library whose numbers people will compare ours with side by side,
-# and 1024 is what NVML uses for its other "KB" figures. The two readings differ
-# by 2.4 %, far below the noise of a throughput sampled over a 20 ms window.
-PCIE_BYTES_PER_REPORTED_UNIT = 1024
+_GpuWork = tuple[GpuSample, Mapping[int, NvmlProcess]] | None
 
 
-def decode_clock_event_reasons(mask: int) -> tuple[str, ...]:
-    """Names of the bits set in an NVML clock event reasons mask, lowest bit first.
-
-    ``0`` (clocks running free) gives ``()``. Bits newer than this table come
-    out as ``unknown_0x...`` rather than being dropped.
-    """
-    names = [name for bit, name in CLOCK_EVENT_REASONS if mask & bit]
-    rest = mask & ~_KNOWN_REASON_BITS
-    bit = 1
-    while rest:
-        if rest & bit:
-            names.append(f"unknown_{bit:#x}")
-            rest &= ~bit
-        bit <<= 1
-    return tuple(names)
+def answer_deadline_s(interval_s: float) -> float:
+    """How long a tick waits for a GPU's NVML work: 80 % of the interval, kept
+    between 0.5 s (a busy host must not make a healthy GPU miss it) and 2 s (a
+    long interval must not keep a quit or a stop waiting)."""
+    return min(max(0.8 * interval_s, 0.5), 2.0)
 
 
 @contextlib.contextmanager
@@ -148,12 +126,16 @@ class NvmlGpus:
     """This machine's GPUs: found by :meth:`start`, read by :meth:`sample` each tick.
 
     ``interval_s`` is the expected time between ticks: the look-back for the
-    first read of NVML's sample buffers.
+    first read of NVML's sample buffers, and what :func:`answer_deadline_s`
+    derives the per-GPU deadline from.
     """
 
     def __init__(self, interval_s: float) -> None:
         self.interval_s = interval_s
+        self.deadline_s = answer_deadline_s(interval_s)
         self._gpus: list[GpuState] = []
+        self._workers: list[GpuWorker[_GpuWork]] = []
+        self._not_answering: set[int] = set()
         self._logged_failures: set[tuple[int, str]] = set()
         self.driver_version: str | None = None
         self.cuda_driver_version: str | None = None
@@ -179,22 +161,43 @@ class NvmlGpus:
                 "none is installed, or none is visible here (container device mapping, "
                 "SLURM --gres, cgroup device rules)."
             )
+        nvml_exit.install()
         for index in range(count):
             state = GpuState(index, None, None, None, None)
             self._gpus.append(state)
-            self._learn_static(state)
+            worker = GpuWorker(f"gputop-hints-gpu{index}", self._work_for(state))
+            nvml_exit.watch(worker)
+            self._workers.append(worker)
+        # Each GPU learns its static facts on its own worker: one that hangs now
+        # is reported not answering from the first tick, and hides no other.
+        deadline = time.monotonic() + self.deadline_s
+        for worker in self._workers:
+            worker.submit(None)
+        for worker in self._workers:
+            worker.wait(deadline)
         return None
 
     def close(self) -> None:
-        """Forget every GPU: later ticks report none."""
-        self._gpus = []
+        """Forget every GPU: later ticks report none. Returns at once: a worker
+        stuck in a call is abandoned (a daemon thread), never waited for."""
+        workers, self._workers, self._gpus = self._workers, [], []
+        for worker in workers:
+            worker.close()
+
+    def _work_for(self, state: GpuState) -> Callable[[float | None], _GpuWork]:
+        def work(timestamp: float | None) -> _GpuWork:
+            if state.static_missing:  # at most one more try per GPU and tick
+                self._learn_static(state)
+            return None if timestamp is None else read_gpu(state, timestamp, self.interval_s)
+
+        return work
 
     def gpu_ids(self) -> list[GpuId]:
         """Index, UUID and minor number of each GPU: what SLURM's GPU ids map onto."""
         return [GpuId(s.index, s.uuid, self._minor_number(s)) for s in self._gpus]
 
     def _minor_number(self, state: GpuState) -> int | None:
-        if state.handle is None:
+        if state.handle is None or state.index in self._not_answering:
             return None
         try:
             return int_or_none(query(state, "nvmlDeviceGetMinorNumber"))
@@ -214,21 +217,50 @@ class NvmlGpus:
         """Every GPU now, and ``(gpu index, pid, NVML's view)`` for each process on one.
 
         A surprise on one GPU leaves that GPU's values unknown this tick (logged
-        once per GPU and kind of failure) and does not blank the others.
+        once per GPU and kind of failure) and does not blank the others. The
+        GPUs are read in parallel, each on its worker; one that has not
+        answered by the deadline is reported not answering (its processes
+        unknown) and asked nothing new until its call returns.
         """
         gpus: list[GpuSample] = []
         processes: list[tuple[int, int, NvmlProcess]] = []
-        for state in self._gpus:
-            if state.static_missing:  # at most one more try per GPU and tick
-                self._learn_static(state)
-            try:
-                sample, procs = self._sample_gpu(state, timestamp)
-            except Exception as exc:  # a surprise on one GPU must not blank the rest
-                self._log_gpu_failure(state, exc, "its values are unknown this tick")
-                sample, procs = GpuSample(state.index, state.name, state.uuid), {}
+        states, workers = self._gpus, self._workers
+        deadline = time.monotonic() + self.deadline_s
+        handed = [worker.submit(timestamp) for worker in workers]
+        for state, worker, fresh in zip(states, workers, handed, strict=True):
+            procs: Mapping[int, NvmlProcess] = {}
+            if fresh and worker.wait(deadline):
+                try:
+                    work = worker.result()
+                    assert work is not None  # a tick's job always samples
+                    sample, procs = work
+                except Exception as exc:  # a surprise on one GPU must not blank the rest
+                    self._log_gpu_failure(state, exc, "its values are unknown this tick")
+                    sample = GpuSample(state.index, state.name, state.uuid)
+                self._answered(state)
+            else:
+                sample = self._not_answering_sample(state, worker.stuck_for())
             gpus.append(sample)
             processes.extend((state.index, pid, p) for pid, p in procs.items())
         return gpus, processes
+
+    def _not_answering_sample(self, state: GpuState, stuck_s: float | None) -> GpuSample:
+        if stuck_s is None:  # it returned just now, or the source is closing: unknown
+            return GpuSample(state.index, state.name, state.uuid)
+        if state.index not in self._not_answering:
+            self._not_answering.add(state.index)
+            log.info(  # not a warning: every view says it (the summary, the panel, stderr)
+                "GPU %d: an NVML call has not returned after %.1f s; shown as not "
+                "answering, and asked nothing more until it returns",
+                state.index,
+                stuck_s,
+            )
+        return GpuSample(state.index, state.name, state.uuid, not_answering_s=stuck_s)
+
+    def _answered(self, state: GpuState) -> None:
+        if state.index in self._not_answering:
+            self._not_answering.discard(state.index)
+            log.info("GPU %d: NVML answers again", state.index)
 
     def _log_gpu_failure(self, state: GpuState, exc: Exception, consequence: str) -> None:
         key = (state.index, type(exc).__name__)
@@ -238,108 +270,3 @@ class NvmlGpus:
                 log.warning("GPU %d: NVML said %s; %s", state.index, exc, consequence)
             else:
                 log.exception("GPU %d: %s", state.index, consequence)
-
-    def _sample_gpu(
-        self, state: GpuState, timestamp: float
-    ) -> tuple[GpuSample, Mapping[int, NvmlProcess]]:
-        if state.handle is None:
-            return GpuSample(state.index, state.name, state.uuid, lost=state.lost), {}
-        try:
-            # The first call doubles as the "is this GPU still there" probe.
-            util = query(state, "nvmlDeviceGetUtilizationRates")
-            mem = state.device.memory_info()  # nvitop: handles unified-memory boards
-            rx = query(state, "nvmlDeviceGetPcieThroughput", libnvml.NVML_PCIE_UTIL_RX_BYTES)
-            tx = query(state, "nvmlDeviceGetPcieThroughput", libnvml.NVML_PCIE_UTIL_TX_BYTES)
-            link_gen = query(state, "nvmlDeviceGetCurrPcieLinkGeneration")
-            link_width = query(state, "nvmlDeviceGetCurrPcieLinkWidth")
-            temperature = query(state, "nvmlDeviceGetTemperature", libnvml.NVML_TEMPERATURE_GPU)
-            power_mw = query(state, "nvmlDeviceGetPowerUsage")
-            power_limit_mw = query(state, "nvmlDeviceGetPowerManagementLimit")
-            sm_clock = query(state, "nvmlDeviceGetClockInfo", libnvml.NVML_CLOCK_SM)
-            reasons = self._clock_event_reasons(state)
-            sm_samples = self._sm_samples(state, timestamp)
-            procs = gpu_processes(state, timestamp, self.interval_s)
-        except libnvml.NVMLError_GpuIsLost:
-            # Nothing about it is known now: no metric, so no rule can fire on it.
-            return GpuSample(state.index, state.name, state.uuid, lost=True), {}
-
-        def scaled(kib_per_s: Any) -> float | None:
-            value = float_or_none(kib_per_s)
-            return None if value is None else value * PCIE_BYTES_PER_REPORTED_UNIT
-
-        def watts(milliwatts: Any) -> float | None:
-            value = float_or_none(milliwatts)
-            return None if value is None else value / 1000.0
-
-        sample = GpuSample(
-            index=state.index,
-            name=state.name,
-            uuid=state.uuid,
-            sm_percent=None if util is None else float_or_none(util.gpu),
-            memory_access_percent=None if util is None else float_or_none(util.memory),
-            vram_used_bytes=int_or_none(mem.used),
-            vram_total_bytes=int_or_none(mem.total),
-            pcie_rx_bytes_per_s=scaled(rx),
-            pcie_tx_bytes_per_s=scaled(tx),
-            pcie_generation=int_or_none(link_gen),
-            pcie_width=int_or_none(link_width),
-            temperature_c=float_or_none(temperature),
-            power_watts=watts(power_mw),
-            power_limit_watts=watts(power_limit_mw),
-            default_power_limit_watts=watts(state.default_power_limit_mw),
-            sm_clock_mhz=int_or_none(sm_clock),
-            max_sm_clock_mhz=state.max_sm_clock_mhz,
-            throttle_reasons=reasons,
-            sm_samples=sm_samples,
-        )
-        return sample, procs
-
-    def _clock_event_reasons(self, state: GpuState) -> tuple[str, ...] | None:
-        """Decoded clock event reasons; falls back to the pre-R535 throttle-reasons call."""
-        for function in _CLOCK_REASON_FUNCTIONS:
-            if function in state.unsupported:
-                continue
-            mask = query(state, function)
-            if function in state.unsupported:
-                continue  # the driver lacks it: try the older name
-            mask = int_or_none(mask)
-            return None if mask is None else decode_clock_event_reasons(mask)
-        return None
-
-    def _sm_samples(self, state: GpuState, timestamp: float) -> tuple[UtilizationSample, ...]:
-        """SM % readings the driver buffered since the last tick, each reported once.
-
-        NVML answers NotFound when nothing was recorded after the given
-        timestamp -- that is "no new samples", not "unsupported". The first
-        call looks back one interval rather than returning the whole buffer.
-        """
-        since = state.last_sample_us
-        if since is None:
-            since = int((timestamp - self.interval_s) * 1e6)
-        result = query(
-            state,
-            "nvmlDeviceGetSamples",
-            libnvml.NVML_GPU_UTILIZATION_SAMPLES,
-            since,
-            not_found=NO_NEW_SAMPLES,
-        )
-        if result is NO_NEW_SAMPLES:
-            state.last_sample_us = since
-            return ()
-        if result is None:
-            return ()
-        value_type, raw_samples = result
-        newest = since
-        out: list[UtilizationSample] = []
-        for raw in raw_samples:
-            ts = int(raw.timeStamp)
-            if ts <= since:
-                continue
-            value = sample_value(raw.sampleValue, value_type)
-            if value is None:
-                continue
-            out.append(UtilizationSample(ts / 1e6, value))
-            newest = max(newest, ts)
-        state.last_sample_us = newest
-        out.sort(key=lambda s: s.timestamp)
-        return tuple(out)

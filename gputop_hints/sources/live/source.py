@@ -12,6 +12,10 @@ What it promises:
 * No NVML at all (no driver, a CPU-only CI box) is a mode, not an error: the
   source produces host-only snapshots whose ``gpu_unavailable_reason`` says
   what went wrong, unless ``require_gpu=True`` asked for a hard failure.
+* A GPU whose NVML call never returns holds up nothing but itself: each GPU is
+  read on its own worker thread under a deadline (:mod:`.nvml`), and the GPU
+  reads ``not_answering_s`` until the call returns. :meth:`LiveSource.close`
+  never waits for a stuck call.
 * Cheap: the work per tick is about fifteen NVML calls per GPU and, when any
   GPU has processes, one small ``/proc/<pid>/stat`` read per host process.
   Everything static (names, command lines, what a GPU does not support) is
@@ -140,8 +144,10 @@ class LiveSource:
                 self._host_cpu, self._hostname, self.job.cpus if self.job is not None else ()
             )
             reason = self.gpu_unavailable_reason
-            if self._closed and reason is None:
-                reason = "The live source was closed."
+            if self._closed:
+                self._processes = ProcessTracker()  # closed mid-tick: drop what close could not
+                if reason is None:
+                    reason = "The live source was closed."
             return Snapshot(
                 timestamp=timestamp,
                 interval_s=self.interval_s,
@@ -161,12 +167,18 @@ class LiveSource:
         """Drop NVML handles and process caches.
 
         NVML itself is left initialised: nvitop shuts it down at exit, and other
-        code in this process may still be using it.
+        code in this process may still be using it. Returns at once, even while
+        a tick is stuck in an NVML call that never returns: the GPU workers are
+        abandoned (daemon threads), and the process caches are dropped here
+        only when no tick is running -- else by that tick when it ends.
         """
-        with self._lock:
-            self._closed = True
-            self._gpus.close()
-            self._processes = ProcessTracker()
+        self._closed = True
+        self._gpus.close()
+        if self._lock.acquire(blocking=False):
+            try:
+                self._processes = ProcessTracker()
+            finally:
+                self._lock.release()
 
     # -- introspection for tests and benchmarks ----------------------------------
 

@@ -26,7 +26,7 @@ from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
-from gputop_hints.model import LOST_GPU_TEXT, GpuSample
+from gputop_hints.model import LOST_GPU_TEXT, GpuSample, not_answering_text
 from gputop_hints.tui import glyphs
 from gputop_hints.tui.hint_text import (
     OVERLAP_RULE,
@@ -151,6 +151,12 @@ class GpuPanel(StripWidget):
             return [line.strip(width, base)]
         if gpu.lost:  # not unknown values: NVML says the GPU is gone
             text = f" GPU {gpu.index} {short_gpu_name(gpu.name)}  {LOST_GPU_TEXT}"
+            return [Line().add(text, palette.critical).strip(width, base)]
+        if gpu.not_answering_s is not None:  # an NVML call on it is stuck: no values now
+            text = (
+                f" GPU {gpu.index} {short_gpu_name(gpu.name)}  "
+                f"{not_answering_text(gpu.not_answering_s)}"
+            )
             return [Line().add(text, palette.critical).strip(width, base)]
         if height >= RICH_HEIGHT and width >= 40:
             return self._rich(gpu, width, base, palette)

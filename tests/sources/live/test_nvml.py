@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from gputop_hints.sources.live.nvml import decode_clock_event_reasons
+from gputop_hints.sources.live.nvml_read import decode_clock_event_reasons
 from gputop_hints.sources.live.source import LiveSource
 from tests.sources.live.helpers import unused_pid
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc, make_gpus
