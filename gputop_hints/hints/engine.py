@@ -86,10 +86,11 @@ class HintEngine:
         for key in [k for k, f in raw.items() if f.rule == LOW_UTILIZATION]:
             if key[1].gpu_index in explained:
                 del raw[key]
-        # A lost GPU (fell off the bus) has no values now: whatever was said of it
-        # and its processes is stale, so it goes at once, hysteresis or not.
+        # A lost GPU (fell off the bus) or one whose NVML calls stopped answering
+        # has no values now: whatever was said of it and its processes is stale, so
+        # it goes at once, hysteresis or not.
         latest = history.latest
-        lost = {g.index for g in latest.gpus if g.lost}
+        lost = {g.index for g in latest.gpus if g.lost or g.not_answering_s is not None}
         if lost:
             raw = {k: f for k, f in raw.items() if k[1].gpu_index not in lost}
             for key in [k for k in self._tracks if k[1].gpu_index in lost]:

@@ -24,8 +24,8 @@ import pytest
 from gputop_hints.cli import main
 from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
+from gputop_hints.recording.reader import open_recording
 from gputop_hints.sampling.record import record
-from gputop_hints.sources.files.recording import open_recording
 from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel

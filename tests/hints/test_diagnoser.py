@@ -85,3 +85,17 @@ def test_nothing_outside_the_hints_builds_its_own_engine_or_hint_history() -> No
         if calls:
             offenders.append(str(path.relative_to(root.parent)))
     assert offenders == []
+
+
+def test_a_gpu_that_stops_answering_loses_its_findings_at_once() -> None:
+    """Its values are unknown now: what was said of it is stale (as for a lost GPU)."""
+    diag = Diagnoser(THRESHOLDS)
+    t = _feed(diag, 5)
+    assert "vram-near-limit" in {f.rule for f in diag.findings}
+    snap = snapshot(VRAM_HIGH, t, 1.0)
+    silent = tuple(
+        dataclasses.replace(g, sm_percent=None, vram_used_bytes=None, not_answering_s=2.0)
+        for g in snap.gpus
+    )
+    diag.feed(dataclasses.replace(snap, gpus=silent, processes=()))
+    assert diag.findings == ()
