@@ -16,33 +16,27 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-import math
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from gputop_hints.model import GpuSample, Snapshot
+from gputop_hints.model import Snapshot
 from gputop_hints.recording.format import (
     FORMAT,
-    G_INDEX,
     GZIP_MAGIC,
-    META_FIELDS,
     SCHEMA_VERSION,
-    decode_gpu,
-    decode_tick,
     valid_tick,
 )
+from gputop_hints.recording.lazy import LazyTick, gpu_part
+from gputop_hints.recording.state import DecoderState, SeekPoint
 from gputop_hints.recording.values import (
     clean_gpu_columns,
     clean_tick,
     header_problem,
     loads_line,
-    record_problem,
     replaced_reason,
-    suspect_text,
 )
 from gputop_hints.streams import (
     ReadCounters,
@@ -81,65 +75,6 @@ def open_binary(path: Path) -> IO[bytes]:
     if _is_gzip(path):
         return cast(IO[bytes], gzip.open(path, "rb"))
     return open(path, "rb")
-
-
-@dataclass(frozen=True)
-class SeekPoint:
-    """A place to resume reading a recording: a line's byte offset and number, and
-    the static records in force there (a seek index holds these)."""
-
-    offset: int
-    line_no: int
-    state: DecoderState
-
-
-_NO_STATIC: dict[str, Any] = {}
-
-
-@dataclass
-class DecoderState:
-    """What the static records said so far: enough to turn a tick line into a Snapshot.
-
-    Replaced, never mutated in place, so a copy for a seek index is cheap.
-    """
-
-    meta: dict[str, Any]
-    gpus: dict[int, dict[str, Any]]
-    processes: dict[tuple[int, int], dict[str, Any]]
-    workers: dict[int, str | None]
-
-    def copy(self) -> DecoderState:
-        return DecoderState(self.meta, dict(self.gpus), dict(self.processes), dict(self.workers))
-
-    def apply(self, record: dict[str, Any]) -> bool:
-        """Take in one static record; False when its type is unknown (ignored).
-
-        Raises ValueError, naming the key, for a record with values of the wrong type."""
-        problem = record_problem(record)
-        if problem is not None:
-            raise ValueError(problem)
-        kind = record.get("type")
-        if kind == "meta":
-            self.meta = {**self.meta, **{k: v for k, v in record.items() if k != "type"}}
-        elif kind == "gpu":
-            self.gpus[int(record["index"])] = record
-        elif kind == "process":
-            self.processes[(int(record["pid"]), int(record["gpu_index"]))] = record
-        elif kind == "worker":
-            self.workers[int(record["pid"])] = record.get("name")
-        else:
-            return False
-        return True
-
-    @classmethod
-    def from_header(cls, header: dict[str, Any]) -> DecoderState:
-        meta = {k: header.get(k) for k in META_FIELDS}
-        gpus = {int(g["index"]): g for g in header.get("gpus", ())}
-        return cls(meta, gpus, {}, {})
-
-    def snapshot(self, tick: list[Any]) -> Snapshot:
-        """Rebuild the Snapshot of a tick line."""
-        return decode_tick(tick, self.meta, self.gpus, self.processes, self.workers)
 
 
 def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:
@@ -350,7 +285,7 @@ class RecordingStream:
         note = self._note
         for line, here, number in self._lines(offset, line_no):
             if line[:1] == b"[":
-                fast = _gpu_part(line)
+                fast = gpu_part(line)
                 if fast is not None:
                     timestamp, gpus, text = fast
                     gpus, problem = clean_gpu_columns(gpus)
@@ -414,90 +349,6 @@ class RecordingStream:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _gpu_part(line: bytes) -> tuple[float, list[Any], str] | None:
-    """(timestamp, GPU columns, the line as text) of a tick line in the recorder's
-    compact form, decoding nothing else; None for any other form, a bad line, or a
-    GPU part holding a number that must be read carefully (:func:`suspect_text`;
-    the rest of the line is checked when it is decoded in full)."""
-    try:
-        text = line.decode("utf-8")
-        i1 = text.index(",", 1)
-        i2 = text.index(",", i1 + 1)
-        timestamp = float(text[1:i1])
-        if not math.isfinite(timestamp):
-            return None
-        gpus, end = _DECODER.raw_decode(text, i2 + 1)
-        if suspect_text(text[i2 + 1 : end]):
-            return None  # a number to read carefully: the full parse does
-        if not line.endswith(b"\n"):
-            json.loads(line)  # a last line without its newline may be cut short
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    if gpus.__class__ is not list:
-        return None
-    return timestamp, gpus, text
-
-
-@dataclass(slots=True)
-class LazyTick:
-    """One tick line with only its timestamp and GPU columns decoded."""
-
-    timestamp: float
-    gpus: list[Any]
-    text: str
-    """The line, when only its GPU part is decoded yet ("" once ``tick`` is set)."""
-    state: DecoderState
-    line_no: int
-    note: Callable[[int, str], None]
-    """Counts a bad line (once, however often it is decoded)."""
-    offset: int = 0
-    """Byte offset of the line in the (uncompressed) file."""
-    tick: list[Any] | None = None
-    """The whole tick, checked, when the line was already decoded in full."""
-
-    def full(self) -> list[Any] | None:
-        """The whole tick array, or None (counted as a bad line) if it is malformed.
-
-        Values of the wrong type or out of range come back as None (counted)."""
-        if self.tick is not None:
-            return list(self.tick)
-        try:
-            value, _replaced = loads_line(self.text)
-        except ValueError as exc:
-            self.note(self.line_no, f"not JSON ({exc})")
-            return None
-        if not valid_tick(value):
-            self.note(self.line_no, "tick line with the wrong shape")
-            return None
-        tick, problem = clean_tick(value)
-        if problem is not None:
-            self.note(self.line_no, f"{problem}, read as unknown" if tick is not None else problem)
-        return None if tick is None else list(tick)
-
-    def gpu_samples(self) -> tuple[GpuSample, ...]:
-        """The GPU columns as GpuSamples, named and sized from the static records in
-        force (raises IndexError, KeyError, TypeError or ValueError when malformed)."""
-        static = self.state.gpus
-        return tuple(decode_gpu(g, static.get(g[G_INDEX], _NO_STATIC)) for g in self.gpus)
-
-    def position(self) -> SeekPoint:
-        """Where this tick's line starts, with a copy of the decoder state there."""
-        return SeekPoint(self.offset, self.line_no - 1, self.state.copy())
-
-    def snapshot(self) -> Snapshot | None:
-        tick = self.full()
-        if tick is None:
-            return None
-        try:
-            return self.state.snapshot(tick)
-        except (IndexError, KeyError, TypeError, ValueError):
-            self.note(self.line_no, "tick line with the wrong shape")
-            return None
 
 
 def _skip_line(f: IO[bytes]) -> int:
