@@ -65,7 +65,7 @@ def generate(path: Path, hours: float) -> None:
 
 CHILD_TABLE = """
 import json, resource, sys, time
-from gputop_hints.report import build_report
+from gputop_hints.outputs.report import build_report, report_text
 from gputop_hints.sources.files import open_stream
 stride = None if sys.argv[2] == "auto" else int(sys.argv[2])
 t0 = time.perf_counter()
@@ -75,13 +75,13 @@ read_s = time.perf_counter() - t0
 read_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t1 = time.perf_counter()
 report = build_report(open_stream(sys.argv[1]), hint_stride=stride)
-report.to_text(120)
+report_text(report, 120)
 print(json.dumps({
     "read_s": read_s, "read_rss_mb": read_rss, "ticks": ticks,
     "report_s": time.perf_counter() - t1,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     "stride": report.hint_stride, "findings": len(report.findings),
-    "bad": stream.info.bad_lines,
+    "bad": stream.counters.bad_lines,
 }))
 """
 
