@@ -16,6 +16,8 @@ No Textual here.
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
 import stat
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,6 +45,7 @@ from gputop_hints.model import (
 # it is re-exported here for the readers that fill StreamInfo.missing.
 __all__ = [
     "ALL_METRICS",
+    "GZIP_MAGIC",
     "METRIC_HOST_CPU",
     "METRIC_MEMORY_ACCESS",
     "METRIC_PCIE",
@@ -62,6 +65,7 @@ __all__ = [
     "UnrecognisedFormat",
     "fast_paths",
     "note_bad_line",
+    "open_maybe_gzip",
     "require_regular_file",
     "tick_count",
     "tick_views",
@@ -234,6 +238,25 @@ class UnrecognisedFormat(ValueError):
 def note_bad_line(counters: ReadCounters, line_number: int, reason: str) -> None:
     """Count a malformed line; remember the first one for the message."""
     counters.note_bad_line(line_number, reason)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of every gzip file: how a compressed log or recording is told,
+whatever its name."""
+
+
+def open_maybe_gzip(
+    path: str | os.PathLike[str],
+) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
+    """The file's bytes, decompressed when it starts with gzip's magic; and whether it did.
+
+    For a gzip file the returned reader owns the raw file (``gzip.open``): closing
+    it closes both, so no descriptor is left to the garbage collector."""
+    with open(path, "rb") as probe:
+        magic = probe.read(2)
+    if magic == GZIP_MAGIC:
+        return gzip.GzipFile(path, "rb"), True
+    return open(path, "rb"), False
 
 
 _SPECIAL_FILES = (

@@ -41,8 +41,6 @@ FORMAT = "gputop-hints-recording"
 SCHEMA_VERSION = 1
 """Bumped on any incompatible change; readers accept every version up to their own."""
 
-GZIP_MAGIC = b"\x1f\x8b"
-
 # Column order of tick lines (documented in the header as ``tick_columns``).
 TICK_COLUMNS: dict[str, list[str]] = {
     "tick": ["timestamp", "sample_duration_s", "gpus", "host", "processes"],

@@ -14,7 +14,6 @@ No Textual here.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import zlib
@@ -25,7 +24,6 @@ from typing import IO, Any, cast
 from gputop_hints.model import Snapshot
 from gputop_hints.recording.format import (
     FORMAT,
-    GZIP_MAGIC,
     SCHEMA_VERSION,
     valid_tick,
 )
@@ -39,9 +37,11 @@ from gputop_hints.recording.values import (
     replaced_reason,
 )
 from gputop_hints.streams import (
+    GZIP_MAGIC,
     ReadCounters,
     StreamInfo,
     UnrecognisedFormat,
+    open_maybe_gzip,
     require_regular_file,
 )
 
@@ -72,9 +72,7 @@ def _is_gzip(path: Path) -> bool:
 
 def open_binary(path: Path) -> IO[bytes]:
     """The file's bytes, gunzipped when it is gzip (by magic bytes, whatever its name)."""
-    if _is_gzip(path):
-        return cast(IO[bytes], gzip.open(path, "rb"))
-    return open(path, "rb")
+    return cast(IO[bytes], open_maybe_gzip(path)[0])
 
 
 def _read_header(path: Path) -> tuple[dict[str, Any] | None, int]:

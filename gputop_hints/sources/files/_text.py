@@ -9,34 +9,19 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from gputop_hints.streams import require_regular_file
+from gputop_hints.streams import open_maybe_gzip, require_regular_file
 
 HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""
 MAX_LINE_CHARS = 1024 * 1024
 """A longer line is skipped as malformed (a log line is a few hundred bytes)."""
 
-GZIP_MAGIC = b"\x1f\x8b"
-
 BadLine = Callable[[int, str], None]
-
-
-def _open_binary(path: Path) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
-    """The file's bytes, decompressed when it starts with gzip's magic.
-
-    For a gzip file the returned GzipFile owns the raw file (``gzip.open``):
-    closing it closes both, so no descriptor is left to the garbage collector."""
-    with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == GZIP_MAGIC:
-        return gzip.open(path, "rb"), True
-    return open(path, "rb"), False  # closed by TextSource.close
 
 
 def _encoding_for(head: bytes) -> str:
@@ -57,7 +42,7 @@ class TextSource:
         self.on_bad_line = on_bad_line
         self.error: str | None = None
         """Why reading stopped early (truncated gzip...), None when it reached the end."""
-        binary, self.gzipped = _open_binary(path)
+        binary, self.gzipped = open_maybe_gzip(path)
         self._binary = binary
         try:
             head = binary.peek(4)[:4]
