@@ -259,6 +259,9 @@ def open_maybe_gzip(
     return open(path, "rb"), False
 
 
+_PSEUDO_FILESYSTEMS = ("/proc", "/sys")
+"""Kernel pseudo-filesystems: /proc/kmsg blocks, /proc/self/pagemap never ends."""
+
 _SPECIAL_FILES = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -272,8 +275,17 @@ def require_regular_file(path: str | os.PathLike[str]) -> int:
     """The size of ``path``, a regular file; :class:`UnrecognisedFormat` for anything else.
 
     Checked before the file is opened, because opening a FIFO waits for a writer
-    forever and a device such as ``/dev/zero`` never ends. ``OSError`` when the
+    forever, a device such as ``/dev/zero`` never ends, and a file under /proc or
+    /sys may block (``/proc/kmsg``) or never end (``/proc/self/pagemap``). ``OSError`` when the
     path cannot be looked at (missing, no permission)."""
+    real = os.path.realpath(path)
+    for root in _PSEUDO_FILESYSTEMS:
+        if real == root or real.startswith(root + os.sep):
+            raise UnrecognisedFormat(
+                f"{os.fspath(path)}: a file under {root}, not a log: the kernel makes up its "
+                "contents as it is read (its size says nothing, a read may block or never "
+                "end); copy what you need into a regular file first"
+            )
     status = os.stat(path)
     mode = status.st_mode
     if stat.S_ISREG(mode):

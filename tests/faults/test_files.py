@@ -246,3 +246,27 @@ def test_an_overlong_line_is_skipped_and_counted(tmp_path: Path, lines: list[str
     assert document["file"]["bad_lines"] == 1
     assert "longer than" in document["file"]["first_bad_reason"]
     assert document["sampling"]["samples"] == TICKS
+
+
+@pytest.mark.parametrize("command", ["report", "replay"])
+@pytest.mark.parametrize("path", ["/proc/kmsg", "/proc/self/pagemap", "/sys/kernel/uevent_seqnum"])
+def test_kernel_pseudo_files_are_refused_with_the_reason(command: str, path: str) -> None:
+    """report/replay of /proc/kmsg (blocks), /proc/self/pagemap (endless), a /sys file:
+    refused at once naming /proc or /sys, exit 2, no hang, no traceback."""
+    if not os.path.exists(path):
+        pytest.skip(f"{path} does not exist on this kernel")
+    result = cli(command, path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert path in result.stderr and "not a log" in result.stderr
+
+
+def test_a_16_gb_sparse_file_of_nuls_is_refused_after_its_first_bytes(tmp_path: Path) -> None:
+    """report of a 16 GB sparse file (one endless run of NULs, no newline): refused as
+    binary from its first 64 KiB, exit 2; it never reads the rest (a hang fails here)."""
+    path = tmp_path / "sparse.log"
+    with open(path, "wb") as f:
+        f.truncate(16 * 2**30)
+    result = cli("report", str(path), timeout=20)
+    assert result.returncode == 2
+    assert "binary data" in result.stderr and "Traceback" not in result.stderr

@@ -53,6 +53,19 @@ class TextSource:
             binary, encoding=self.encoding, errors="replace", newline=newline
         )
 
+    def head(self, max_chars: int) -> list[str]:
+        """The first ``max_chars`` characters as lines (without their line ends); the
+        last may be cut short. Reads nothing past them."""
+        try:
+            text = self._text.read(max_chars)
+        except (EOFError, OSError, zlib.error, UnicodeError) as exc:
+            self.error = f"could not read the start of the file: {exc}"
+            return []
+        lines = text.split("\n")  # line ends are already "\n" (universal newlines)
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+
     def lines(self) -> Iterator[tuple[int, str]]:
         """(1-based line number, text without the line ending)."""
         number = 0
@@ -116,13 +129,10 @@ class Head:
         source = TextSource(path)
         self.gzipped = source.gzipped
         self.encoding = source.encoding
-        total = 0
         try:
-            for _number, line in source.lines():
-                total += len(line) + 1
-                self.lines.append(line)
-                if total >= max_bytes:
-                    break
+            # At most max_bytes characters, whatever the file holds: a file of one
+            # endless line (16 GB of NULs, a sparse file) costs no more than any other.
+            self.lines = source.head(max_bytes)
             self.error = source.error
         finally:
             source.close()
