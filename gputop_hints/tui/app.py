@@ -63,12 +63,15 @@ from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
+from gputop_hints.tui.widgets.process_columns import SORT_KEYS
 from gputop_hints.tui.widgets.process_table import ProcessTable
 
 if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
     from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
     from gputop_hints.sources.replay import ReplaySource
 
+NEVER_DROPPED = frozenset({"q", "ctrl+c"})
+"""Keys a flood never drowns: quitting always works."""
 KEY_BACKLOG_LIMIT = 128
 """A key is dropped while more messages than this wait behind it. Typing, key
 repeat and a held-down arrow on a busy machine never queue that many; a paste
@@ -155,6 +158,8 @@ class GputopApp(PlaybackControls):
         self._layout_key: tuple[int, ...] | None = None
         self._patched_output = False
         self._last_error: str | None = None
+        self._pending_toggles: dict[str, int] = {}
+        """Presses of sort and theme read but not applied yet (see _coalesce)."""
         self._source_closed = False
         self.exit_on_signals = False
         """Quit cleanly on SIGTERM and SIGHUP (the CLI sets it; tests running the
@@ -174,6 +179,7 @@ class GputopApp(PlaybackControls):
         if (
             isinstance(event, events.Key)
             and not event.is_forwarded
+            and event.key not in NEVER_DROPPED
             and self.message_queue_size > KEY_BACKLOG_LIMIT
         ):
             return  # part of a flood: see KEY_BACKLOG_LIMIT
@@ -473,6 +479,7 @@ class GputopApp(PlaybackControls):
     # --- actions --------------------------------------------------------------
 
     def action_help(self) -> None:
+        """``?``: open the guide, or close it (at once: Esc may follow in the same read)."""
         # Imported on first use: the Markdown widget and its parser cost a few MB
         # of resident memory that a monitor left running for hours need not carry.
         from gputop_hints.tui.screens.help import HelpScreen
@@ -488,14 +495,38 @@ class GputopApp(PlaybackControls):
             self.install_screen(HelpScreen(replay=self.replay is not None), HELP_SCREEN)
         self.push_screen(HELP_SCREEN)
 
+    def _coalesce(self, what: str) -> None:
+        """Count a press of a costly toggle (sort, theme) and apply them all once, after
+        every key already read: a burst of ``s`` and ``t`` costs one re-sort and one
+        restyle of every widget, not one per key, and a ``q`` behind them is reached
+        at once. (Floods of pasted keys are cut down before they get here:
+        :mod:`.input_decoding`.)"""
+        pending = self._pending_toggles
+        first = not pending
+        pending[what] = pending.get(what, 0) + 1
+        if first:
+            self.call_later(self._apply_toggles)
+
+    def _apply_toggles(self) -> None:
+        pending, self._pending_toggles = self._pending_toggles, {}
+        sorts = pending.get("sort", 0) % len(SORT_KEYS)
+        for _ in range(sorts):
+            self.process_table.cycle_sort()
+        themes = pending.get("theme", 0)
+        if themes:
+            self._cycle_theme(themes)
+
     def get_key_display(self, binding: Binding) -> str:
         # The footer's own symbols (the Enter key's) must not reach an ASCII terminal.
         return glyphs.shown(super().get_key_display(binding))
 
     def action_cycle_sort(self) -> None:
-        self.process_table.cycle_sort()
+        self._coalesce("sort")
 
     def action_cycle_theme(self) -> None:
+        self._coalesce("theme")
+
+    def _cycle_theme(self, steps: int) -> None:
         if not self.color:
             self.notify("Colours are off (NO_COLOR or --no-color): one monochrome theme.")
             return
@@ -503,7 +534,7 @@ class GputopApp(PlaybackControls):
         if not names:
             return
         position = names.index(self.theme) if self.theme in names else -1
-        self.theme = names[(position + 1) % len(names)]
+        self.theme = names[(position + steps) % len(names)]
         self.notify(f"Theme: {self.theme}", timeout=2)
 
     def watch_theme(self, theme: str) -> None:

@@ -1,4 +1,5 @@
-"""Terminal input decoded leniently: a stray byte never ends the monitor.
+"""Terminal input decoded leniently: a stray byte never ends the monitor, and a
+flood of pasted keys costs what one of each would.
 
 Textual's Linux drivers decode standard input with a strict UTF-8 decoder, so
 one byte that is not UTF-8 -- a mouse report in the legacy X10 encoding past
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import codecs
 import functools
+import re
+import time
 from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
@@ -30,10 +33,87 @@ _installed: list[tuple[ModuleType, Any]] = []
 _depth = 0
 
 
-def lenient_decoder(encoding: str) -> Callable[..., codecs.IncrementalDecoder]:
-    """``codecs.getincrementaldecoder``, but the decoder it makes replaces bad bytes."""
+FLOOD_CHARS = 256
+"""Plain characters in one read (the drivers read 4 KiB at a time) past which the read
+is a flood, not typing: key repeat gives ~30 a second, a fast typist ~15."""
+
+_ESCAPE = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|.)", re.S)
+"""A terminal escape sequence (CSI, OSC, or ESC and one character): kept whole."""
+
+
+FLOOD_QUIET_S = 0.5
+"""After a flood, further floods within this long keep only the quit keys: a paste
+arrives as many reads, and one of each toggle is all it gets."""
+
+QUIT_CHARS = "q\x03"
+"""``q`` and Ctrl+C: never dropped, whatever the flood."""
+
+
+def coalesce_flood(text: str, *, only_quit: bool = False) -> str:
+    """One read of terminal input with a flood of plain characters reduced to one of
+    each, in order of first appearance; escape sequences (mouse reports, arrow keys,
+    bracketed-paste markers) are kept as they are.
+
+    Pasting 100 KB of ``?ts`` (help, sort, theme) into a monitor that is not in
+    bracketed-paste mode (tmux ``paste-buffer``, a serial console) arrives as
+    thousands of keys, each a screen change or a restyle; this turns a read of
+    them into one ``?``, one ``s`` and one ``t``, and a ``q`` among them still
+    quits. Reads with fewer than :data:`FLOOD_CHARS` plain characters -- anything a
+    person types -- pass untouched. ``only_quit`` keeps only the quit keys of the
+    plain characters (a flood's later reads)."""
+    if len(text) < FLOOD_CHARS:
+        return text
+    pieces = _ESCAPE.split(text)
+    plain = sum(len(p) for p in pieces)
+    if plain < FLOOD_CHARS:
+        return text
+    escapes = _ESCAPE.findall(text)
+    seen: dict[str, None] = {}
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        for ch in piece:
+            if only_quit and ch not in QUIT_CHARS:
+                continue
+            if ch not in seen:
+                seen[ch] = None
+                out.append(ch)
+        if i < len(escapes):
+            out.append(escapes[i])
+    return "".join(out)
+
+
+class _LenientDecoder:
+    """An incremental decoder that replaces bad bytes and coalesces input floods."""
+
+    def __init__(self, factory: Callable[..., codecs.IncrementalDecoder]) -> None:
+        self._inner = factory(errors="replace")
+        self._flood_until = 0.0
+
+    def decode(self, data: bytes, final: bool = False) -> str:
+        text = self._inner.decode(data, final)
+        if len(text) < FLOOD_CHARS:
+            return text
+        now = time.monotonic()
+        shown = coalesce_flood(text, only_quit=now < self._flood_until)
+        if shown is not text:
+            self._flood_until = now + FLOOD_QUIET_S
+        return shown
+
+    def reset(self) -> None:
+        self._inner.reset()
+
+    def getstate(self) -> tuple[bytes, int]:
+        return self._inner.getstate()
+
+    def setstate(self, state: tuple[bytes, int]) -> None:
+        self._inner.setstate(state)
+
+
+def lenient_decoder(encoding: str) -> Callable[[], _LenientDecoder]:
+    """``codecs.getincrementaldecoder``, but the decoder it makes replaces bad bytes
+    and coalesces floods of keys (:func:`coalesce_flood`)."""
     factory = codecs.getincrementaldecoder(encoding)
-    return functools.partial(factory, errors="replace")
+    return functools.partial(_LenientDecoder, factory)
 
 
 def _driver_modules() -> list[ModuleType]:

@@ -12,6 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from textual import events
@@ -19,6 +20,7 @@ from textual.widget import Widget
 
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.input_decoding import coalesce_flood
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.help import HelpScreen
 from gputop_hints.tui.screens.main import MainScreen
@@ -171,3 +173,30 @@ def test_escape_garbage_a_mouse_flood_and_a_stray_0xff_byte_never_crash(tmux: Tm
     assert "UnicodeDecodeError" not in screen and "Traceback" not in screen
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0
+
+
+def test_a_100_kb_paste_of_toggles_leaves_q_working(tmux: Tmux, tmp_path: Path) -> None:
+    """100 KB of ?, t and s pasted (no bracketed paste): the app stays small and q quits."""
+    tmux.start([str(SCRIPT), "--demo"], width=120, height=40)
+    tmux.wait_for("PID")
+    pid = tmux.pid()
+    paste = tmp_path / "paste.txt"
+    paste.write_text(("?ts" * 34000)[:100_000])
+    tmux.run("load-buffer", str(paste))
+    tmux.run("paste-buffer", "-t", "t")  # without -p: the bytes arrive as typed keys
+    tmux.wait_for("Theme:")  # the pasted t's were read (one theme change)
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        rss_mb = int(f.read().split("VmRSS:")[1].split()[0]) / 1024
+    assert rss_mb < 100
+    tmux.keys("q")
+    assert tmux.wait_until_exited(timeout=10) == 0
+
+
+def test_typing_passes_and_a_flood_is_cut_to_one_of_each_key() -> None:
+    """Decoded terminal input: typing untouched; a flood keeps one of each key, q and escapes."""
+    assert coalesce_flood("?ts") == "?ts"
+    typed = "jjjjkkkk\x1b[A\x1b[B" * 10
+    assert coalesce_flood(typed) == typed
+    flood = "?ts" * 200 + "\x1b[<35;10;10M" + "st" * 200 + "q"
+    assert coalesce_flood(flood) == "?ts\x1b[<35;10;10Mq"
+    assert coalesce_flood("?ts" * 200 + "q", only_quit=True) == "q"

@@ -11,11 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import ClassVar
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Markdown
+from textual.widgets import Static
 
 from gputop_hints.hints.catalogue import CATALOGUE
 from gputop_hints.hints.findings import Severity
@@ -142,7 +143,10 @@ class HelpScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         with self._scroll:
-            yield Markdown(help_text(self._replay), id="help-doc")
+            # One widget rendering the whole guide (Rich's Markdown), not Textual's
+            # Markdown widget, which builds one widget per block -- hundreds, each
+            # restyled on every theme change and torn down on quit.
+            yield Static(RichMarkdown(help_text(self._replay)), id="help-doc")
         yield KeysFooter()
 
     def on_screen_resume(self) -> None:
