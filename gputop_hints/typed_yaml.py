@@ -82,6 +82,10 @@ def number_from_text(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+MAX_NUMBER_CHARS = 40
+"""A number written with more characters than this is refused before it is converted."""
+
+
 def parse_dataclass(
     cls: type,
     text: str,
@@ -107,6 +111,10 @@ def parse_dataclass(
         raise ConfigError(path, line, None, f"not valid YAML: {exc.problem}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(path, None, None, f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(
+            path, None, None, "nested too deeply to be a configuration (thousands of levels)"
+        ) from None
     finally:
         loader.dispose()
     if root is None or root.tag == "tag:yaml.org,2002:null":  # empty: overrides nothing
@@ -234,11 +242,24 @@ def _scalar(
         raise ConfigError(path, _line(node), key, "expected a single number, not a list or mapping")
     low, high, unit = meta.get("min"), meta.get("max"), meta.get("unit", "")
     allowed = f"allowed {low:g}-{high:g}{(' ' + unit) if unit else ''}"
+    if len(node.value) > MAX_NUMBER_CHARS:
+        # int() of thousands of digits is refused (ValueError), and a float cannot
+        # hold one: no threshold is written with more than a few digits.
+        raise ConfigError(
+            path,
+            _line(node),
+            key,
+            f"a number of {len(node.value)} characters is out of range ({allowed})",
+        )
     try:
         value = loader.construct_object(node)
     except yaml.YAMLError:  # an unknown tag such as !foo or !!python/name: nothing is run
         raise ConfigError(
             path, _line(node), key, f"a YAML tag is not a number ({allowed}); write the number"
+        ) from None
+    except (ValueError, OverflowError):
+        raise ConfigError(
+            path, _line(node), key, f"{excerpt(node.value)} is out of range ({allowed})"
         ) from None
     if isinstance(value, str):
         # Only plain scalars: a quoted "90" is text on purpose.
@@ -258,7 +279,12 @@ def _scalar(
             )
         value = int(value)
     else:
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:  # an integer past what a float holds
+            raise ConfigError(
+                path, _line(node), key, f"{excerpt(node.value)} is out of range ({allowed})"
+            ) from None
     if value != value or (low is not None and value < low) or (high is not None and value > high):
         raise ConfigError(path, _line(node), key, f"{value:g} is out of range ({allowed})")
     number: float | int = value

@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 from textual.color import Color, ColorParseError
+from textual.css.tokenize import tokenize_values
+from textual.css.tokenizer import TokenError
 from textual.theme import Theme
 
 from gputop_hints.typed_yaml import excerpt
@@ -133,6 +135,18 @@ def _check_color(path: Path, key: str, value: Any) -> str:
     return value
 
 
+def _check_css_value(path: Path, key: str, value: str) -> None:
+    """A variable the monitor does not define itself is handed to Textual's CSS as it
+    is: refuse one that would not parse there (it stopped the app at start, or when
+    ``t`` cycled to the theme, with "Error in stylesheet")."""
+    try:
+        tokenize_values({"value": value})
+    except TokenError as exc:
+        raise ThemeError(
+            f"{path}: {key}: {excerpt(value)} is not a CSS value ({exc})"
+        ) from None
+
+
 def theme_from_mapping(data: Any, path: Path) -> Theme:
     """Validate one parsed theme file and build the Textual theme."""
     if not isinstance(data, Mapping):
@@ -171,6 +185,8 @@ def theme_from_mapping(data: Any, path: Path) -> Theme:
             )
         if key in REQUIRED_VARIABLES:
             _check_color(path, f"variables.{key}", value)
+        else:
+            _check_css_value(path, f"variables.{key}", value)
         checked[str(key)] = value
     return Theme(
         name=name.strip(),
@@ -205,6 +221,8 @@ def load_theme_file(path: Path) -> Theme:
         raise ThemeError(f"{path}: not UTF-8 text (byte {exc.start + 1} is not)") from None
     try:
         parsed = yaml.safe_load(text)
+    except RecursionError:
+        raise ThemeError(f"{path}: nested too deeply to be a theme") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -157,3 +157,76 @@ def test_a_huge_theme_is_skipped_unread(tmp_path: Path) -> None:
     themes = load_themes(builtin_themes_dir(), user)
     assert "dark" in themes.names
     assert "too big" in themes.errors[0].message
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("9" * 5000, "5000 characters"),
+        ("1" + "0" * 30, "out of range"),
+        ("1" + "0" * 400, "401 characters"),  # past what a float holds
+    ],
+    ids=["5000-digit-int", "int-1e30", "int-too-big-for-a-float"],
+)
+@pytest.mark.parametrize("how", ["check", "config", "env"])
+def test_absurd_numbers_in_a_config_are_refused_naming_line_and_key(
+    tmp_path: Path, value: str, shown: str, how: str
+) -> None:
+    """A 5,000-digit integer, or one too large for a float, as a threshold, through
+    config --check, --config and $GPUTOP_HINTS_CONFIG: refused naming line and key, exit 2."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"general:\n  window_s: {value}\n")
+    result = _entry_point(how, path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"{path}:2: general.window_s:" in result.stderr and shown in result.stderr
+
+
+@pytest.mark.parametrize("depth", [1_000, 20_000, 50_000])
+@pytest.mark.parametrize("how", ["check", "config", "env"])
+def test_a_config_nested_thousands_deep_is_refused(tmp_path: Path, depth: int, how: str) -> None:
+    """YAML nested 1,000 to 50,000 deep through config --check, --config and
+    $GPUTOP_HINTS_CONFIG: refused as nested too deeply, exit 2, no traceback."""
+    path = tmp_path / "c.yaml"
+    path.write_text("general: " + "[" * depth + "]" * depth + "\n")
+    result = _entry_point(how, path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and "nested too deeply" in result.stderr
+
+
+def _entry_point(how: str, path: Path) -> subprocess.CompletedProcess[str]:
+    if how == "env":
+        return once(path)
+    args = ["config", "--check", str(path)] if how == "check" else ["--config", str(path)]
+    if how == "config":
+        args += ["--demo", "--once"]
+    env = {k: v for k, v in os.environ.items() if k != "GPUTOP_HINTS_CONFIG"}
+    return subprocess.run(
+        [sys.executable, "-m", "gputop_hints", *args],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def test_a_theme_with_a_variable_css_cannot_parse_is_skipped(tmp_path: Path) -> None:
+    """A theme whose extra variable is not CSS ("not a colour {"): skipped with a notice
+    naming the variable; the shipped themes load (it used to stop the TUI)."""
+    shipped = (builtin_themes_dir() / "dark.yaml").read_text()
+    bad = shipped.replace("name: dark", "name: broken").replace(
+        "variables:\n", 'variables:\n  footer-key-foreground: "not a colour {"\n'
+    )
+    themes = load_themes(builtin_themes_dir(), _theme_dir(tmp_path, bad.encode()))
+    assert "broken" not in themes.names and "dark" in themes.names
+    assert "variables.footer-key-foreground" in themes.errors[0].message
+
+
+def test_a_theme_nested_thousands_deep_is_skipped(tmp_path: Path) -> None:
+    """A theme nested 3,000 deep: skipped as nested too deeply (it raised RecursionError)."""
+    user = _theme_dir(tmp_path, ("name: deep\nvariables: " + "[" * 3000 + "]" * 3000).encode())
+    themes = load_themes(builtin_themes_dir(), user)
+    assert "dark" in themes.names
+    assert "nested too deeply" in themes.errors[0].message
