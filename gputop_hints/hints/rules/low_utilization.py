@@ -80,6 +80,13 @@ class LowUtilization:
     hysteresis: Hysteresis
 
 
+def _plain_level(win: Window, index: int) -> tuple[float, float, int] | None:
+    """The window's mean SM (cached, shared with other rules) where no readings are left
+    out and no standard error is needed: 1 s data with process rows."""
+    sm = win.gpu_sm_mean(index)
+    return None if sm is None else (sm, 0.0, win.ticks)
+
+
 def check(win: Window, t: Thresholds) -> list[Finding]:
     """A GPU in use but nearly idle, when no specific rule explains it (see the engine)."""
     c = t.low_utilization
@@ -95,9 +102,12 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     for gpu in win.latest.gpus:
         gh = win.history.gpus.get(gpu.index)
         in_use = c.in_use_vram_gib * GIB if not win.latest.processes else None
+        fine = win.interval_s < INDEPENDENT_INTERVAL_S
         level = (
             None
             if gh is None
+            else _plain_level(win, gpu.index)
+            if fine and in_use is None
             else in_use_level(
                 gh.sm_percent.last(win.ticks), gh.vram_used_bytes.last(win.ticks), in_use
             )
