@@ -26,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.rules import ALL_RULES, RuleSpec
+from gputop_hints.hints.rules.low_utilization import LEVEL_SAMPLES
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot
@@ -39,6 +40,13 @@ def history_window_s(thresholds: Thresholds) -> float:
         thresholds.general.slow_window_s,
         thresholds.low_utilization.window_s,
     )
+
+
+def history_span_s(window_s: float, interval_s: float) -> float:
+    """The history's span at ``interval_s``: ``window_s``, stretched so that a coarse log
+    still holds the readings a level is judged over (``LEVEL_SAMPLES``; a 60 s log's
+    120 s would hold 3)."""
+    return max(window_s, LEVEL_SAMPLES * interval_s)
 
 
 class Diagnoser:
@@ -60,7 +68,7 @@ class Diagnoser:
         self.window_s = window_s if window_s is not None else history_window_s(self.thresholds)
         self._hysteresis = hysteresis
         self._rules = rules
-        self.history = History(self.window_s, interval_s)
+        self.history = History(history_span_s(self.window_s, interval_s), interval_s)
         self.engine = HintEngine(self.thresholds, rules=rules, hysteresis=hysteresis)
         self.findings: tuple[Finding, ...] = ()
         """The findings visible after the latest evaluation, worst first."""
@@ -91,7 +99,9 @@ class Diagnoser:
     def append(self, snapshot: Snapshot) -> None:
         """Take a tick into the history without evaluating the rules (see :meth:`evaluate`)."""
         if snapshot.interval_s != self.history.interval_s and snapshot.interval_s > 0:
-            self.history = History(self.window_s, snapshot.interval_s)
+            self.history = History(
+                history_span_s(self.window_s, snapshot.interval_s), snapshot.interval_s
+            )
         self.history.append(snapshot)
 
     def evaluate(self) -> tuple[Finding, ...]:
@@ -112,7 +122,8 @@ class Diagnoser:
 
     def restart(self) -> None:
         """Forget every tick and every finding (a replay seek: time jumped)."""
-        self.history = History(self.window_s, self.history.interval_s)
+        interval = self.history.interval_s
+        self.history = History(history_span_s(self.window_s, interval), interval)
         self.engine = HintEngine(self.thresholds, rules=self._rules, hysteresis=self._hysteresis)
         self.findings = ()
 

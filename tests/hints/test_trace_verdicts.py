@@ -18,6 +18,7 @@ from typing import cast
 
 import pytest
 
+from gputop_hints.hints.diagnoser import history_span_s, history_window_s
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import History
@@ -40,9 +41,6 @@ STILL_WRONG = {
     "jobs read as input-starved, short idle stretches inside jobs as idle-holding-vram",
     "nvsmi_table_mag_545.log": "a table log has no process start times, so a flat "
     "pre-allocation cannot be told from a job that grew there (no vram-preallocated)",
-    "nvsmi_watch_hirataken_570.log": "low-utilization warns on a log the verdict calls healthy",
-    "rectified_point_flow_gpu_usage.csv": "low-utilization warns on a log the verdict calls "
-    "healthy, and compute-bound (forbidden) shows",
 }
 
 
@@ -73,7 +71,8 @@ def score(name: str) -> CaseResult:
         previous: float | None = None
         for snap in stream:
             if history is None:
-                history = History(interval_s=snap.interval_s)
+                span = history_span_s(history_window_s(engine.thresholds), snap.interval_s)
+                history = History(span, snap.interval_s)
             history.append(snap)
             ticks += 1
             # Time between rows, capped: the gap between two runs in one log is not "visible".

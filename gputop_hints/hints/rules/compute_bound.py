@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 
 ID = "compute-bound"
 
+STEADY_READINGS = 6
+""""Steady" is judged over at least this many readings -- what the 6 s window holds at
+NVML's 1 s period. One row of a 5 s or one-a-minute log is a single ~1 s reading
+(nvidia-smi ``-l N`` does not average over N): one busy reading, or two, is an instant of
+a duty cycle, not a GPU that sets the pace."""
+
 
 @dataclass(frozen=True)
 class ComputeBound:
@@ -40,6 +46,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     # Peers of a straggler read busy while they spin in collectives waiting for
     # it: calling them healthy would mislead.
     waiting = {p for s in stragglers(win, t) for p in s.peers}
+    win = win.longer(STEADY_READINGS * win.interval_s)
+    if win.ticks < STEADY_READINGS:
+        return out
     for gpu in win.latest.gpus:
         if gpu.index in waiting:
             continue

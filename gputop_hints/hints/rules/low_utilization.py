@@ -6,6 +6,7 @@ The engine drops this finding on a GPU where a rule whose spec sets
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,44 @@ if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
 
 ID = "low-utilization"
+
+LEVEL_SAMPLES = 30
+"""A level is judged over at least this many readings, whatever the log's interval: the
+mean of n readings of a training job (spread ~25 points) is known to about 25/sqrt(n),
+so 30 readings pin it within ~±9 points (2 standard errors). At 1 s that is inside the
+60 s window; a 5 s log needs 150 s, a one-a-minute log 30 minutes."""
+MIN_SAMPLES = 3
+"""Fewer readings than this give no spread to judge a level by (two snapshots 14 s
+apart cannot show a GPU underused)."""
+CONFIDENCE_SE = 2.0
+"""In a coarse log the level must be below the threshold by this many standard errors of
+its mean (about 97 % one-sided)."""
+INDEPENDENT_INTERVAL_S = 2.0
+"""Readings at least this far apart are taken as independent draws of the duty cycle
+(a training step lasts well under that, so each reading catches an unrelated phase), and
+their standard error bounds the level. Closer readings are correlated (a periodic
+pattern is deterministic, not noise): the window's span judges them instead."""
+
+
+def in_use_level(
+    sm: list[float | None], vram: list[float | None], in_use_bytes: float | None
+) -> tuple[float, float, int] | None:
+    """(mean, standard error, readings) of the SM readings taken while the GPU was in use
+    (``in_use_bytes`` None: every reading): the stretches of an imported log between jobs,
+    nothing loaded, are not the job's level."""
+    values = [
+        s
+        for s, v in zip(sm, vram, strict=True)
+        if s is not None and (in_use_bytes is None or v is None or v >= in_use_bytes)
+    ]
+    n = len(values)
+    if n == 0:
+        return None
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.inf, n
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n), n
 
 
 @dataclass(frozen=True)
@@ -41,20 +80,45 @@ class LowUtilization:
     hysteresis: Hysteresis
 
 
+def _plain_level(win: Window, index: int) -> tuple[float, float, int] | None:
+    """The window's mean SM (cached, shared with other rules) where no readings are left
+    out and no standard error is needed: 1 s data with process rows."""
+    sm = win.gpu_sm_mean(index)
+    return None if sm is None else (sm, 0.0, win.ticks)
+
+
 def check(win: Window, t: Thresholds) -> list[Finding]:
     """A GPU in use but nearly idle, when no specific rule explains it (see the engine)."""
     c = t.low_utilization
     out: list[Finding] = []
     # A level is judged over a minute: a checkpoint save or an evaluation pause of
     # 10-30 s is a phase of a busy job, not a job that leaves its GPU idle.
-    win = win.longer(c.window_s)
+    # A coarse log holds few readings a minute: the level takes LEVEL_SAMPLES of them.
+    win = win.longer(max(c.window_s, LEVEL_SAMPLES * win.interval_s))
     # Imported logs (nvidia-smi, W&B) have no per-process rows at all: the specific
     # rules cannot run, so a higher bar says "underused, and this data cannot say why".
     no_process_data = not win.latest.processes and win.latest.source == "replay"
     limit = c.without_process_data_below_percent if no_process_data else c.sm_mean_below_percent
     for gpu in win.latest.gpus:
-        sm = win.gpu_sm_mean(gpu.index)
-        if sm is None or sm >= limit:
+        gh = win.history.gpus.get(gpu.index)
+        in_use = c.in_use_vram_gib * GIB if not win.latest.processes else None
+        fine = win.interval_s < INDEPENDENT_INTERVAL_S
+        level = (
+            None
+            if gh is None
+            else _plain_level(win, gpu.index)
+            if fine and in_use is None
+            else in_use_level(
+                gh.sm_percent.last(win.ticks), gh.vram_used_bytes.last(win.ticks), in_use
+            )
+        )
+        if level is None:
+            continue
+        sm, se, n = level
+        # Judged only when the readings say so with confidence: enough of them, and in a
+        # coarse log the mean below the threshold by CONFIDENCE_SE standard errors.
+        margin = CONFIDENCE_SE * se if win.interval_s >= INDEPENDENT_INTERVAL_S else 0.0
+        if n < MIN_SAMPLES or sm + margin >= limit:
             continue
         procs = [p for p in win.processes() if p.gpu_index == gpu.index]
         if procs:

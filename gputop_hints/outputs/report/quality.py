@@ -9,6 +9,7 @@ No Textual here.
 
 from __future__ import annotations
 
+from gputop_hints.hints.rules.low_utilization import LEVEL_SAMPLES
 from gputop_hints.outputs.report.model import Report
 from gputop_hints.outputs.report.render import duration_text
 
@@ -39,8 +40,10 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
         )
     if interval and interval * 2 > 6.0 + 1e-9:
         notes.append(
-            f"with a {interval:g} s interval the hints' window holds fewer than 3 samples: "
-            "their conclusions are weak."
+            f"one reading per {interval:g} s is the log's resolution, not missing data: each "
+            "is the GPU's last ~1 s, so levels are judged over "
+            f"{duration_text(LEVEL_SAMPLES * interval)} ({LEVEL_SAMPLES} readings) and "
+            "'steady' over 6; gaps, sawtooth and their causes are below this resolution."
         )
     if report.gaps:
         notes.append(
