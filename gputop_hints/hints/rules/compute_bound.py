@@ -25,7 +25,8 @@ STEADY_READINGS = 6
 """"Steady" is judged over at least this many readings -- what the 6 s window holds at
 NVML's 1 s period. One row of a 5 s or one-a-minute log is a single ~1 s reading
 (nvidia-smi ``-l N`` does not average over N): one busy reading, or two, is an instant of
-a duty cycle, not a GPU that sets the pace."""
+a duty cycle, not a GPU that sets the pace. Live data carries NVML's buffered samples
+(``nvmlDeviceGetSamples``, several a second), so there the window itself is enough."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,13 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     # Peers of a straggler read busy while they spin in collectives waiting for
     # it: calling them healthy would mislead.
     waiting = {p for s in stragglers(win, t) for p in s.peers}
-    win = win.longer(STEADY_READINGS * win.interval_s)
-    if win.ticks < STEADY_READINGS:
-        return out
+    if not any(g.sm_samples for g in win.latest.gpus):
+        # Each tick is one reading (a log without NVML's sub-second samples): judge
+        # over at least STEADY_READINGS of them. Live, the sample buffer gives several
+        # readings a second and the 6 s window already holds dozens.
+        win = win.longer(STEADY_READINGS * win.interval_s)
+        if win.ticks < STEADY_READINGS:
+            return out
     for gpu in win.latest.gpus:
         if gpu.index in waiting:
             continue
