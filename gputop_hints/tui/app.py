@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from textual import events
 from textual.app import AutopilotCallbackType, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.filter import Monochrome, NoColor
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -57,6 +59,7 @@ from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.main import MainScreen
 from gputop_hints.tui.themes import DEFAULT_THEME, ThemeSet, choose_theme, load_themes
+from gputop_hints.tui.tty_driver import TerminalDriver
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.footer import KeysFooter
@@ -314,6 +317,14 @@ class GputopApp(PlaybackControls):
         if message.error != self._last_error:
             self._last_error = message.error
             self.notify(f"Sampling failed: {message.error}", severity="error", timeout=8)
+
+    def get_driver_class(self) -> type[Driver]:
+        """On Linux, draw on the controlling terminal even when standard error is
+        redirected (:mod:`.tty_driver`)."""
+        driver = super().get_driver_class()
+        if sys.platform.startswith("linux") and issubclass(TerminalDriver, driver):
+            return TerminalDriver
+        return driver
 
     async def run_async(
         self,

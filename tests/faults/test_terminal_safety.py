@@ -196,3 +196,18 @@ def test_no_color_means_no_colour_sequences_at_all(
     assert [s for s in sgr if _COLOUR_SGR.search(s)] == []
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0
+
+
+@pytest.mark.parametrize("target", ["file", "/dev/null"])
+def test_the_monitor_draws_on_the_terminal_when_stderr_is_redirected(
+    tmux: Tmux, tmp_path: Path, target: str
+) -> None:
+    """gputop-hints --demo 2>err.log (or 2>/dev/null): the screen is drawn in the terminal,
+    none of it goes into the file, q quits."""
+    err = tmp_path / "err.log" if target == "file" else Path(target)
+    tmux.start(["sh", "-c", f"exec {SCRIPT} --demo 2>{err}"], width=120, height=40)
+    tmux.wait_for("PID")
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
+    if target == "file":
+        assert "\x1b" not in err.read_text(errors="replace")
