@@ -56,6 +56,7 @@ __all__ = [
     "METRIC_TEMPERATURE",
     "METRIC_THROTTLE",
     "METRIC_VRAM",
+    "EmptyStream",
     "FastPaths",
     "ReadCounters",
     "SnapshotStream",
@@ -208,6 +209,27 @@ class SnapshotTick:
 
     def position(self) -> object:
         return None
+
+
+class EmptyStream:
+    """A file with nothing in it (0 bytes): a stream with no snapshots.
+
+    What a recorder killed before its first tick leaves behind; ``report`` reads it
+    as a recording with no samples (exit 0), so a job epilog does not fail on it."""
+
+    def __init__(self, path: str) -> None:
+        self.info = StreamInfo(
+            path=path,
+            format="empty",
+            detail="0 bytes: a recorder stopped before its first tick writes nothing",
+        )
+        self.counters = ReadCounters()
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
 
 
 def fast_paths(stream: SnapshotStream) -> FastPaths | None:

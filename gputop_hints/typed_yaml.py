@@ -39,6 +39,19 @@ class ConfigError(Exception):
         super().__init__(f"{where}:{what} {message}")
 
 
+class ConfigErrors(ConfigError):
+    """Every problem found in one configuration file, in file order (as a compiler
+    lists them), so a user fixes them in one pass; behaves as the first one."""
+
+    def __init__(self, errors: Sequence[ConfigError]) -> None:
+        first = errors[0]
+        super().__init__(first.path, first.line, first.key, first.message)
+        self.all = list(errors)
+
+    def __str__(self) -> str:
+        return "\n".join(Exception.__str__(e) for e in self.all)
+
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
 _NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
 EXCERPT_CHARS = 12
@@ -121,7 +134,10 @@ def parse_dataclass(
         if base is None:
             raise ConfigError(path, None, None, "empty defaults file")
         return base
-    result = _apply(cls, root, base, path, "", loader)
+    errors: list[ConfigError] = []
+    result = _apply(cls, root, base, path, "", loader, errors)
+    if errors:
+        raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
     _check_ordered(result, root, path, ordered_pairs)
     return result
 
@@ -181,7 +197,13 @@ def _line(node: yaml.Node) -> int:
 
 
 def _apply(
-    cls: Any, node: yaml.Node, base: Any, path: str, prefix: str, loader: yaml.SafeLoader
+    cls: Any,
+    node: yaml.Node,
+    base: Any,
+    path: str,
+    prefix: str,
+    loader: yaml.SafeLoader,
+    errors: list[ConfigError],
 ) -> Any:
     section = prefix.rstrip(".") or "top level"
     if not isinstance(node, yaml.MappingNode):
@@ -195,31 +217,12 @@ def _apply(
     seen: dict[str, int] = {}
     values: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
-        if not isinstance(key, str):
-            raise ConfigError(path, _line(key_node), None, f"keys in {section} must be names")
-        dotted = prefix + key_name(key)
-        if key in seen:
-            raise ConfigError(
-                path, _line(key_node), dotted, f"given twice (first on line {seen[key]})"
-            )
-        seen[key] = _line(key_node)
-        if key not in valid:
-            near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-            hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
-            raise ConfigError(
-                path,
-                _line(key_node),
-                dotted,
-                f"unknown key{hint} (valid keys in {section}: {', '.join(valid)})",
-            )
-        ftype = field_type(cls, key)
-        sub_base = getattr(base, key) if base is not None else None
-        if is_dataclass(ftype):
-            values[key] = _apply(ftype, value_node, sub_base, path, dotted + ".", loader)
-        else:
-            meta = next(f.metadata for f in fields(cls) if f.name == key)
-            values[key] = _scalar(value_node, ftype, meta, path, dotted, loader)
+        try:
+            _apply_key(cls, key_node, value_node, base, path, prefix, loader, errors, seen, values)
+        except ConfigError as exc:  # noqa: PERF203 -- noted; the other keys are still checked
+            errors.append(exc)
+    if errors:
+        return base  # not used: parse_dataclass raises them all
     if base is None:
         missing = [name for name in valid if name not in values]
         if missing:
@@ -228,6 +231,48 @@ def _apply(
             )
         return cls(**values)
     return replace(base, **values)
+
+
+def _apply_key(
+    cls: Any,
+    key_node: yaml.Node,
+    value_node: yaml.Node,
+    base: Any,
+    path: str,
+    prefix: str,
+    loader: yaml.SafeLoader,
+    errors: list[ConfigError],
+    seen: dict[str, int],
+    values: dict[str, Any],
+) -> None:
+    """One ``key: value`` of a section into ``values`` (raises ConfigError for it)."""
+    section = prefix.rstrip(".") or "top level"
+    valid = [f.name for f in fields(cls)]
+    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+    if not isinstance(key, str):
+        raise ConfigError(path, _line(key_node), None, f"keys in {section} must be names")
+    dotted = prefix + key_name(key)
+    if key in seen:
+        raise ConfigError(
+            path, _line(key_node), dotted, f"given twice (first on line {seen[key]})"
+        )
+    seen[key] = _line(key_node)
+    if key not in valid:
+        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+        hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
+        raise ConfigError(
+            path,
+            _line(key_node),
+            dotted,
+            f"unknown key{hint} (valid keys in {section}: {', '.join(valid)})",
+        )
+    ftype = field_type(cls, key)
+    sub_base = getattr(base, key) if base is not None else None
+    if is_dataclass(ftype):
+        values[key] = _apply(ftype, value_node, sub_base, path, dotted + ".", loader, errors)
+    else:
+        meta = next(f.metadata for f in fields(cls) if f.name == key)
+        values[key] = _scalar(value_node, ftype, meta, path, dotted, loader)
 
 
 def _scalar(

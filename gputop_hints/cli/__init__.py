@@ -56,6 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = VisibleStream(sys.stdout)
     if sys.stderr is not None and not isinstance(sys.stderr, VisibleStream):
         sys.stderr = VisibleStream(sys.stderr)
+    args = _subcommand_first(args)
     try:
         if args and args[0] in SUBCOMMANDS:
             return SUBCOMMANDS[args[0]](args[1:])
@@ -67,6 +68,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_READER_GONE
     finally:
         _restore_streams(*streams)
+
+
+SHARED_OPTIONS = ("--config",)
+"""Options with a value that the monitor and the subcommands (but explain) take alike,
+so they may come before the subcommand: ``gputop-hints --config x.yaml report f.csv``."""
+
+
+def _subcommand_first(args: list[str]) -> list[str]:
+    """``[--config X] SUBCOMMAND ...`` -> ``SUBCOMMAND ... --config X``; else unchanged."""
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in SHARED_OPTIONS and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+        elif any(word.startswith(f"{o}=") for o in SHARED_OPTIONS):
+            moved.append(word)
+            i += 1
+        else:
+            break
+    if moved and i < len(args) and args[i] in SUBCOMMANDS:
+        return [args[i], *args[i + 1 :], *moved]
+    return args
 
 
 def _restore_streams(stdout: TextIO | None, stderr: TextIO | None) -> None:

@@ -19,8 +19,10 @@ EXIT_USAGE = 2
 
 
 def usage_error(exc: BaseException) -> int:
-    """Say what was wrong with the input (file, line, key where known); return 2."""
-    print(f"gputop-hints: {exc}", file=sys.stderr)
+    """Say what was wrong with the input (file, line, key where known); return 2.
+    Every problem of a config file is listed, one a line, as a compiler does."""
+    for problem in getattr(exc, "all", None) or (exc,):
+        print(f"gputop-hints: {problem}", file=sys.stderr)
     return EXIT_USAGE
 
 

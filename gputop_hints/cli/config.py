@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputop_hints.cli.args import EXIT_OK, usage_error
+from gputop_hints.cli.args import EXIT_OK, add_config_arg, usage_error
 
 
 def build_config_parser() -> argparse.ArgumentParser:
@@ -30,6 +30,7 @@ def build_config_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print where the config is looked for and which file is in effect",
     )
+    add_config_arg(parser)
     return parser
 
 
@@ -42,11 +43,12 @@ def config_main(argv: Sequence[str]) -> int:
         sys.stdout.write(config.defaults_text())
         return EXIT_OK
     if args.show:
-        print("--config PATH           (given on the command line)")
+        given = args.config or "(not given)"
+        print(f"--config PATH           {given}")
         print(f"$GPUTOP_HINTS_CONFIG    {os.environ.get('GPUTOP_HINTS_CONFIG') or '(unset)'}")
         print(f"user config             {config.user_config_path()}")
         try:
-            path, how = config.find_config(None)
+            path, how = config.find_config(args.config)
         except config.ConfigError as exc:
             return usage_error(exc)
         print(f"in effect               {path or 'built-in defaults'} ({how})")

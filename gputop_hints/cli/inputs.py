@@ -68,7 +68,12 @@ def open_input(args: argparse.Namespace) -> SnapshotStream:
     """FILE (or a GPU log and a per-process log) as one snapshot stream, each
     format detected unless ``--format`` says."""
     from gputop_hints.sources.files import open_streams, parse_mapping
+    from gputop_hints.streams import EmptyStream, require_regular_file
 
+    if all(require_regular_file(path) == 0 for path in args.file):
+        # A recorder killed before its first tick leaves 0 bytes: no samples, not an
+        # error (docs/recording.md), so a job epilog does not fail on it.
+        return EmptyStream(str(args.file[0]))
     mapping = parse_mapping(args.map) if args.map else None
     return open_streams(args.file, format=args.format, interval_s=args.interval, mapping=mapping)
 

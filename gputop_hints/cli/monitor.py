@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
     from gputop_hints.sources import Source
 
+USAGE = """\
+gputop-hints [options]                          the monitor (--once: a summary)
+       gputop-hints {record,replay,report,config,explain} ...   (each has --help)"""
+
 DESCRIPTION = """\
 A terminal GPU monitor for people who train models: per GPU SM %, memory-access %,
 VRAM, PCIe; CPU load per core; every GPU process with its DataLoader workers.
@@ -62,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``gputop-hints [options]`` (the monitor and its one-off summary)."""
     parser = argparse.ArgumentParser(
         prog="gputop-hints",
+        usage=USAGE,
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +199,22 @@ def test_json_for_a_big_simulated_node() -> None:
     doc = _json("--json", "--demo", "--gpus", "8", "--processes", "64", "--duration", "1")
     assert len(doc["gpus"]) == 8
     assert len(doc["processes"]) == 64
+
+
+def test_usage_names_the_subcommands_and_shared_options_may_come_first(tmp_path: Path) -> None:
+    """The top-level usage lists record/replay/report/config/explain; --config before a
+    subcommand is passed to it (``gputop-hints --config x.yaml config --show``)."""
+    usage = subprocess.run(
+        [sys.executable, "-m", "gputop_hints", "--bogus"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert usage.returncode == 2
+    assert "{record,replay,report,config,explain}" in usage.stderr
+    config = tmp_path / "c.yaml"
+    config.write_text("general:\n  window_s: 10\n")
+    shown = subprocess.run(
+        [sys.executable, "-m", "gputop_hints", "--config", str(config), "config", "--show"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"in effect               {config} (--config)" in shown.stdout

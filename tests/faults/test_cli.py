@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import fcntl
 import gzip
+import json
 import os
 import shlex
 import shutil
@@ -443,3 +444,18 @@ def test_explain_of_a_huge_garbled_rule_answers_briefly() -> None:
     assert result.returncode == 2
     assert "is not a rule" in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr) < 300
+
+
+def test_an_empty_recording_reports_no_samples_and_exit_0_even_with_fail_on(
+    tmp_path: Path,
+) -> None:
+    """report --fail-on warning of a 0-byte recording (a recorder killed at once): "no
+    samples", exit 0, text and --json, as docs/recording.md says (it was exit 2)."""
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"")
+    text = run_cli("report", "--fail-on", "warning", str(path))
+    assert text.returncode == 0, text.stderr
+    assert "no samples" in text.stdout
+    doc = run_cli("report", "--json", "--fail-on", "warning", str(path))
+    assert doc.returncode == 0
+    assert json.loads(doc.stdout)["sampling"]["samples"] == 0

@@ -230,3 +230,16 @@ def test_a_theme_nested_thousands_deep_is_skipped(tmp_path: Path) -> None:
     themes = load_themes(builtin_themes_dir(), user)
     assert "dark" in themes.names
     assert "nested too deeply" in themes.errors[0].message
+
+
+def test_config_check_lists_every_problem_of_a_file(tmp_path: Path) -> None:
+    """config --check of a file with four mistakes in two sections: all four listed with
+    their lines, in file order, exit 2 (it stopped at the first)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "general:\n  window_s: 9999\n  bogus: 1\ninput_starved:\n  min_gaps: -5\n  nope: 2\n"
+    )
+    result = _entry_point("check", path)
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if f"{path}:" in line]
+    assert [line.split(f"{path}:")[1].split(":")[0] for line in lines] == ["2", "3", "5", "6"]
