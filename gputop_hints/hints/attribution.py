@@ -12,6 +12,8 @@ Computed once per window (``Window.derived``).
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from gputop_hints.hints.window import Window
 from gputop_hints.model import GpuProcess
 
@@ -62,29 +64,41 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     ph = win.process_history(proc)
     own = ph.sm_percent.last(len(others)) if ph else []
     own = [*([None] * (len(others) - len(own))), *own]
-    last = len(others) - 1
-    ticks: list[int] = []
-    rest: list[float] = []
-    for ts, v in zip(times, values, strict=True):
-        # Tick k back from the newest covers (now - (k + 1) * interval, now - k * interval].
-        i = min(last, max(0, last - int((win.now - ts) / win.interval_s - 1e-6)))
-        ticks.append(i)
-        rest.append(max(0.0, v - others[i]))
-    # The others' kernels come in bursts inside a tick too: a burst of theirs must
-    # not become this process's. Within each tick, its part keeps the shape of what
-    # is left but averages to its own sample (none = ran nothing = 0).
-    sums: dict[int, list[float]] = {}
-    for i, r in zip(ticks, rest, strict=True):
-        acc = sums.setdefault(i, [0.0, 0.0])
-        acc[0] += r
-        acc[1] += 1
-    out = []
-    for i, r in zip(ticks, rest, strict=True):
+    out: list[float] = []
+    n_ticks = len(others)
+    # Tick i (oldest first) covers (now - (n - i) * interval, now - (n - 1 - i) * interval];
+    # samples are in time order, so each tick's are one slice.
+    start = 0
+    for i in range(n_ticks):
+        end_t = win.now - (n_ticks - 1 - i) * win.interval_s + 1e-6
+        end = bisect_right(times, end_t, lo=start) if i < n_ticks - 1 else len(times)
+        if end == start:
+            continue
+        floor = others[i]
+        rest = [v - floor if v > floor else 0.0 for v in values[start:end]]
+        # The others' kernels come in bursts inside a tick too: a burst of theirs must
+        # not become this process's. Within each tick its part keeps the shape of what
+        # is left but averages to its own sample (none = ran nothing = 0).
         target = own[i] or 0.0
-        total, n = sums[i]
-        out.append(min(100.0, r * target * n / total) if total > 0 else target)
+        total = sum(rest)
+        if total > 0:
+            scale = target * len(rest) / total
+            out.extend(min(100.0, r * scale) for r in rest)
+        else:
+            out.extend([target] * len(rest))
+        start = end
     return out, period
 
+
+def burst_possible(win: Window, proc: GpuProcess, busy: float) -> bool:
+    """Whether ``proc``'s own samples leave room for a sub-second burst reaching ``busy``:
+    a process with s % of a tick's time can fill a shorter sample of period p at most
+    s x interval / p (ten replicas at 2 % each cannot burst to 40 % in 1/6 s)."""
+    fine = win.gpu_fine_sm(proc.gpu_index)
+    own = win.process_sm_values(proc)
+    if fine is None or own is None:
+        return True
+    return max(own, default=0.0) * win.interval_s / fine[2] >= busy
 
 
 def host_works_while_idle(

@@ -13,7 +13,7 @@ process is a training job is that job's, however much VRAM an idle tenant holds.
 from __future__ import annotations
 
 from field.case import Case, process, scenario
-from field.cases.shared import DURATION, NOTEBOOK_IDLE, NOTEBOOK
+from field.cases.shared import DURATION, NOTEBOOK, NOTEBOOK_IDLE
 from field.hardware import A100_80GB, GIB, RTX_4090, GpuModel
 from field.verdicts import Verdict, expect
 from field.workloads import TrainLoop, pause

@@ -11,7 +11,7 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from gputop_hints.hints.attribution import process_fine_sm
+from gputop_hints.hints.attribution import burst_possible, process_fine_sm
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.window import GIB, Gaps, Window, idle_gaps
 from gputop_hints.model import GpuProcess
@@ -77,6 +77,8 @@ def gaps_seen_by(
     c = t.input_starved
     others = others_on_gpu(win, proc, t)
     if others and scope is Scope.PROCESS:
+        if need_burst and not burst_possible(win, proc, c.busy_sm_above_percent):
+            return None, Scope.PROCESS  # too little of its own to burst: no sawtooth
         own_fine = process_fine_sm(win, proc)
         if own_fine is not None:
             # The device's sub-second samples less the others' own share of each tick.
