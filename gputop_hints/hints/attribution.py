@@ -83,7 +83,7 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
         total = sum(rest)
         if total > 0:
             scale = target * len(rest) / total
-            out.extend(min(100.0, r * scale) for r in rest)
+            out.extend([r * scale if r * scale < 100.0 else 100.0 for r in rest])
         else:
             out.extend([target] * len(rest))
         start = end

@@ -76,7 +76,9 @@ def gaps_seen_by(
     """
     c = t.input_starved
     others = others_on_gpu(win, proc, t)
-    if others and scope is Scope.PROCESS:
+    if others and scope is Scope.PROCESS and win.window_s <= t.general.window_s:
+        # Sub-second detail matters for a short cycle; over the slow window (10-30 s
+        # cycles) the process's own sample a tick shows its gaps (below).
         if need_burst and not burst_possible(win, proc, c.busy_sm_above_percent):
             return None, Scope.PROCESS  # too little of its own to burst: no sawtooth
         own_fine = process_fine_sm(win, proc)
