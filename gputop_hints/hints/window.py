@@ -178,6 +178,9 @@ class Window:
 
     def gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         """NVML buffered SM samples inside the window: (times, values, period), if any."""
+        return self.derived(("fine-sm", index), lambda: self._gpu_fine_sm(index))
+
+    def _gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         gh = self.history.gpus.get(index)
         if gh is None or len(gh.sm_samples) < 4:
             return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gputop_hints.hints.attribution import host_works_while_idle
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import (
@@ -166,11 +167,15 @@ def _loading(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
     cpu = win.process_cpu_mean(proc)
     if cpu is None:
         return True
-    return (
-        cpu >= t.idle_holding_vram.host_busy_cpu_percent
-        or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
-        or win.process_d_state_fraction(proc) > 0.0
-    )
+    busy = t.idle_holding_vram.host_busy_cpu_percent
+    if win.process_d_state_fraction(proc) > 0.0:
+        return True
+    # While its own GPU share is idle, a starved job's host side makes the next batch;
+    # a notebook between cells (a person reading) does nothing.
+    working = host_works_while_idle(win, proc, t.input_starved.gap_sm_below_percent, busy)
+    if working is not None:
+        return working
+    return cpu >= busy or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
 
 
 def _finding(

@@ -35,21 +35,36 @@ class PcieThrash:
     hysteresis: Hysteresis
 
 
-def _shared_link_note(procs: list[GpuProcess]) -> list[Evidence]:
-    """With several processes on the GPU, say that the one named is a guess."""
+def _active(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether ``proc`` did anything in the window that could move data over its link:
+    ran kernels of its own (NVML sample), or worked on the host (a copy is issued by a
+    host thread; a pageable one is staged by a CPU memcpy). Unknown counts as active."""
+    own = win.process_sm_values(proc)
+    if own is not None and max(own, default=0.0) >= t.idle_holding_vram.sm_below_percent:
+        return True
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None and own is None:
+        return True
+    return (cpu or 0.0) >= t.idle_holding_vram.host_busy_cpu_percent or (
+        win.process_busy_workers_mean(proc) or 0.0
+    ) >= 0.5
+
+
+def _shared_link_note(procs: list[GpuProcess], active: list[GpuProcess]) -> list[Evidence]:
+    """With several processes on the GPU, say whose the traffic is taken to be, and why."""
     if len(procs) == 1:
         return []
-    return [
-        Evidence(
-            f"PCIe is per GPU: {len(procs)} processes share it; shown on the "
-            "one holding the most VRAM",
-            None,
-            "device evidence",
-            "",
-            Scope.DEVICE,
-            met=None,
+    if len(active) == 1:
+        text = (
+            f"PCIe is per GPU: {len(procs)} processes share it; the others ran no kernel "
+            "and did no host work in the window"
         )
-    ]
+    else:
+        text = (
+            f"PCIe is per GPU: {len(active)} of {len(procs)} processes on it are active; "
+            "cannot tell which process moves the data"
+        )
+    return [Evidence(text, None, "device evidence", "", Scope.DEVICE, met=None)]
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -61,15 +76,19 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if not hit:
             continue
         procs = win.significant_processes_on(gpu.index, min_vram)
-        # PCIe traffic is counted per GPU: with several processes on it, name the one
-        # holding the most memory (the training job, usually) and say that it is a guess.
         if not procs:
             continue
-        proc = max(procs, key=lambda p: p.vram_bytes or 0)
+        # PCIe traffic is counted per GPU. It is one process's when only one process on
+        # the GPU did anything that moves data; with several active, the finding is the
+        # GPU's: which of them copies cannot be told from NVML.
+        active = [p for p in procs if _active(win, t, p)] if len(procs) > 1 else procs
+        subject = (
+            Subject(gpu.index, active[0].pid) if len(active) == 1 else Subject(gpu.index)
+        )
         out.append(
             Finding(
                 rule=ID,
-                subject=Subject(gpu.index, proc.pid),
+                subject=subject,
                 severity=Severity.WARNING,
                 label="PCIe thrash",
                 summary=(
@@ -86,7 +105,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     "Check for CPU offload (optimizer / parameter offload, unified memory "
                     "paging) that streams weights every step.",
                 ),
-                evidence=(*evidence, *_shared_link_note(procs)),
+                evidence=(*evidence, *_shared_link_note(procs, active)),
                 evidence_scope=Scope.DEVICE,
             )
         )

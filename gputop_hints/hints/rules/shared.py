@@ -11,8 +11,9 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from gputop_hints.hints.attribution import burst_possible, process_fine_sm
 from gputop_hints.hints.findings import Evidence, Scope
-from gputop_hints.hints.window import GIB, Gaps, Window
+from gputop_hints.hints.window import GIB, Gaps, Window, idle_gaps
 from gputop_hints.model import GpuProcess
 
 if TYPE_CHECKING:
@@ -75,6 +76,21 @@ def gaps_seen_by(
     """
     c = t.input_starved
     others = others_on_gpu(win, proc, t)
+    if others and scope is Scope.PROCESS and win.window_s <= t.general.window_s:
+        # Sub-second detail matters for a short cycle; over the slow window (10-30 s
+        # cycles) the process's own sample a tick shows its gaps (below).
+        if need_burst and not burst_possible(win, proc, c.busy_sm_above_percent):
+            return None, Scope.PROCESS  # too little of its own to burst: no sawtooth
+        own_fine = process_fine_sm(win, proc)
+        if own_fine is not None:
+            # The device's sub-second samples less the others' own share of each tick.
+            values, period = own_fine
+            below, min_gap = c.gap_sm_below_percent, c.min_gap_s
+            if need_burst and not _interior_gaps(values, period, below, min_gap):
+                # One burst between idle stretches (a notebook cell) is no sawtooth.
+                return None, Scope.PROCESS
+            gaps = idle_gaps(values, period, c.gap_sm_below_percent, c.min_gap_s, fine=True)
+            return gaps, Scope.PROCESS
     if others and scope is Scope.PROCESS and all(_ran_nothing(win, p) for p in others):
         # The others ran no kernel in the window: the device's finer trace is this one's.
         return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
@@ -85,6 +101,23 @@ def gaps_seen_by(
             return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
+
+
+def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: float) -> int:
+    """Idle runs (>= ``min_gap_s`` below ``below``) with activity on both sides of them in
+    the window: a burst, a gap, a burst -- where idle before and after one burst is not."""
+    count = 0
+    run = 0
+    started = False
+    for v in values:
+        if v < below:
+            run += 1
+            continue
+        if started and run * period >= min_gap_s - 1e-9:
+            count += 1
+        started = True
+        run = 0
+    return count
 
 
 def _ran_nothing(win: Window, proc: GpuProcess) -> bool:

@@ -54,6 +54,8 @@ def preallocated(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     gpu = win.gpu(proc.gpu_index)
     if gpu is None or not gpu.vram_total_bytes:
         return None
+    if proc.create_time is None or (proc.vram_bytes or 0) < c.min_share * gpu.vram_total_bytes:
+        return None  # the cheap tests first: this runs for every process every tick
     steady = win.vram_steady(proc, VRAM_STEADY_SHARE * gpu.vram_total_bytes)
     if steady is None:
         return None

@@ -106,12 +106,29 @@ def test_rule_table(c: Case) -> None:
     check_case(RULE, c)
 
 
-def test_pcie_thrash_on_a_shared_gpu_names_the_biggest_process_and_says_so() -> None:
-    # PCIe is counted per GPU: with inference replicas beside a training job, flagging
-    # every process would blame the replicas; the one holding the most VRAM is named.
+def test_pcie_thrash_on_a_shared_gpu_names_the_only_active_process_and_says_so() -> None:
+    # PCIe is counted per GPU (issue 23): the traffic is the job's, the one process that
+    # works on the host, even though an idle tenant (no host work) holds more VRAM.
     history = one_gpu(
-        [12.0] * 12, [P(pid=1, vram_gib=1.0), P(pid=2, vram_gib=30.0)], gpu=G(rx=20e9, tx=10e9)
+        [12.0] * 12,
+        [P(pid=1, vram_gib=30.0, cpu=0.3), P(pid=2, vram_gib=8.0, cpu=60.0)],
+        gpu=G(rx=20e9, tx=10e9),
     )
     [f] = apply(RULE, history)
     assert f.subject.pid == 2
-    assert any(e.metric.startswith("PCIe is per GPU: 2 processes share it") for e in f.evidence)
+    assert any(
+        e.metric.startswith("PCIe is per GPU: 2 processes share it; the others ran no kernel")
+        for e in f.evidence
+    )
+
+
+def test_pcie_thrash_with_several_active_tenants_is_said_of_the_gpu() -> None:
+    # Two processes both working: NVML cannot tell whose the copies are; no tenant is blamed.
+    history = one_gpu(
+        [12.0] * 12,
+        [P(pid=1, vram_gib=1.0, cpu=90.0), P(pid=2, vram_gib=30.0, cpu=60.0)],
+        gpu=G(rx=20e9, tx=10e9),
+    )
+    [f] = apply(RULE, history)
+    assert f.subject.pid is None and f.subject.gpu_index == 0
+    assert any("cannot tell which process" in e.metric for e in f.evidence)

@@ -1,0 +1,125 @@
+"""Whose is it? Splitting a shared GPU's readings between the processes on it.
+
+NVML's device readings (utilization, its buffered sub-second samples, PCIe) are
+per GPU; its per-process utilization samples (``nvmlDeviceGetProcessUtilization``)
+are one a tick and exist only for a process that ran kernels in the period.
+Without MPS the contexts of different processes time-slice, so their shares add up
+to the device's (CUDA Programming Guide, "Compute modes"). What one process did is
+read from its own evidence: its own samples, the device's less the others' own
+share, and its host side (main process CPU, workers, D state) in its own idle ticks.
+Computed once per window (``Window.derived``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from gputop_hints.hints.window import Window
+from gputop_hints.model import GpuProcess
+
+
+def others_sm_per_tick(win: Window, proc: GpuProcess) -> list[float]:
+    """Per window tick (oldest first): the summed own SM % of every *other* process on
+    ``proc``'s GPU (no sample = ran nothing). Without MPS contexts time-slice, so
+    their shares add up to the device's; this is the others' part of it."""
+    index = proc.gpu_index
+    totals = win.derived(("gpu-process-sm", index), lambda: _gpu_sm_sums(win, index))
+    ph = win.process_history(proc)
+    own = ph.sm_percent.last(win.ticks) if ph else []
+    if len(own) < len(totals):
+        own = [*([None] * (len(totals) - len(own))), *own]
+    return [max(0.0, t - (o or 0.0)) for t, o in zip(totals, own, strict=True)]
+
+
+def _gpu_sm_sums(win: Window, index: int) -> list[float]:
+    sums = [0.0] * win.ticks
+    for ph in win.history.processes.values():
+        if ph.gpu_index != index:
+            continue
+        values = ph.sm_percent.last(win.ticks)
+        offset = win.ticks - len(values)
+        for i, v in enumerate(values):
+            if v:
+                sums[offset + i] += v
+    return sums
+
+
+def process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float] | None:
+    """A sub-second trace of ``proc``'s own activity on a shared GPU: (values, period).
+
+    NVML's buffered samples are per device and its per-process samples one a tick
+    (``nvmlDeviceGetProcessUtilization``); each buffered sample minus the other
+    processes' own share in its tick leaves this process's part of it. None where the
+    device has no buffered samples or reports no per-process samples at all.
+    """
+    return win.derived(("process-fine", proc.key), lambda: _process_fine_sm(win, proc))
+
+
+def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float] | None:
+    fine = win.gpu_fine_sm(proc.gpu_index)
+    if fine is None or not win.process_samples_reported(proc.gpu_index):
+        return None
+    times, values, period = fine
+    others = others_sm_per_tick(win, proc)
+    ph = win.process_history(proc)
+    own = ph.sm_percent.last(len(others)) if ph else []
+    own = [*([None] * (len(others) - len(own))), *own]
+    out: list[float] = []
+    n_ticks = len(others)
+    # Tick i (oldest first) covers (now - (n - i) * interval, now - (n - 1 - i) * interval];
+    # samples are in time order, so each tick's are one slice.
+    start = 0
+    for i in range(n_ticks):
+        end_t = win.now - (n_ticks - 1 - i) * win.interval_s + 1e-6
+        end = bisect_right(times, end_t, lo=start) if i < n_ticks - 1 else len(times)
+        if end == start:
+            continue
+        floor = others[i]
+        rest = [v - floor if v > floor else 0.0 for v in values[start:end]]
+        # The others' kernels come in bursts inside a tick too: a burst of theirs must
+        # not become this process's. Within each tick its part keeps the shape of what
+        # is left but averages to its own sample (none = ran nothing = 0).
+        target = own[i] or 0.0
+        total = sum(rest)
+        if total > 0:
+            scale = target * len(rest) / total
+            out.extend([r * scale if r * scale < 100.0 else 100.0 for r in rest])
+        else:
+            out.extend([target] * len(rest))
+        start = end
+    return out, period
+
+
+def burst_possible(win: Window, proc: GpuProcess, busy: float) -> bool:
+    """Whether ``proc``'s own samples leave room for a sub-second burst reaching ``busy``:
+    a process with s % of a tick's time can fill a shorter sample of period p at most
+    s x interval / p (ten replicas at 2 % each cannot burst to 40 % in 1/6 s)."""
+    fine = win.gpu_fine_sm(proc.gpu_index)
+    own = win.process_sm_values(proc)
+    if fine is None or own is None:
+        return True
+    return max(own, default=0.0) * win.interval_s / fine[2] >= busy
+
+
+def host_works_while_idle(
+    win: Window, proc: GpuProcess, below: float, busy_cpu: float
+) -> bool | None:
+    """Whether ``proc``'s host side works in the ticks its *own* GPU share is idle
+    (below ``below``): its main process at ``busy_cpu`` % of a core or more, or a busy
+    worker, on average over those ticks. None: no own samples, or no idle tick."""
+    own = win.process_sm_values(proc)
+    ph = win.process_history(proc)
+    if own is None or ph is None:
+        return None
+    n = len(own)
+    idle = [i for i, v in enumerate(own) if v < below]
+    if not idle:
+        return None
+    cpus = ph.cpu_percent.last(n)
+    workers = ph.busy_workers.last(n)
+    known = [c for i in idle if (c := cpus[i]) is not None]
+    helpers = [w for i in idle if (w := workers[i]) is not None]
+    return bool(
+        (known and sum(known) / len(known) >= busy_cpu)
+        or (helpers and sum(helpers) / len(helpers) >= 0.5)
+    )
