@@ -7,11 +7,15 @@ recording -- replacing or rotating a recording is what the user asked for --
 or when ``--force`` says so. Pipes, devices and directories are refused even
 with ``--force``: the writer needs a regular file it can seek in. Missing
 directories are created, and the user is told, so a typo in a path does not
-silently grow a tree.
+silently grow a tree. While a recorder runs it holds an exclusive lock on FILE
+(:func:`lock_output`): a second recorder on the same file is refused, not
+interleaved.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
 import stat
 from pathlib import Path
 
@@ -82,3 +86,31 @@ def create_missing_directories(path: Path) -> Path | None:
         return None
     parent.mkdir(parents=True, exist_ok=True)
     return parent
+
+
+def lock_output(path: Path) -> int | None:
+    """Take an exclusive lock on FILE (created if missing, never truncated here) for as
+    long as the returned descriptor stays open; None when FILE is not a regular file
+    (``check_output`` refuses those). :class:`OutputRefused` when another process holds
+    it: two recorders on one file would interleave their lines silently.
+
+    The lock (``flock``) is advisory: it keeps gputop-hints recorders apart; it is
+    released when the recorder exits, however it exits."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutputRefused(
+            f"{path}: another gputop-hints record is writing to it; stop that one first, "
+            "or give another file with -o"
+        ) from None
+    except OSError:
+        # A file system without locks (some network mounts): record without one.
+        return fd
+    return fd

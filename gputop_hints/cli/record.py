@@ -7,12 +7,14 @@ The loop itself (pacing, signals, the summary line) is
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from gputop_hints.cli.args import (
     EXIT_OK,
+    EXIT_USAGE,
     INTERVAL_HELP,
     add_source_args,
     at_least,
@@ -22,7 +24,12 @@ from gputop_hints.cli.args import (
     usage_error,
 )
 from gputop_hints.cli.inputs import open_source, print_scenarios
-from gputop_hints.cli.output_file import OutputRefused, check_output, create_missing_directories
+from gputop_hints.cli.output_file import (
+    OutputRefused,
+    check_output,
+    create_missing_directories,
+    lock_output,
+)
 
 
 def build_record_parser() -> argparse.ArgumentParser:
@@ -74,10 +81,39 @@ def record_main(argv: Sequence[str]) -> int:
         print_scenarios()
         return EXIT_OK
     check_demo_only_args(parser, args)
-    from gputop_hints.sampling.record import EXIT_WRITE_FAILED, record
-    from gputop_hints.sources import SourceUnavailable
+    from gputop_hints.sampling.record import EXIT_WRITE_FAILED
 
     output = Path(args.output)
+    try:
+        created = create_missing_directories(output)
+    except OSError as exc:
+        print(
+            f"gputop-hints record: cannot create the directory for {output}: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_WRITE_FAILED
+    if created is not None:
+        print(f"gputop-hints record: created directory {created}", file=sys.stderr)
+    existed = output.exists()
+    try:
+        # Locked before it is looked at: a second recorder must not even truncate it.
+        lock = lock_output(output)
+    except (OutputRefused, OSError) as exc:
+        return usage_error(exc)
+    try:
+        code = _record_locked(args, output)
+        if code == EXIT_USAGE and not existed:
+            output.unlink(missing_ok=True)  # refused: leave no empty file behind
+        return code
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def _record_locked(args: argparse.Namespace, output: Path) -> int:
+    from gputop_hints.sampling.record import record
+    from gputop_hints.sources import SourceUnavailable
+
     try:
         check_output(output, force=args.force, rotation_keep=args.keep if args.max_bytes else 0)
     except OutputRefused as exc:
@@ -87,16 +123,6 @@ def record_main(argv: Sequence[str]) -> int:
     except (SourceUnavailable, ValueError) as exc:
         return usage_error(exc)
     try:
-        try:
-            created = create_missing_directories(output)
-        except OSError as exc:
-            print(
-                f"gputop-hints record: cannot create the directory for {output}: {exc}",
-                file=sys.stderr,
-            )
-            return EXIT_WRITE_FAILED
-        if created is not None:
-            print(f"gputop-hints record: created directory {created}", file=sys.stderr)
         return record(
             source,
             args.output,

@@ -459,3 +459,31 @@ def test_an_empty_recording_reports_no_samples_and_exit_0_even_with_fail_on(
     doc = run_cli("report", "--json", "--fail-on", "warning", str(path))
     assert doc.returncode == 0
     assert json.loads(doc.stdout)["sampling"]["samples"] == 0
+
+
+def test_a_second_recorder_on_the_same_file_is_refused(tmp_path: Path) -> None:
+    """Two `record -o run.jsonl` at once: the second is refused naming the file, exit 2,
+    and the first's recording stays whole (they used to interleave silently)."""
+    path = tmp_path / "run.jsonl"
+    first = subprocess.Popen(
+        [sys.executable, "-m", "gputop_hints", "record", "--demo", "-o", str(path),
+         "--interval", "0.25"],  # no --duration: a demo is then paced in real time
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )
+    try:
+        deadline = time.monotonic() + SAFETY_TIMEOUT_S
+        while count_ticks(path) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        second = run_cli("record", "--demo", "-o", str(path), "--duration", "1")
+        assert second.returncode == 2
+        assert "another gputop-hints record is writing" in second.stderr
+        assert str(path) in second.stderr
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=SAFETY_TIMEOUT_S)
+    assert first.returncode == 0
+    stream = open_recording(path)
+    try:
+        assert sum(1 for _ in stream) >= 2 and stream.counters.bad_lines == 0
+    finally:
+        stream.close()
