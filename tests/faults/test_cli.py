@@ -487,3 +487,18 @@ def test_a_second_recorder_on_the_same_file_is_refused(tmp_path: Path) -> None:
         assert sum(1 for _ in stream) >= 2 and stream.counters.bad_lines == 0
     finally:
         stream.close()
+
+
+def test_record_with_stdout_and_stderr_closed_still_records(tmp_path: Path) -> None:
+    """record started with stdout and stderr closed (a detached job, `>&- 2>&-`): it
+    records and exits 0."""
+    path = tmp_path / "run.jsonl"
+    command = (
+        f"exec {shlex.quote(sys.executable)} -m gputop_hints record --demo "
+        f"-o {shlex.quote(str(path))} --duration 2 >&- 2>&-"
+    )
+    result = subprocess.run(
+        ["sh", "-c", command], timeout=SAFETY_TIMEOUT_S, check=False, env=cli_env()
+    )
+    assert result.returncode == 0
+    assert count_ticks(path) == 2
