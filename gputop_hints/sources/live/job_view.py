@@ -24,6 +24,7 @@ from gputop_hints.sources.live.slurm import (
     ForeignLoad,
     JobContext,
     JobMembership,
+    ScontrolUnanswered,
     detect_job,
     job_exists,
     parse_job_id,
@@ -60,7 +61,13 @@ class JobView:
                 job_id = parse_job_id(job_id)
             except BadJobId as exc:
                 raise SourceUnavailable(f"--job: {exc}") from None
-            if job_exists(job_id, environ) is False:
+            try:
+                exists = job_exists(job_id, environ)
+            except ScontrolUnanswered as exc:
+                raise SourceUnavailable(
+                    f"cannot tell whether SLURM job {job_id} runs: scontrol said: {exc}"
+                ) from None
+            if exists is False:
                 raise SourceUnavailable(
                     f"SLURM job {job_id} is not running (scontrol does not list it)."
                 )

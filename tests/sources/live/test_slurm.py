@@ -193,3 +193,29 @@ def test_monitor_in_a_pty_inside_the_job_shows_the_job(
         tmux("send-keys", "-t", "t", "q")
         time.sleep(0.3)
         tmux("kill-server")
+
+
+def test_with_the_controller_unreachable_job_says_what_scontrol_said(
+    slurm_cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """--job 1234 while slurmctld cannot be reached (a config whose controller port nobody
+    listens on): exit 2 quoting scontrol, not "job 1234 is not running"."""
+    import re
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again at once: nobody listens there
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        re.sub(r"^SlurmctldPort=\d+$", f"SlurmctldPort={port}", slurm_cluster.conf.read_text(),
+               flags=re.M)
+    )
+    env = slurm_cluster.env({"SLURM_CONF": str(conf)})
+    result = subprocess.run(
+        [str(SCRIPT), "--once", "--duration", "1", "--job", "1234"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "scontrol said:" in result.stderr and "Traceback" not in result.stderr
+    assert "is not running" not in result.stderr

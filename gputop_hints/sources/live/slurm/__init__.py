@@ -58,6 +58,7 @@ from gputop_hints.sources.live.slurm.proc_files import (
 )
 from gputop_hints.sources.live.slurm.scontrol import (
     SCONTROL_TIMEOUT_S,
+    ScontrolUnanswered,
     job_exists,
     scontrol_show_job,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "GpuId",
     "JobContext",
     "JobMembership",
+    "ScontrolUnanswered",
     "cgroup_cpuset",
     "cuda_visible_devices_to_nvml",
     "detect_job",

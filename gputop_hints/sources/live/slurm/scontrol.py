@@ -21,9 +21,16 @@ def _scontrol() -> str | None:
 
 
 def _run_scontrol(args: Sequence[str], env: Mapping[str, str] | None) -> str | None:
+    return _ask_scontrol(args, env)[0]
+
+
+def _ask_scontrol(
+    args: Sequence[str], env: Mapping[str, str] | None
+) -> tuple[str | None, str | None]:
+    """(its output, None) when scontrol answered; (None, what it said) when it did not."""
     program = _scontrol()
     if program is None:
-        return None
+        return None, "scontrol is not installed"
     try:
         result = subprocess.run(
             [program, *args],
@@ -33,11 +40,22 @@ def _run_scontrol(args: Sequence[str], env: Mapping[str, str] | None) -> str | N
             env=dict(env) if env is not None else None,
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
-        return None
+    except subprocess.TimeoutExpired:
+        return None, f"scontrol gave no answer in {SCONTROL_TIMEOUT_S:g} s"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"scontrol could not run: {exc}"
     if result.returncode != 0:
-        return None
-    return result.stdout
+        said = (result.stderr or result.stdout).strip().splitlines()
+        return None, said[0] if said else f"scontrol exited with status {result.returncode}"
+    return result.stdout, None
+
+
+_UNKNOWN_JOB = ("invalid job id", "unknown job", "job id not found")
+"""What scontrol says for a job it does not know (as opposed to not being able to ask)."""
+
+
+class ScontrolUnanswered(Exception):
+    """scontrol could not be asked (controller down, timeout): the message is what it said."""
 
 
 def scontrol_show_job(
@@ -59,10 +77,23 @@ def scontrol_show_job(
 
 
 def job_exists(job_id: str, env: Mapping[str, str] | None = None) -> bool | None:
-    """Whether SLURM knows a running job ``job_id``; None when scontrol cannot say."""
+    """Whether SLURM knows a running job ``job_id``; None without scontrol.
+
+    Raises :class:`ScontrolUnanswered` with what scontrol said when it is there but
+    cannot answer (``Unable to contact slurm controller``, a timeout): that is not
+    "the job is not running"."""
     if _scontrol() is None:
         return None
-    info = scontrol_show_job(job_id, None, env)
-    if info is None:
+    try:
+        job_id = parse_job_id(job_id)
+    except BadJobId:
         return False
+    text, said = _ask_scontrol(["show", "job", "-d", "-o", job_id], env)
+    if text is None:
+        if said is not None and any(m in said.lower() for m in _UNKNOWN_JOB):
+            return False
+        raise ScontrolUnanswered(said or "no answer")
+    if "JobId=" not in text:
+        return False
+    info = parse_scontrol_job(text, None)
     return info.get("JobState", "RUNNING") in {"RUNNING", "SUSPENDED", "COMPLETING"}
