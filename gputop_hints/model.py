@@ -200,6 +200,9 @@ class GpuSample:
     it missed this tick's deadline (a wedged driver, a GPU in a bad state): every
     metric is None this tick, and views say "not answering for N s". None: it
     answered. See docs/metrics.md ("A GPU that does not answer")."""
+    implausible: tuple[str, ...] = ()
+    """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
+    a negative power, a utilization over 100 %): shown as unknown, named here."""
 
     @property
     def pcie_link_bytes_per_s(self) -> float | None:
@@ -396,6 +399,7 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
     for g in data.get("gpus", ()):
         kwargs = {k: v for k, v in g.items() if k in gpu_keys}
         kwargs["throttle_reasons"] = _tuple_or_none(g.get("throttle_reasons"))
+        kwargs["implausible"] = tuple(g.get("implausible") or ())
         kwargs["sm_samples"] = tuple(
             UtilizationSample(s["timestamp"], s["percent"]) for s in g.get("sm_samples", ())
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
+from gputop_hints.cli import main
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot, snapshot_from_dict, snapshot_to_dict
@@ -28,7 +29,7 @@ from gputop_hints.sources.demo import DemoSource
 from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
-from tests.support.fake_nvml import GIB, FakeNvml, FakeProc, make_gpus
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc, make_gpus
 
 SLEEPER = "import time; time.sleep(120)"
 
@@ -242,3 +243,27 @@ async def test_gpu_lost_mid_run_reads_lost_in_the_monitor(training_pid: int) -> 
         panel = app.query_one("#gpu-0", GpuPanel).text_lines()
     assert "lost" in panel[0]
     assert not any("n/a" in line or "VRAM" in line for line in panel), panel
+
+
+def test_values_nvml_cannot_mean_are_unknown_and_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """NVML answers 0xFFFFFFFF for temperature and clock, 130 % SM and more VRAM used
+    than the board has: shown as n/a (never 4294967295 °C), named in --json."""
+    gpu = FakeGpu(0, temperature=0xFFFFFFFF, sm_clock_mhz=0xFFFFFFFF, sm=130)
+    gpu.vram_used = gpu.vram_total * 2
+    with FakeNvml([gpu]):
+        source = LiveSource()
+        try:
+            [sample] = source.sample().gpus
+        finally:
+            source.close()
+        assert main(["--once", "--duration", "0.3", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert main(["--once", "--duration", "0.3"]) == 0
+        text = capsys.readouterr().out
+    assert sample.temperature_c is None and sample.sm_clock_mhz is None
+    assert sample.sm_percent is None and sample.vram_used_bytes is None
+    assert set(sample.implausible) == {
+        "temperature_c", "sm_clock_mhz", "sm_percent", "vram_used_bytes"
+    }
+    assert set(doc["gpus"][0]["implausible"]) == set(sample.implausible)
+    assert "4294967295" not in text

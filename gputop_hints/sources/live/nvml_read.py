@@ -61,6 +61,43 @@ def decode_clock_event_reasons(mask: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+PLAUSIBLE: dict[str, tuple[float, float]] = {
+    "sm_percent": (0.0, 100.0),
+    "memory_access_percent": (0.0, 100.0),
+    "pcie_rx_bytes_per_s": (0.0, 1e12),
+    "pcie_tx_bytes_per_s": (0.0, 1e12),
+    "pcie_generation": (1, 8),
+    "pcie_width": (1, 64),
+    "temperature_c": (-60.0, 150.0),
+    "power_watts": (0.0, 5000.0),
+    "power_limit_watts": (1.0, 5000.0),
+    "sm_clock_mhz": (1, 10_000),
+    "vram_total_bytes": (1, 2**44),
+    "vram_used_bytes": (0, 2**44),
+}
+"""What a reading can physically be. Outside it, it is not a reading: NVML returns
+``0xFFFFFFFF`` (4294967295) for "not available" from some calls on some boards and
+drivers, and a failed call can leave garbage in the out-parameter. Such values are
+unknown (None), never shown as 4294967295 °C, and named in ``GpuSample.implausible``
+(``--json``: ``implausible``) so the user can see NVML misbehaved."""
+
+
+def drop_implausible(readings: dict[str, Any]) -> tuple[str, ...]:
+    """Make every reading outside :data:`PLAUSIBLE` (or VRAM used above the total)
+    None, in place; return the names of those dropped."""
+    dropped = []
+    for name, (low, high) in PLAUSIBLE.items():
+        value = readings.get(name)
+        if value is not None and not low <= value <= high:
+            readings[name] = None
+            dropped.append(name)
+    used, total = readings.get("vram_used_bytes"), readings.get("vram_total_bytes")
+    if used is not None and total is not None and used > total:
+        readings["vram_used_bytes"] = None
+        dropped.append("vram_used_bytes")
+    return tuple(dropped)
+
+
 def read_gpu(
     state: GpuState, timestamp: float, interval_s: float
 ) -> tuple[GpuSample, Mapping[int, NvmlProcess]]:
@@ -98,26 +135,31 @@ def read_gpu(
         value = float_or_none(milliwatts)
         return None if value is None else value / 1000.0
 
+    readings: dict[str, Any] = {
+        "sm_percent": None if util is None else float_or_none(util.gpu),
+        "memory_access_percent": None if util is None else float_or_none(util.memory),
+        "vram_used_bytes": int_or_none(mem.used),
+        "vram_total_bytes": int_or_none(mem.total),
+        "pcie_rx_bytes_per_s": scaled(rx),
+        "pcie_tx_bytes_per_s": scaled(tx),
+        "pcie_generation": int_or_none(link_gen),
+        "pcie_width": int_or_none(link_width),
+        "temperature_c": float_or_none(temperature),
+        "power_watts": watts(power_mw),
+        "power_limit_watts": watts(power_limit_mw),
+        "sm_clock_mhz": int_or_none(sm_clock),
+    }
+    implausible = drop_implausible(readings)
     sample = GpuSample(
         index=state.index,
         name=state.name,
         uuid=state.uuid,
-        sm_percent=None if util is None else float_or_none(util.gpu),
-        memory_access_percent=None if util is None else float_or_none(util.memory),
-        vram_used_bytes=int_or_none(mem.used),
-        vram_total_bytes=int_or_none(mem.total),
-        pcie_rx_bytes_per_s=scaled(rx),
-        pcie_tx_bytes_per_s=scaled(tx),
-        pcie_generation=int_or_none(link_gen),
-        pcie_width=int_or_none(link_width),
-        temperature_c=float_or_none(temperature),
-        power_watts=watts(power_mw),
-        power_limit_watts=watts(power_limit_mw),
+        **readings,
         default_power_limit_watts=watts(state.default_power_limit_mw),
-        sm_clock_mhz=int_or_none(sm_clock),
         max_sm_clock_mhz=state.max_sm_clock_mhz,
         throttle_reasons=reasons,
         sm_samples=sm_samples,
+        implausible=implausible,
     )
     return sample, procs
 
