@@ -9,6 +9,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import (
     power_capped_at_full_clock,
     spinning_without_work,
+    stalled_duty_cycle,
     stragglers,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
@@ -63,6 +64,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if spinning_without_work(win, t, gpu.index):
             continue  # "busy" at near-idle power: kernels spin, they do not compute
+        if stalled_duty_cycle(win, t, gpu.index) is not None:
+            continue  # bursts between idle gaps: the input, not the GPU, sets the pace
         capped = power_capped_at_full_clock(win, t, gpu)
         at_limit = (
             f" It runs at its {gpu.power_limit_watts:.0f} W power limit with clocks at their "
