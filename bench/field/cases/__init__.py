@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from field.case import Case
-from field.cases import coarse, limits, overstated, pcie, phases, serving, shared, single, slow
+from field.cases import (
+    coarse,
+    limits,
+    overstated,
+    pcie,
+    phases,
+    power,
+    serving,
+    shared,
+    single,
+    slow,
+)
 
 
 def all_cases() -> list[Case]:
     """Every case of every family; names are unique."""
     out: list[Case] = []
-    for family in (shared, serving, phases, slow, limits, overstated, pcie, single, coarse):
+    for family in (shared, serving, phases, slow, limits, overstated, pcie, single, coarse, power):
         out.extend(family.cases())
     names = [c.name for c in out]
     dupes = {n for n in names if names.count(n) > 1}

@@ -11,6 +11,7 @@ from gputop_hints.hints.rules.signals import (
     spinning_without_work,
     stalled_duty_cycle,
     stragglers,
+    utilization_overstated,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
@@ -64,6 +65,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if spinning_without_work(win, t, gpu.index):
             continue  # "busy" at near-idle power: kernels spin, they do not compute
+        if utilization_overstated(win, t, gpu.index) is not None:
+            continue  # busy at a fraction of its power: light, waiting or spinning kernels
         if stalled_duty_cycle(win, t, gpu.index) is not None:
             continue  # bursts between idle gaps: the input, not the GPU, sets the pace
         capped = power_capped_at_full_clock(win, t, gpu)

@@ -227,6 +227,20 @@ def _duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
 # throttled: clocks held down for power or heat
 
 
+def utilization_overstated(win: Window, t: Thresholds, index: int) -> float | None:
+    """GPU ``index``'s power share of its limit when it reads busy at a fraction of it.
+
+    utilization-overstated reports it; compute-bound asks so as never to call it healthy.
+    """
+    c = t.utilization_overstated
+    sm = win.gpu_sm_mean(index)
+    share = power_share(win, index)
+    if sm is None or share is None or sm < c.sm_above_percent or share >= c.power_share_below:
+        return None
+    return share
+
+
+
 def clock_share(win: Window, index: int) -> float | None:
     """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
     shares = []
