@@ -45,6 +45,7 @@ from gputop_hints.hints.rules.serving_idle import ServingIdle
 from gputop_hints.hints.rules.small_batch import SmallBatch
 from gputop_hints.hints.rules.straggler import Straggler
 from gputop_hints.hints.rules.throttled import Throttled
+from gputop_hints.hints.rules.utilization_overstated import UtilizationOverstated
 from gputop_hints.hints.rules.vram_near_limit import VramNearLimit
 from gputop_hints.hints.rules.vram_preallocated import VramPreallocated
 from gputop_hints.hints.rules.warm_up import WarmUp
@@ -86,6 +87,7 @@ class Thresholds:
     serving_idle: ServingIdle
     vram_preallocated: VramPreallocated
     warm_up: WarmUp
+    utilization_overstated: UtilizationOverstated
 
     @staticmethod
     def defaults() -> Thresholds:

@@ -90,3 +90,13 @@ def test_format_accepts_every_reader_by_name() -> None:
     result = cli("report", "--help")
     for name in ("nvidia-smi-table", "nvidia-smi-watch", "nvidia-smi-query", "gpustat"):
         assert name in result.stdout
+
+
+def test_report_on_a_log_without_timestamps_shows_elapsed_time(tmp_path: Path) -> None:
+    # A headerless utilization.gpu column: no wall clock, so no 1970 dates either.
+    log = tmp_path / "util.csv"
+    log.write_text("".join(f"{100 if i % 2 else 0}\n" for i in range(120)), encoding="utf-8")
+    out = cli("report", str(log)).stdout
+    assert "1970" not in out
+    assert "+0:00:00 -> +0:01:59" in out
+    assert "low-utilization/duty-cycle" in out and "compute-bound" not in out.split("not ev")[0]

@@ -10,6 +10,7 @@ from field.cases import (
     overstated,
     pcie,
     phases,
+    power,
     serving,
     shared,
     single,
@@ -31,6 +32,7 @@ def all_cases() -> list[Case]:
         single,
         coarse,
         attribution,
+        power,
     ):
         out.extend(family.cases())
     names = [c.name for c in out]

@@ -34,6 +34,7 @@ from gputop_hints.hints.rules import (
     small_batch,
     straggler,
     throttled,
+    utilization_overstated,
     vram_near_limit,
     vram_preallocated,
     warm_up,
@@ -72,6 +73,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     serving_idle.SPEC,
     vram_preallocated.SPEC,
     warm_up.SPEC,
+    utilization_overstated.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

@@ -9,7 +9,9 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import (
     power_capped_at_full_clock,
     spinning_without_work,
+    stalled_duty_cycle,
     stragglers,
+    utilization_overstated,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
@@ -63,6 +65,10 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if spinning_without_work(win, t, gpu.index):
             continue  # "busy" at near-idle power: kernels spin, they do not compute
+        if utilization_overstated(win, t, gpu.index) is not None:
+            continue  # busy at a fraction of its power: light, waiting or spinning kernels
+        if stalled_duty_cycle(win, t, gpu.index) is not None:
+            continue  # bursts between idle gaps: the input, not the GPU, sets the pace
         capped = power_capped_at_full_clock(win, t, gpu)
         at_limit = (
             f" It runs at its {gpu.power_limit_watts:.0f} W power limit with clocks at their "

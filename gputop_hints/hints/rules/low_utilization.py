@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
+from gputop_hints.hints.rules.signals import DutyCycle, stalled_duty_cycle
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
@@ -115,10 +116,14 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if level is None:
             continue
         sm, se, n = level
+        # Without host data a bimodal duty cycle (idle gaps between full bursts) is the
+        # input-stall signature whatever the mean: its idle share is what is measured.
+        no_host = win.allowed_cores_busy_percent is None
+        duty = stalled_duty_cycle(win, t, gpu.index) if no_host else None
         # Judged only when the readings say so with confidence: enough of them, and in a
         # coarse log the mean below the threshold by CONFIDENCE_SE standard errors.
         margin = CONFIDENCE_SE * se if win.interval_s >= INDEPENDENT_INTERVAL_S else 0.0
-        if n < MIN_SAMPLES or sm + margin >= limit:
+        if n < MIN_SAMPLES or (duty is None and sm + margin >= limit):
             continue
         procs = [p for p in win.processes() if p.gpu_index == gpu.index]
         if procs:
@@ -131,6 +136,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         else:
             continue
         cores = win.allowed_cores_busy_percent
+        if duty is not None:
+            out.append(_stalled(gpu.index, sm, why, duty, t))
+            continue
         host = f"; host cores {cores:.0f} % busy" if cores is not None else "; no host CPU data"
         out.append(
             Finding(
@@ -178,6 +186,49 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _stalled(index: int, sm: float, why: str, duty: DutyCycle, t: Thresholds) -> Finding:
+    """The GPU alternates between idle gaps and full bursts, and the data has no host side:
+    the input-stall signature, its cause unknown."""
+    c = t.input_starved
+    return Finding(
+        rule=ID,
+        subject=Subject(index),
+        severity=Severity.WARNING,
+        label="input stall? (no host data)",
+        summary=(
+            f"GPU {index} alternates between idle gaps ({duty.gaps} in the window, "
+            f"{duty.idle_share * 100:.0f} % of the time) and full bursts while {why}: the "
+            "input-stall signature -- batches arrive more slowly than the GPU consumes them, "
+            "so the bursts are not the GPU setting the pace. The cause is unknown without host "
+            "data (process CPU, DataLoader workers, iowait)."
+        ),
+        advice=(
+            "Watch the job live with gputop-hints on its node (or record it with "
+            "'gputop-hints record -o run.jsonl.gz'): the host side tells num_workers, a "
+            "CPU-bound pipeline and slow storage apart.",
+            "Meanwhile check the DataLoader: num_workers (0 loads in the training process), "
+            "pin_memory and prefetch_factor, and how fast the dataset is read.",
+        ),
+        evidence=(
+            Evidence("SM % (mean)", sm, "for context", met=None),
+            Evidence(
+                "time in idle gaps",
+                duty.idle_share * 100,
+                f">= {c.min_gap_fraction * 100:g} % (SM < {c.gap_sm_below_percent:g} % "
+                f"for >= {c.min_gap_s:g} s)",
+            ),
+            Evidence("idle gaps", duty.gaps, f">= {c.min_gaps}", ""),
+            Evidence(
+                "readings in full bursts",
+                duty.busy_share * 100,
+                f">= {c.min_gap_fraction * 100:g} % "
+                f"at >= {t.compute_bound.sm_above_percent:g} % SM",
+            ),
+        ),
+        subtype="duty-cycle",
+    )
 
 
 SPEC = RuleSpec(

@@ -173,7 +173,72 @@ def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
     return out
 
 
+# low-utilization: a bimodal duty cycle, the input-stall signature
+
+
+@dataclass(frozen=True, slots=True)
+class DutyCycle:
+    """A GPU that alternates between idle and full bursts over the level window."""
+
+    idle_share: float
+    """Share of the window spent in idle gaps."""
+    gaps: int
+    """How many separate idle gaps."""
+    busy_share: float
+    """Share of the readings at a compute-bound level (the bursts)."""
+
+
+BIMODAL_SHARE = 0.8
+"""Idle readings and full-burst readings together make at least this share of the window:
+the trace has two levels, not a spread around one. A GPU that waits for each batch runs it
+at full speed and then idles, so each ~1 s reading is near 0 or near 100 (NVML's
+utilization is the share of its sample period with a kernel running)."""
+
+
+def stalled_duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
+    """Whether GPU ``index`` alternates between idle gaps and full bursts over the level window.
+
+    The sawtooth input-starved looks for, judged on the GPU's own trace alone: repeated gaps
+    (``input_starved`` gap thresholds) between bursts that read as compute-bound. Batches
+    arrive more slowly than the GPU consumes them; the bursts are not the GPU setting the
+    pace. low-utilization says so (cause unknown without host data); compute-bound asks it
+    so that the bursts of such a trace are never called compute-bound.
+    """
+    win = win.longer(t.low_utilization.window_s)
+    return win.derived(("duty-cycle", index, id(t)), lambda: _duty_cycle(win, t, index))
+
+
+def _duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
+    c = t.input_starved
+    gh = win.history.gpus.get(index)
+    values = gh.sm_percent.known(win.ticks) if gh else []
+    gaps = win.gpu_gaps(index, c.gap_sm_below_percent, c.min_gap_s)
+    if not values or gaps is None:
+        return None
+    if gaps.count < c.min_gaps or gaps.fraction < c.min_gap_fraction:
+        return None
+    busy = sum(1 for v in values if v >= t.compute_bound.sm_above_percent) / len(values)
+    idle = sum(1 for v in values if v < c.gap_sm_below_percent) / len(values)
+    if busy < c.min_gap_fraction or busy + idle < BIMODAL_SHARE:
+        return None
+    return DutyCycle(gaps.fraction, gaps.count, busy)
+
+
 # throttled: clocks held down for power or heat
+
+
+def utilization_overstated(win: Window, t: Thresholds, index: int) -> float | None:
+    """GPU ``index``'s power share of its limit when it reads busy at a fraction of it.
+
+    utilization-overstated reports it; compute-bound asks so as never to call it healthy.
+    """
+    c = t.utilization_overstated
+    sm = win.gpu_sm_mean(index)
+    share = power_share(win, index)
+    if sm is None or share is None or sm < c.sm_above_percent or share >= c.power_share_below:
+        return None
+    return share
+
 
 
 def clock_share(win: Window, index: int) -> float | None:

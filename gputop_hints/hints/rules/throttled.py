@@ -45,6 +45,15 @@ class Throttled:
             0, 1, "", "clocks at or above this share of their maximum have not dropped"
         )
     )
+    near_boost_clock_share: float = field(
+        metadata=threshold(
+            0,
+            1,
+            "",
+            "without the default limit, clocks at or above this share of their maximum are "
+            "the boost range at a stock limit (info)",
+        )
+    )
     hysteresis: Hysteresis
 
 
@@ -79,6 +88,12 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             clocks_drop = share is not None and share < c.full_clock_share
             if not clocks_drop and lowered is not True:
                 continue  # at its limit, clocks at their maximum: the boost working as designed
+            if lowered is None and share is not None and share >= c.near_boost_clock_share:
+                # No default limit in the data (older recordings, imported logs): the limit
+                # is most likely the stock one, and clocks inside the boost range are GPU
+                # boost trading clock for power as designed, not a slowdown.
+                out.append(_near_boost(win, gpu, share, fraction, seen, sm, t))
+                continue
         # Heat names the cause whenever it is present: its advice is what helps.
         subtype = "thermal" if "thermal" in kinds else "power"
         clock = _clock_text(gpu, share)
@@ -151,6 +166,56 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _near_boost(
+    win: Window,
+    gpu: GpuSample,
+    share: float,
+    fraction: float,
+    seen: set[str],
+    sm: float,
+    t: Thresholds,
+) -> Finding:
+    """At its power limit with clocks near boost, and no default limit to compare with: info."""
+    c = t.throttled
+    limit = gpu.power_limit_watts
+    at = f" {limit:.0f} W" if limit else ""
+    return Finding(
+        rule=ID,
+        subtype="at-limit",
+        subject=Subject(gpu.index),
+        severity=Severity.INFO,
+        label="at power limit, clocks near boost",
+        summary=(
+            f"GPU {gpu.index} runs at its{at} power limit with clocks{_clock_text(gpu, share)} "
+            f"({', '.join(sorted(seen))} in {fraction * 100:.0f} % of busy ticks): inside the "
+            "boost range, GPU boost trading clock for power as designed. This data carries no "
+            "default limit, so a lowered limit cannot be told from the stock one."
+        ),
+        advice=(
+            "Compare the enforced limit with the board's default (nvidia-smi -q -d POWER): "
+            "only a lowered limit (nvidia-smi -pl) or clocks well below boost cost speed.",
+        ),
+        evidence=(
+            Evidence(
+                "ticks with power reasons", fraction * 100, f">= {c.min_fraction * 100:g}"
+            ),
+            Evidence("SM % (mean)", sm, f">= {c.busy_sm_above_percent:g}"),
+            Evidence(
+                "SM clock / max (median)",
+                share * 100,
+                f">= {c.near_boost_clock_share * 100:g} (near boost)",
+            ),
+            Evidence(
+                "power (mean)",
+                win.gpu_power_mean(gpu.index),
+                f"limit {limit or 0:.0f} W, default unknown",
+                "W",
+                met=None,
+            ),
+        ),
+    )
 
 
 def _clock_text(gpu: GpuSample, share: float | None) -> str:

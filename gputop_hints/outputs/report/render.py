@@ -111,8 +111,9 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
             + (f"; {more} more in --json" if more > 0 else "")
             + ":"
         )
+        origin = _elapsed_origin(report)
         for ft in shown:
-            out.extend(_finding_block(ft, report.share(ft.seconds), width))
+            out.extend(_finding_block(ft, report.share(ft.seconds), width, origin))
         out.append("")
     elif report.samples:
         out.append("No findings were shown at any time.")
@@ -136,8 +137,9 @@ def _heading(report: Report) -> list[str]:
     host = info.hostname or "unknown host"
     if report.samples:
         assert report.start is not None and report.end is not None
+        origin = _elapsed_origin(report)
         lines.append(
-            f"{host}: {_stamp(report.start)} -> {_stamp(report.end)} "
+            f"{host}: {_stamp(report.start, origin)} -> {_stamp(report.end, origin)} "
             f"({duration_text(report.duration_s)}), {report.samples} samples every "
             f"{report.interval_s or 0:g} s"
         )
@@ -165,13 +167,15 @@ def _gpu_table(report: Report) -> list[str]:
     return lines
 
 
-def _finding_block(ft: FindingTime, share: float | None, width: int) -> list[str]:
+def _finding_block(
+    ft: FindingTime, share: float | None, width: int, origin: float | None = None
+) -> list[str]:
     """A finding as the report shows it: how long it held, then the shared text."""
     f = ft.finding
     headline = (
         f"  [{TEXT_MARK[ft.worst]}] {f.rule_label} -- {subject_text(f.subject)}: "
         f"{duration_text(ft.seconds)} ({_pct(share)}) in {ft.episodes} episode(s), "
-        f"{_stamp(ft.first_seen)} -> {_stamp(ft.last_seen)}"
+        f"{_stamp(ft.first_seen, origin)} -> {_stamp(ft.last_seen, origin)}"
     )
     return finding_lines(f, headline, indent="        ", width=width)
 
@@ -206,8 +210,27 @@ def _rates(*values: float | None) -> str:
     return "/".join(human_rate(v) for v in values)
 
 
-def _stamp(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+RELATIVE_BEFORE_S = 315532800.0
+"""Timestamps before 1980-01-01 are no wall clock (no GPU log predates CUDA): the log has
+none, or an elapsed-time column, and its times are seconds since its start."""
+
+
+def _elapsed_origin(report: Report) -> float | None:
+    """The log's start where its times are elapsed seconds, not dates (None: dates)."""
+    start = report.start
+    if start is None:
+        return None
+    if "no timestamps" in report.info.detail or start < RELATIVE_BEFORE_S:
+        return start
+    return None
+
+
+def _stamp(ts: float, origin: float | None = None) -> str:
+    """A date and time, or -- in a log without a wall clock -- the time since its start."""
+    if origin is None:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    whole = max(0, round(ts - origin))
+    return f"+{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
 def duration_text(seconds: float) -> str:

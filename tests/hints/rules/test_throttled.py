@@ -8,6 +8,7 @@ from gputop_hints.hints.findings import Severity
 from gputop_hints.hints.rules import throttled
 from tests.hints.windows import (
     G0,
+    THRESHOLDS,
     Case,
     Expect,
     G,
@@ -16,6 +17,7 @@ from tests.hints.windows import (
     case,
     check_case,
     one_gpu,
+    window,
 )
 
 RULE = throttled.SPEC
@@ -106,3 +108,23 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_rule_table(c: Case) -> None:
     check_case(RULE, c)
+
+
+def test_stock_limit_unknown_clocks_near_boost_is_info_not_throttled() -> None:
+    # sw_power_cap all the time, clocks at 1755 of 1980 MHz (89 %), no default limit in the data
+    history = one_gpu([97.0] * 12, gpu=G(throttle=("sw_power_cap",), clock=1755, power=698.0))
+    [f] = throttled.SPEC.check(window(history), THRESHOLDS)
+    assert f.severity is Severity.INFO and f.subtype == "at-limit"
+    assert "clocks near boost" in f.label and "no default limit" in f.summary
+
+
+def test_stock_limit_known_or_clocks_well_below_boost_still_warn() -> None:
+    far = one_gpu([97.0] * 12, gpu=G(throttle=("sw_power_cap",), clock=1300, power=698.0))
+    [f] = throttled.SPEC.check(window(far), THRESHOLDS)
+    assert f.severity is Severity.WARNING and f.subtype == "power"
+    known = one_gpu(
+        [97.0] * 12,
+        gpu=G(throttle=("sw_power_cap",), clock=1755, power=698.0, default_limit=700.0),
+    )
+    [g] = throttled.SPEC.check(window(known), THRESHOLDS)
+    assert g.severity is Severity.WARNING
