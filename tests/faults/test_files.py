@@ -270,3 +270,36 @@ def test_a_16_gb_sparse_file_of_nuls_is_refused_after_its_first_bytes(tmp_path: 
     result = cli("report", str(path), timeout=20)
     assert result.returncode == 2
     assert "binary data" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("where", ["gpu", "process"])
+def test_replay_plays_past_a_5000_digit_number_to_the_end(
+    tmp_path: Path, lines: list[str], where: str
+) -> None:
+    """replay of a recording with a 5,000-digit integer in a GPU's SM % or a process's
+    VRAM: every tick plays to the end, that value unknown, no traceback."""
+    from gputop_hints.sources.replay import ReplaySource
+
+    i = first_tick(lines) + 2
+    tick = json.loads(lines[i])
+    if where == "gpu":
+        tick[2][0][1] = "@"
+    else:
+        tick[4][0][2] = "@"
+    crafted = json.dumps(tick, separators=(",", ":")).replace('"@"', "9" * 5000)
+    source = ReplaySource(written(tmp_path, replaced(lines, i, crafted)))
+    played = []
+    try:
+        for _ in range(TICKS + 5):
+            snap = source.sample()
+            if played and snap.timestamp == played[-1].timestamp:
+                break  # past the end: replay stays on the last tick
+            played.append(snap)
+    finally:
+        source.close()
+    assert len(played) == TICKS
+    bad = played[2]
+    if where == "gpu":
+        assert bad.gpus[0].sm_percent is None
+    else:
+        assert bad.processes[0].vram_bytes is None
