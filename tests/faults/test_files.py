@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import MAX_LINE_BYTES, count_ticks
 from gputop_hints.sources.demo import DemoSource
@@ -288,7 +289,7 @@ def test_replay_plays_past_a_5000_digit_number_to_the_end(
         tick[4][0][2] = "@"
     crafted = json.dumps(tick, separators=(",", ":")).replace('"@"', "9" * 5000)
     source = ReplaySource(written(tmp_path, replaced(lines, i, crafted)))
-    played = []
+    played: list[Snapshot] = []
     try:
         for _ in range(TICKS + 5):
             snap = source.sample()
