@@ -7,7 +7,10 @@ name themselves on their command line: the entry points below are the ones
 each project documents (vLLM ``vllm serve`` / ``vllm.entrypoints``, TGI
 ``text-generation-server`` / ``text-generation-launcher``, SGLang
 ``sglang.launch_server``, Triton ``tritonserver``, Ollama ``ollama serve`` /
-``ollama runner``, llama.cpp ``llama-server``).
+``ollama runner``, llama.cpp ``llama-server``). vLLM V1 runs the model in a
+child that retitles itself ``VLLM::EngineCore`` (``VLLM::Worker...`` with
+several GPUs; setproctitle rewrites /proc/PID/cmdline): that title is the
+GPU process's command line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ from functools import lru_cache
 from gputop_hints.model import GpuProcess
 
 _SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("vLLM", re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b")),
+    (
+        "vLLM",
+        re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b|^VLLM::"),
+    ),
     ("TGI", re.compile(r"text-generation-(server|launcher)\b")),
     ("SGLang", re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b")),
     ("Triton", re.compile(r"(^|/)tritonserver\b")),
