@@ -70,6 +70,8 @@ class ProcessSpec:
     """Cores the main process's CPU spreads over (CPU Adam, OpenMP); its CPU % may exceed 100."""
     start_s: float = 0.0
     end_s: float | None = None
+    created_before_s: float = 0.0
+    """How long before it is first seen the process started (the monitor started later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,5 +357,5 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
         user=p.user,
         name=p.name,
         command=p.command,
-        create_time=START_TIME + p.start_s - 5.0,
+        create_time=START_TIME + p.start_s - 5.0 - p.created_before_s,
     )

@@ -29,6 +29,7 @@ def test_case_names_are_unique_and_every_family_is_there() -> None:
         "single",
         "coarse",
         "attribution",
+        "frameworks",
     }
 
 
