@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gputop_hints.model import GpuProcess
+from gputop_hints.model import GpuProcess, WorkerProcess
 
 _SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -53,3 +53,14 @@ def _server_in(command: str) -> str | None:
 def is_server(proc: GpuProcess) -> bool:
     """Whether ``proc`` is an inference server (its idle stretches wait for requests)."""
     return server_name(proc) is not None
+
+
+_COMPILE_WORKER = re.compile(r"torch/_inductor/compile_worker\b")
+"""torch.compile's inductor compiles kernels in a SubprocPool whose children run
+``torch/_inductor/compile_worker/__main__.py``; a DataLoader worker is a fork of the
+main process and has its command line."""
+
+
+def is_compile_worker(worker: WorkerProcess) -> bool:
+    """Whether ``worker`` is one of inductor's compile workers, not a DataLoader worker."""
+    return worker.command is not None and _COMPILE_WORKER.search(worker.command) is not None

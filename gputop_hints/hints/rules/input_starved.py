@@ -23,7 +23,7 @@ from gputop_hints.hints.rules.shared import (
     percent_text,
     sm_evidence,
 )
-from gputop_hints.hints.rules.signals import link_thrashing, warming_up
+from gputop_hints.hints.rules.signals import link_thrashing, loader_workers, warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Gaps, Window
@@ -228,7 +228,7 @@ def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
     return _Loader(
         main_cpu=win.process_cpu_mean(proc),
         busy_workers=win.process_busy_workers_mean(proc) or 0.0,
-        workers=len(proc.workers),
+        workers=loader_workers(proc),
         workers_cpu=win.process_workers_cpu_mean(proc),
         cores_busy=win.allowed_cores_busy_percent,
         allowed_cores=allowed,

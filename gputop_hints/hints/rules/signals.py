@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
-from gputop_hints.hints.kinds import is_server, server_name
-from gputop_hints.hints.rules.shared import multi_gpu_jobs
+from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
+from gputop_hints.hints.rules.shared import multi_gpu_jobs, sm_evidence
 from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 
@@ -244,14 +244,49 @@ def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[E
 # warm-up: a job's first minutes, before its first steady step
 
 
+def loader_workers(proc: GpuProcess) -> int:
+    """How many of ``proc``'s children can be DataLoader workers (not compile workers)."""
+    return sum(1 for w in proc.workers if not is_compile_worker(w))
+
+
+def busy_compile_workers(win: Window, proc: GpuProcess) -> float:
+    """Mean number of inductor compile workers above ``worker_busy_percent`` of a core."""
+    key, bar = proc.key, win.worker_busy_percent
+    counts = [
+        sum(1 for w in p.workers if (w.cpu_percent or 0.0) > bar and is_compile_worker(w))
+        for snap in list(win.history.snapshots)[-win.ticks :]
+        for p in snap.processes
+        if p.key == key
+    ]
+    return sum(counts) / len(counts) if counts else 0.0
+
+
+def compiling(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
+    """Mean SM % of the window when ``proc`` waits on busy torch.compile workers, else None:
+    inductor compiles (and autotunes, short bursts on the GPU) -- warm-up, whatever the
+    process's age (a recompile later in the run too), not a slow DataLoader."""
+    if not any(is_compile_worker(w) for w in proc.workers):
+        return None  # the cheap test first
+    if busy_compile_workers(win, proc) < 0.5:
+        return None
+    sm, _, _ = sm_evidence(win, proc, t)
+    if sm is None or sm >= t.input_starved.sm_mean_below_percent:
+        return None
+    return sm
+
+
 def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
-    """(age s, mean SM % since start) when ``proc`` is warming up, else None.
+    """(age s, mean SM % since start) when ``proc`` is warming up, else None; while its
+    compile workers are busy (:func:`compiling`), the window's mean SM instead.
 
     input-starved and low-utilization defer to it: a job starting up looks starved.
     """
     c = t.warm_up
     if is_server(proc) or (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
         return None
+    compile_sm = compiling(win, t, proc)
+    if compile_sm is not None and proc.create_time is not None:
+        return win.now - proc.create_time, compile_sm
     ph = win.process_history(proc)
     if ph is None:
         return None
