@@ -71,6 +71,8 @@ class ProcessSpec:
     start_s: float = 0.0
     end_s: float | None = None
     created_before_s: float = 0.0
+    worker_command: str | None = None
+    """Its children's command line; None: the main process's (a DataLoader worker is a fork)."""
     """How long before it is first seen the process started (the monitor started later)."""
 
 
@@ -340,6 +342,7 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
             rss_bytes=p.worker_rss_bytes,
             state=now.worker_state,
             name=p.worker_name,
+            command=p.worker_command or p.command,
         )
         for i in range(p.workers)
     )

@@ -4,14 +4,21 @@
   (setproctitle) and reserves ``gpu_memory_utilization`` (default 0.9) of the
   card (docs.vllm.ai, "Engine arguments"); a monitor started after the server
   never sees the reservation being taken, only a flat plateau.
+* torch.compile's inductor compiles kernels in a SubprocPool whose children run
+  ``torch/_inductor/compile_worker/__main__.py`` (PyTorch source), busy on the
+  CPU while autotuning runs candidate kernels in short GPU bursts; a
+  DataLoader worker is a fork of the main process (PyTorch DataLoader docs).
 """
 
 from __future__ import annotations
 
+import random
+
 from field.case import Case, process, scenario
-from field.hardware import H100_80GB
+from field.hardware import A100_80GB, H100_80GB
+from field.timeline import Activity, TimelineBuilder
 from field.verdicts import Verdict, expect
-from field.workloads import Server
+from field.workloads import Server, TrainLoop
 
 FAMILY = "frameworks"
 DURATION = 420.0
@@ -54,5 +61,56 @@ def _vllm_engine_core_started_earlier() -> Case:
     )
 
 
+INDUCTOR = (
+    "/opt/venv/bin/python3 /opt/venv/lib/python3.11/site-packages/torch/_inductor/"
+    "compile_worker/__main__.py --pickler=torch._inductor.compile_worker.subproc_pool."
+    "SubprocPickler --kind=fork --workers=8 --parent=8300"
+)
+
+
+def _recompile_seen_late() -> Case:
+    """A recompile (new shapes) half an hour into a run: age is no clue, the children are."""
+    model = A100_80GB
+    full = f"{FAMILY}/torch-compile-recompile-late-monitor/{model.tag}-s0"
+    duration, compile_s = 360.0, 150.0
+    loop = TrainLoop(step_gpu_s=0.25, batch_cpu_s=1.0, workers=8, main_cpu=85.0)
+
+    def job(b: TimelineBuilder, r: random.Random) -> None:
+        while b.now < compile_s:
+            b.add(
+                r.uniform(0.2, 0.6),
+                Activity(kernel=0.7, memory=0.4, power=0.5, main_cpu=15.0, worker_cpu=85.0),
+            )
+            b.add(r.uniform(2.0, 5.0), Activity(main_cpu=12.0, worker_cpu=85.0, worker_state="R"))
+        loop.run(b, r, duration)
+
+    p = process(
+        8300,
+        0,
+        full,
+        duration,
+        job,
+        int(0.55 * model.vram_total_bytes),
+        "python train.py --model llama-1b --compile --batch-size 16",
+        workers=8,
+        worker_command=INDUCTOR,
+        created_before_s=1800.0,
+    )
+    return Case(
+        full,
+        FAMILY,
+        scenario([model], [p], duration, 1.0, 0, full),
+        Verdict(
+            top=expect("compute-bound", gpu=0),
+            healthy=True,
+            must_show=(expect("warm-up", gpu=0, pid=8300),),
+            must_not=(expect("input-starved"), expect("idle-holding-vram")),
+            why="Inductor's compile workers are busy while autotuning runs short GPU bursts: "
+            "warm-up, not a DataLoader too slow; then kernels run back to back.",
+        ),
+        ("torch-compile",),
+    )
+
+
 def cases() -> list[Case]:
-    return [_vllm_engine_core_started_earlier()]
+    return [_vllm_engine_core_started_earlier(), _recompile_seen_late()]

@@ -275,6 +275,16 @@ def compiling(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     return sm
 
 
+def reaches_into_warm_up(win: Window, slow: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether the slow window ``slow`` (ending with ``win``) reaches back into ``proc``'s
+    first ``warm_up.max_age_s`` or into a tick where one of its compile workers was busy."""
+    if proc.create_time is not None and (
+        win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
+    ):
+        return True
+    return any(is_compile_worker(w) for w in proc.workers) and busy_compile_workers(slow, proc) > 0
+
+
 def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
     """(age s, mean SM % since start) when ``proc`` is warming up, else None; while its
     compile workers are busy (:func:`compiling`), the window's mean SM instead.
