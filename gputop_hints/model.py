@@ -249,6 +249,14 @@ class WorkerProcess:
     state: str | None = None
     """Linux state letter: R running, S sleeping, D uninterruptible (I/O) ..."""
     name: str | None = None
+    command: str | None = None
+    """Its command line, at most ``WORKER_COMMAND_MAX`` characters (None: not known). A
+    DataLoader worker is a fork of the main process (the same command line); inductor's
+    compile workers run ``torch/_inductor/compile_worker/__main__.py``."""
+
+
+WORKER_COMMAND_MAX = 512
+"""Longest worker command line kept: enough to name the program, bounded per tick."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,10 @@ class ProcessSpec:
     """Cores the main process's CPU spreads over (CPU Adam, OpenMP); its CPU % may exceed 100."""
     start_s: float = 0.0
     end_s: float | None = None
+    created_before_s: float = 0.0
+    worker_command: str | None = None
+    """Its children's command line; None: the main process's (a DataLoader worker is a fork)."""
+    """How long before it is first seen the process started (the monitor started later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +342,7 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
             rss_bytes=p.worker_rss_bytes,
             state=now.worker_state,
             name=p.worker_name,
+            command=p.worker_command or p.command,
         )
         for i in range(p.workers)
     )
@@ -355,5 +360,5 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
         user=p.user,
         name=p.name,
         command=p.command,
-        create_time=START_TIME + p.start_s - 5.0,
+        create_time=START_TIME + p.start_s - 5.0 - p.created_before_s,
     )

@@ -174,8 +174,21 @@ class HintEngine:
             if old is None or abs(level - old[0]) > tolerance:
                 ph = history.processes.get(p.key)
                 values = ph.vram_bytes.last() if ph else [level]
-                rise = vram_rise(values, len(values) - 1, snap.interval_s)
-                self._vram_steady_since[p.key] = (level, snap.timestamp, rise)
+                at = len(values) - 1
+                since = snap.timestamp
+                if old is None and ph is not None:
+                    # First sight (the first tick, or a report's first evaluation): the
+                    # history may already hold the plateau; it began where the ring's
+                    # run at this level begins, never before the process was seen.
+                    while at > 0:
+                        before = values[at - 1]
+                        if before is None or abs(before - level) > tolerance:
+                            break
+                        at -= 1
+                    back = (len(values) - 1 - at) * snap.interval_s
+                    since = max(ph.first_seen, snap.timestamp - back)
+                rise = vram_rise(values, at, snap.interval_s)
+                self._vram_steady_since[p.key] = (level, since, rise)
         for key in set(self._process_active_at) - keys:
             del self._process_active_at[key]
             self._vram_steady_since.pop(key, None)

@@ -7,7 +7,10 @@ name themselves on their command line: the entry points below are the ones
 each project documents (vLLM ``vllm serve`` / ``vllm.entrypoints``, TGI
 ``text-generation-server`` / ``text-generation-launcher``, SGLang
 ``sglang.launch_server``, Triton ``tritonserver``, Ollama ``ollama serve`` /
-``ollama runner``, llama.cpp ``llama-server``).
+``ollama runner``, llama.cpp ``llama-server``). vLLM V1 runs the model in a
+child that retitles itself ``VLLM::EngineCore`` (``VLLM::Worker...`` with
+several GPUs; setproctitle rewrites /proc/PID/cmdline): that title is the
+GPU process's command line.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gputop_hints.model import GpuProcess
+from gputop_hints.model import GpuProcess, WorkerProcess
 
 _SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("vLLM", re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b")),
+    (
+        "vLLM",
+        re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b|^VLLM::"),
+    ),
     ("TGI", re.compile(r"text-generation-(server|launcher)\b")),
     ("SGLang", re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b")),
     ("Triton", re.compile(r"(^|/)tritonserver\b")),
@@ -47,3 +53,14 @@ def _server_in(command: str) -> str | None:
 def is_server(proc: GpuProcess) -> bool:
     """Whether ``proc`` is an inference server (its idle stretches wait for requests)."""
     return server_name(proc) is not None
+
+
+_COMPILE_WORKER = re.compile(r"torch/_inductor/compile_worker\b")
+"""torch.compile's inductor compiles kernels in a SubprocPool whose children run
+``torch/_inductor/compile_worker/__main__.py``; a DataLoader worker is a fork of the
+main process and has its command line."""
+
+
+def is_compile_worker(worker: WorkerProcess) -> bool:
+    """Whether ``worker`` is one of inductor's compile workers, not a DataLoader worker."""
+    return worker.command is not None and _COMPILE_WORKER.search(worker.command) is not None

@@ -315,8 +315,14 @@ def _not_answering(g: list[Any]) -> float | None:
     return float(value)
 
 
+_NO_WORKER: tuple[None, None] = (None, None)
+"""A worker without a ``worker`` record: name and command line unknown."""
+
+
 def _decode_process(
-    p: list[Any], static: Mapping[str, Any], worker_names: Mapping[int, str | None]
+    p: list[Any],
+    static: Mapping[str, Any],
+    worker_names: Mapping[int, tuple[str | None, str | None]],
 ) -> GpuProcess:
     wf = p[P_WORKERS]
     return GpuProcess(
@@ -327,7 +333,9 @@ def _decode_process(
         memory_access_percent=p[P_MEM],
         cpu_percent=p[P_CPU],
         workers=tuple(
-            WorkerProcess(wf[i], wf[i + 1], wf[i + 2], wf[i + 3], worker_names.get(wf[i]))
+            WorkerProcess(
+                wf[i], wf[i + 1], wf[i + 2], wf[i + 3], *worker_names.get(wf[i], _NO_WORKER)
+            )
             for i in range(0, len(wf), 4)
         ),
         rss_bytes=p[P_RSS],
@@ -344,7 +352,7 @@ def decode_tick(
     meta: Mapping[str, Any],
     gpus: Mapping[int, Mapping[str, Any]],
     processes: Mapping[tuple[int, int], Mapping[str, Any]],
-    worker_names: Mapping[int, str | None],
+    worker_names: Mapping[int, tuple[str | None, str | None]],
 ) -> Snapshot:
     """Rebuild the Snapshot of a tick line from the static records in force for it.
 

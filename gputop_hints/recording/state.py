@@ -31,7 +31,8 @@ class DecoderState:
     meta: dict[str, Any]
     gpus: dict[int, dict[str, Any]]
     processes: dict[tuple[int, int], dict[str, Any]]
-    workers: dict[int, str | None]
+    workers: dict[int, tuple[str | None, str | None]]
+    """Worker pid -> (name, command line): the ``worker`` records in force."""
 
     def copy(self) -> DecoderState:
         return DecoderState(self.meta, dict(self.gpus), dict(self.processes), dict(self.workers))
@@ -51,7 +52,7 @@ class DecoderState:
         elif kind == "process":
             self.processes[(int(record["pid"]), int(record["gpu_index"]))] = record
         elif kind == "worker":
-            self.workers[int(record["pid"])] = record.get("name")
+            self.workers[int(record["pid"])] = (record.get("name"), record.get("command"))
         else:
             return False
         return True

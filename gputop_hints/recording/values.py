@@ -306,7 +306,9 @@ def record_problem(record: dict[str, Any]) -> str | None:
     if kind == "process":
         return _ints_problem(record, "pid", "gpu_index") or _kinds_problem(record, _PROCESS_KINDS)
     if kind == "worker":
-        return _ints_problem(record, "pid") or _kinds_problem(record, {"name": _TEXT_OR_NONE})
+        return _ints_problem(record, "pid") or _kinds_problem(
+            record, {"name": _TEXT_OR_NONE, "command": _TEXT_OR_NONE}
+        )
     return None
 
 

@@ -74,7 +74,7 @@ class RecordingWriter:
         self._meta: dict[str, Any] | None = None
         self._gpus: dict[int, dict[str, Any]] = {}
         self._procs: dict[tuple[int, int], dict[str, Any]] = {}
-        self._workers: dict[int, str | None] = {}
+        self._workers: dict[int, tuple[str | None, str | None]] = {}
         self._closed = False
 
     # -- writing ---------------------------------------------------------------
@@ -113,7 +113,7 @@ class RecordingWriter:
             gpus[g.index] = static
         self._gpus = gpus
         procs: dict[tuple[int, int], dict[str, Any]] = {}
-        workers: dict[int, str | None] = {}
+        workers: dict[int, tuple[str | None, str | None]] = {}
         for p in snapshot.processes:
             key = (p.pid, p.gpu_index)
             pstatic = self._procs.get(key)
@@ -123,9 +123,13 @@ class RecordingWriter:
             procs[key] = pstatic
             for w in p.workers:
                 if w.pid not in workers:
-                    if w.pid not in self._workers or self._workers[w.pid] != w.name:
-                        lines.append(_dumps({"type": "worker", "pid": w.pid, "name": w.name}))
-                    workers[w.pid] = w.name
+                    static_w = (w.name, w.command)
+                    if self._workers.get(w.pid) != static_w:
+                        record = {"type": "worker", "pid": w.pid, "name": w.name}
+                        if w.command is not None:  # absent: old recordings, unknown command
+                            record["command"] = w.command
+                        lines.append(_dumps(record))
+                    workers[w.pid] = static_w
         self._procs = procs
         self._workers = workers
         return lines

@@ -30,6 +30,7 @@ def test_case_names_are_unique_and_every_family_is_there() -> None:
         "coarse",
         "attribution",
         "power",
+        "frameworks",
     }
 
 

@@ -84,6 +84,8 @@ class W:
 
     cpu: float | None = 0.0
     state: str | None = "S"
+    command: str | None = None
+    """Its command line; None: unknown (a DataLoader worker forks the main process's)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,13 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
             sm_percent=p.sm,
             cpu_percent=p.cpu,
             workers=tuple(
-                WorkerProcess(pid=p.pid * 10 + k, cpu_percent=w.cpu, state=w.state, name="pt_w")
+                WorkerProcess(
+                    pid=p.pid * 10 + k,
+                    cpu_percent=w.cpu,
+                    state=w.state,
+                    name="pt_w",
+                    command=w.command,
+                )
                 for k, w in enumerate(p.workers)
             ),
             rss_bytes=4 * GIB,

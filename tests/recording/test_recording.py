@@ -74,6 +74,51 @@ def test_header_describes_the_file(tmp_path: Path) -> None:
     assert len(processes) == 4
 
 
+def _with_worker_commands(snap: Snapshot) -> Snapshot:
+    """Every second worker an inductor compile worker, the rest forks of the main process."""
+    return dataclasses.replace(
+        snap,
+        processes=tuple(
+            dataclasses.replace(
+                p,
+                workers=tuple(
+                    dataclasses.replace(
+                        w,
+                        command=(
+                            "python -m torch/_inductor/compile_worker/__main__.py --workers=8"
+                            if i % 2
+                            else p.command
+                        ),
+                    )
+                    for i, w in enumerate(p.workers)
+                ),
+            )
+            for p in snap.processes
+        ),
+    )
+
+
+def test_worker_command_lines_round_trip_and_older_records_read_as_unknown(
+    tmp_path: Path,
+) -> None:
+    snapshots = [_with_worker_commands(s) for s in demo_snapshots(5, "healthy")]
+    assert any(w.command for s in snapshots for p in s.processes for w in p.workers)
+    path = tmp_path / "run.jsonl"
+    write(path, snapshots)
+    assert list(open_recording(path)) == snapshots
+    # A recording from before worker commands: its worker records have no "command".
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for rec in lines:
+        if isinstance(rec, dict):
+            rec.pop("command", None) if rec.get("type") == "worker" else None
+    path.write_text("\n".join(json.dumps(rec) for rec in lines) + "\n")
+    old = list(open_recording(path))
+    assert all(w.command is None for s in old for p in s.processes for w in p.workers)
+    assert [len(p.workers) for s in old for p in s.processes] == [
+        len(p.workers) for s in snapshots for p in s.processes
+    ]
+
+
 def test_unknown_records_and_keys_are_ignored(tmp_path: Path) -> None:
     snapshots = demo_snapshots(3, "healthy")
     path = tmp_path / "run.jsonl"

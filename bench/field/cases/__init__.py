@@ -6,6 +6,7 @@ from field.case import Case
 from field.cases import (
     attribution,
     coarse,
+    frameworks,
     limits,
     overstated,
     pcie,
@@ -33,6 +34,7 @@ def all_cases() -> list[Case]:
         coarse,
         attribution,
         power,
+        frameworks,
     ):
         out.extend(family.cases())
     names = [c.name for c in out]

@@ -23,7 +23,12 @@ from gputop_hints.hints.rules.shared import (
     percent_text,
     sm_evidence,
 )
-from gputop_hints.hints.rules.signals import link_thrashing, warming_up
+from gputop_hints.hints.rules.signals import (
+    link_thrashing,
+    loader_workers,
+    reaches_into_warm_up,
+    warming_up,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Gaps, Window
@@ -127,16 +132,11 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 
 
 def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:
-    """The fast window, and the slow one once it no longer reaches back into the job's
-    start-up (whose compile bursts and loading gaps would read as a sawtooth)."""
+    """The fast window, and the slow one unless it reaches into start-up or compiling."""
     slow = win.longer(t.general.slow_window_s)
     if slow is win:
         return [win]
-    if proc.create_time is not None and (
-        win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
-    ):
-        return [win]
-    return [win, slow]
+    return [win] if reaches_into_warm_up(win, slow, t, proc) else [win, slow]
 
 
 def _starved(
@@ -228,7 +228,7 @@ def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
     return _Loader(
         main_cpu=win.process_cpu_mean(proc),
         busy_workers=win.process_busy_workers_mean(proc) or 0.0,
-        workers=len(proc.workers),
+        workers=loader_workers(proc),
         workers_cpu=win.process_workers_cpu_mean(proc),
         cores_busy=win.allowed_cores_busy_percent,
         allowed_cores=allowed,

@@ -9,14 +9,15 @@ view of SM stay in ``shared``.
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
-from gputop_hints.hints.kinds import is_server
-from gputop_hints.hints.rules.shared import multi_gpu_jobs
-from gputop_hints.hints.window import GIB, Window
+from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
+from gputop_hints.hints.rules.shared import multi_gpu_jobs, sm_evidence
+from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 
 if TYPE_CHECKING:
@@ -308,14 +309,59 @@ def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[E
 # warm-up: a job's first minutes, before its first steady step
 
 
+def loader_workers(proc: GpuProcess) -> int:
+    """How many of ``proc``'s children can be DataLoader workers (not compile workers)."""
+    return sum(1 for w in proc.workers if not is_compile_worker(w))
+
+
+def busy_compile_workers(win: Window, proc: GpuProcess) -> float:
+    """Mean number of inductor compile workers above ``worker_busy_percent`` of a core."""
+    key, bar = proc.key, win.worker_busy_percent
+    counts = [
+        sum(1 for w in p.workers if (w.cpu_percent or 0.0) > bar and is_compile_worker(w))
+        for snap in list(win.history.snapshots)[-win.ticks :]
+        for p in snap.processes
+        if p.key == key
+    ]
+    return sum(counts) / len(counts) if counts else 0.0
+
+
+def compiling(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
+    """Mean SM % of the window when ``proc`` waits on busy torch.compile workers, else None:
+    inductor compiles (and autotunes, short bursts on the GPU) -- warm-up, whatever the
+    process's age (a recompile later in the run too), not a slow DataLoader."""
+    if not any(is_compile_worker(w) for w in proc.workers):
+        return None  # the cheap test first
+    if busy_compile_workers(win, proc) < 0.5:
+        return None
+    sm, _, _ = sm_evidence(win, proc, t)
+    if sm is None or sm >= t.input_starved.sm_mean_below_percent:
+        return None
+    return sm
+
+
+def reaches_into_warm_up(win: Window, slow: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """Whether the slow window ``slow`` (ending with ``win``) reaches back into ``proc``'s
+    first ``warm_up.max_age_s`` or into a tick where one of its compile workers was busy."""
+    if proc.create_time is not None and (
+        win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
+    ):
+        return True
+    return any(is_compile_worker(w) for w in proc.workers) and busy_compile_workers(slow, proc) > 0
+
+
 def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
-    """(age s, mean SM % since start) when ``proc`` is warming up, else None.
+    """(age s, mean SM % since start) when ``proc`` is warming up, else None; while its
+    compile workers are busy (:func:`compiling`), the window's mean SM instead.
 
     input-starved and low-utilization defer to it: a job starting up looks starved.
     """
     c = t.warm_up
     if is_server(proc) or (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
         return None
+    compile_sm = compiling(win, t, proc)
+    if compile_sm is not None and proc.create_time is not None:
+        return win.now - proc.create_time, compile_sm
     ph = win.process_history(proc)
     if ph is None:
         return None
@@ -346,3 +392,90 @@ def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, flo
         or win.process_d_state_fraction(proc) > 0.0
     )
     return (age, mean) if working else None
+
+
+# vram-preallocated: a framework's pool, not a job about to run out of memory
+
+DOCUMENTED_SHARES: tuple[tuple[str, float], ...] = (
+    ("vLLM's default gpu_memory_utilization 0.9", 0.90),
+    ("JAX's default XLA_PYTHON_CLIENT_MEM_FRACTION 0.75", 0.75),
+)
+"""Default pool sizes frameworks document (docs.vllm.ai engine args; jax.readthedocs.io
+"GPU memory allocation"). TensorFlow's "nearly all" has no fixed share to match."""
+
+SHARE_MATCH = 0.03
+"""A plateau within this share of the card of a documented default: the context, the
+CUDA graphs and the rounding of a pool to blocks move it by a few per cent."""
+
+_FRACTION_FLAGS = re.compile(
+    r"--(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[=\s]+(0?\.\d+|1(?:\.0*)?)\b"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Preallocation:
+    """A process's VRAM read as a framework's pool."""
+
+    share: float
+    """Its VRAM as a share of the card."""
+    seen: bool
+    """True: the one-step reservation soon after the process's start was watched; False: a
+    flat plateau since first seen (the monitor or the log began after it) at a share a
+    framework documents, or that its command line asks for."""
+    framework: str | None
+    """The framework the command line names ("vLLM" ...), None when it cannot be told."""
+    steady: bool
+    """Held flat for ``vram_preallocated.steady_for_s`` (the note waits for it)."""
+
+
+def requested_share(command: str | None, framework: str | None) -> float | None:
+    """The pool share the command line asks for, or the server's documented default."""
+    m = _FRACTION_FLAGS.search(command or "")
+    if m:
+        return float(m.group(1))
+    return 0.90 if framework == "vLLM" else None
+
+
+def preallocation(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
+    """Once per window and process; see :func:`_preallocation_uncached`."""
+    return win.derived(
+        ("preallocation", id(t), proc.key), lambda: _preallocation_uncached(win, t, proc)
+    )
+
+
+def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
+    """Whether ``proc``'s VRAM is a framework's pool (vram-near-limit, idle-holding-vram and
+    input-starved ask too): a reservation taken in one step soon after start and flat since,
+    or -- the start not watched -- a plateau that never moved at a documented share."""
+    c = t.vram_preallocated
+    gpu = win.gpu(proc.gpu_index)
+    if gpu is None or not gpu.vram_total_bytes:
+        return None
+    total = gpu.vram_total_bytes
+    if (proc.vram_bytes or 0) < c.min_share * total:
+        return None  # the cheap test first: this runs for every process every tick
+    steady = win.vram_steady(proc, VRAM_STEADY_SHARE * total)
+    ph = win.process_history(proc)
+    if steady is None or ph is None:
+        return None
+    level, since, rise = steady
+    share = level / total
+    framework = server_name(proc)
+    flat = win.now - since >= c.steady_for_s
+    started = proc.create_time
+    if (
+        started is not None
+        and rise >= c.min_jump_share * total
+        and since - started <= c.reached_within_s
+    ):
+        return Preallocation(share, True, framework, flat)
+    if since > ph.first_seen + win.interval_s or not flat:
+        return None  # it grew while watched: a caching allocator, not a pool
+    asked = requested_share(proc.command, framework)
+    if asked is not None:
+        fits = share <= asked + SHARE_MATCH
+        return Preallocation(share, False, framework, flat) if fits else None
+    if any(abs(share - s) <= SHARE_MATCH for _, s in DOCUMENTED_SHARES):
+        return Preallocation(share, False, None, flat)
+    return None
+

@@ -1,4 +1,11 @@
-"""vram-near-limit: device memory almost full -- the next spike is an out-of-memory error."""
+"""vram-near-limit: device memory almost full -- the next spike is an out-of-memory error.
+
+A card filled by a pool the framework is known to reserve (signals.preallocation:
+the command line names vLLM/SGLang/TGI..., or a plateau never seen to grow sits at a
+documented default share) is full by design: vram-preallocated says so instead. A
+one-step fill by an unnamed process still warns: TensorFlow's default pool cannot
+be told from a PyTorch job that filled the card as fast from VRAM alone.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
+from gputop_hints.hints.rules.signals import preallocation
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
@@ -39,6 +47,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         frac = gpu.vram_fraction
         if frac is None or frac < c.used_fraction_above:
             continue
+        pool_bar = t.vram_preallocated.min_share * (gpu.vram_total_bytes or 0)
+        if pool_bar and _pooled(win, t, gpu.index) >= pool_bar:
+            continue  # a framework's pool fills the card: by design (vram-preallocated)
         critical = frac >= c.critical_fraction_above
         out.append(
             Finding(
@@ -64,6 +75,16 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 ),
             )
         )
+    return out
+
+
+def _pooled(win: Window, t: Thresholds, index: int) -> float:
+    """Bytes on GPU ``index`` held by processes whose VRAM is a known framework's pool."""
+    out = 0.0
+    for p in win.processes():
+        pool = preallocation(win, t, p) if p.gpu_index == index else None
+        if pool is not None and (pool.framework is not None or not pool.seen):
+            out += float(p.vram_bytes or 0)
     return out
 
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.kinds import server_name
 from gputop_hints.hints.rules.shared import gib_text
+from gputop_hints.hints.rules.signals import SHARE_MATCH, preallocation
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
-from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window
-from gputop_hints.model import METRIC_PROCESSES, METRIC_VRAM, GpuProcess
+from gputop_hints.hints.window import Window
+from gputop_hints.model import METRIC_PROCESSES, METRIC_VRAM
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -48,38 +48,16 @@ class VramPreallocated:
     hysteresis: Hysteresis
 
 
-def preallocated(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
-    """The share of the card ``proc`` pre-allocated, or None when its VRAM is not that."""
-    c = t.vram_preallocated
-    gpu = win.gpu(proc.gpu_index)
-    if gpu is None or not gpu.vram_total_bytes:
-        return None
-    if proc.create_time is None or (proc.vram_bytes or 0) < c.min_share * gpu.vram_total_bytes:
-        return None  # the cheap tests first: this runs for every process every tick
-    steady = win.vram_steady(proc, VRAM_STEADY_SHARE * gpu.vram_total_bytes)
-    if steady is None:
-        return None
-    level, since, rise = steady
-    share = level / gpu.vram_total_bytes
-    if rise < c.min_jump_share * gpu.vram_total_bytes:
-        return None  # grown into over the first steps: a caching allocator, not a reservation
-    started = proc.create_time  # when a log begins is not when its process started
-    if started is None or share < c.min_share:
-        return None
-    if since - started > c.reached_within_s or win.now - since < c.steady_for_s:
-        return None
-    return share
-
-
 def check(win: Window, t: Thresholds) -> list[Finding]:
     """A process whose VRAM reached a large share early and has held it since."""
     c = t.vram_preallocated
     out: list[Finding] = []
     for proc in win.processes():
-        share = preallocated(win, t, proc)
-        if share is None:
+        pool = preallocation(win, t, proc)
+        if pool is None or not pool.steady:
             continue
-        server = server_name(proc)
+        share, server = pool.share, pool.framework
+        sure = pool.seen or server is not None
         how = (
             f"{server} reserves it at start-up (vLLM --gpu-memory-utilization, SGLang "
             "--mem-fraction-static, TGI sizes its KV cache to the free memory)"
@@ -91,11 +69,21 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 rule=ID,
                 subject=Subject(proc.gpu_index, proc.pid),
                 severity=Severity.INFO,
-                label=f"VRAM {share * 100:.0f}% pre-allocated",
+                label=f"VRAM {share * 100:.0f}% pre-allocated" + ("" if sure else "?"),
                 summary=(
-                    f"This process took {gib_text(proc.vram_bytes)} ({share * 100:.0f} % of the "
-                    "card) early and has held it flat since: pre-allocation by design "
-                    f"({how}), not a job about to run out of memory."
+                    (
+                        f"This process took {gib_text(proc.vram_bytes)} ({share * 100:.0f} % of "
+                        "the card) early and has held it flat since: pre-allocation by design "
+                        f"({how}), not a job about to run out of memory."
+                    )
+                    if pool.seen
+                    else (
+                        f"This process has held {gib_text(proc.vram_bytes)} ({share * 100:.0f} % "
+                        "of the card) flat since it was first seen, at the share "
+                        + (f"{server} reserves" if server else "a framework reserves by default")
+                        + f" ({how}): most likely a pool, not a job about to run out of memory"
+                        + ("." if server else "; its start was not watched, so this is a guess.")
+                    )
                 ),
                 advice=(
                     "To share the GPU or leave room: vLLM --gpu-memory-utilization 0.5, SGLang "
@@ -112,9 +100,13 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                         Scope.PROCESS,
                     ),
                     Evidence(
-                        "level reached after start",
+                        "level reached after start" if pool.seen else "flat since first seen",
                         None,
-                        f"within {c.reached_within_s:g} s, flat since",
+                        (
+                            f"within {c.reached_within_s:g} s, flat since"
+                            if pool.seen
+                            else f"at a documented pool share (+/- {SHARE_MATCH * 100:g} %)"
+                        ),
                         "s",
                         Scope.PROCESS,
                         met=None,

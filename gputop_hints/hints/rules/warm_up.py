@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.rules.signals import warming_up
+from gputop_hints.hints.rules.signals import compiling, warming_up
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
@@ -51,6 +51,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if state is None:
             continue
         age, mean = state
+        compile_busy = compiling(win, t, proc) is not None
         out.append(
             Finding(
                 rule=ID,
@@ -58,9 +59,13 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.INFO,
                 label=f"warm-up ({age:.0f} s)",
                 summary=(
-                    f"Started {age:.0f} s ago and busy on the host while its GPU ran {mean:.0f} % "
-                    "of the time since: start-up (torch.compile, cuDNN autotuning, dataset "
-                    "loading). The other hints wait until it ends."
+                    f"Its torch.compile workers are busy compiling while its GPU runs short "
+                    f"autotuning bursts ({mean:.0f} % over the window): warm-up, not a slow "
+                    "DataLoader. The other hints wait until it ends."
+                    if compile_busy
+                    else f"Started {age:.0f} s ago and busy on the host while its GPU ran "
+                    f"{mean:.0f} % of the time since: start-up (torch.compile, cuDNN "
+                    "autotuning, dataset loading). The other hints wait until it ends."
                 ),
                 advice=(
                     "Expected once per run. If it is long: cache compiled kernels "
@@ -68,11 +73,19 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     "or pre-shard the dataset once instead of at every start.",
                 ),
                 evidence=(
-                    Evidence("age", age, f"<= {c.max_age_s:g} s", "s", Scope.PROCESS),
                     Evidence(
-                        "SM % since start (mean)",
+                        "age",
+                        age,
+                        "any, compile workers busy" if compile_busy else f"<= {c.max_age_s:g} s",
+                        "s",
+                        Scope.PROCESS,
+                    ),
+                    Evidence(
+                        f"SM % {'over the window' if compile_busy else 'since start'} (mean)",
                         mean,
-                        f"< {c.sm_since_start_below_percent:g}",
+                        f"< {t.input_starved.sm_mean_below_percent:g}"
+                        if compile_busy
+                        else f"< {c.sm_since_start_below_percent:g}",
                         "%",
                         Scope.PROCESS,
                     ),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import psutil
 from nvitop.api import host as nvitop_host
 
-from gputop_hints.model import GpuProcess, WorkerProcess
+from gputop_hints.model import WORKER_COMMAND_MAX, GpuProcess, WorkerProcess
 from gputop_hints.sources.live.procfs import CLOCK_TICKS, PAGE_SIZE, ProcTable
 
 if TYPE_CHECKING:
@@ -172,21 +172,21 @@ class ProcessTracker:
             return
         with contextlib.suppress(*_PROCESS_GONE):
             entry.name = proc.name()
+        with contextlib.suppress(*_PROCESS_GONE):
+            entry.command = " ".join(proc.cmdline())  # once per pid, workers' too
         if not details:
             return
         with contextlib.suppress(*_PROCESS_GONE):
             entry.create_time = proc.create_time()
         with contextlib.suppress(*_PROCESS_GONE):
             entry.user = proc.username()
-        with contextlib.suppress(*_PROCESS_GONE):
-            entry.command = " ".join(proc.cmdline())
 
     @staticmethod
     def _fill_static(entry: _Tracked, reading: ProcessReading, details: bool) -> None:
         reading.name = entry.name
+        reading.command = entry.command or ""
         if details:
             reading.user = entry.user
-            reading.command = entry.command or ""
             reading.create_time = entry.create_time
 
     def _read_with_psutil(
@@ -312,6 +312,7 @@ def _workers(
                 rss_bytes=reading.rss_bytes,
                 state=reading.state,
                 name=reading.name,
+                command=reading.command[:WORKER_COMMAND_MAX] or None,
             )
         )
         stack.extend(sorted(children.get(child, ()), reverse=True))

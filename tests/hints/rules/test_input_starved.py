@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pytest
 
 from gputop_hints.hints.findings import Scope, Severity
-from gputop_hints.hints.rules import input_starved
+from gputop_hints.hints.rules import input_starved, warm_up
 from tests.hints.windows import (
     CPU_BOUND,
     D_STATE,
@@ -280,3 +280,31 @@ def test_more_workers_advice_never_asks_for_more_workers_than_fit() -> None:
     assert any("already uses the 8 allowed cores" in a for a in finding.advice)
     few = apply(RULE, one_gpu(SAWTOOTH, [SLOW_WORKERS], H(busy=40.0, iowait=2.0)))
     assert any(a.startswith("Raise num_workers (now 2; up to 7") for a in few[0].advice)
+
+
+INDUCTOR = (
+    "/usr/bin/python3 /opt/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/"
+    "__main__.py --pickler=torch._inductor.compile_worker.subproc_pool.SubprocPickler "
+    "--kind=fork --workers=2 --parent=4242"
+)
+
+
+def _compiling(worker_cpu: float) -> P:
+    """A job 10 min old whose two children are inductor's compile workers."""
+    return P(cpu=40.0, state="S", started_s=600.0, workers=(W(worker_cpu, "R", INDUCTOR),) * 2)
+
+
+def test_busy_torch_compile_workers_are_warm_up_not_a_slow_loader() -> None:
+    # The same sawtooth and busy children as starved/more-workers, but the children run
+    # torch/_inductor/compile_worker: autotuning bursts while kernels compile.
+    history = one_gpu(SAWTOOTH, [_compiling(60.0)], H(busy=40.0, iowait=2.0))
+    assert apply(RULE, history) == []
+    [f] = apply(warm_up.SPEC, history)
+    assert f.severity is Severity.INFO and "torch.compile" in f.summary
+
+
+def test_idle_compile_workers_are_not_counted_as_dataloader_workers() -> None:
+    # Compilation over, the pool idles: a starved job with 0 DataLoader workers, not 2.
+    history = one_gpu(SAWTOOTH, [_compiling(0.5)], H(busy=40.0, iowait=2.0))
+    [f] = apply(RULE, history)
+    assert "busy workers (of 0)" in [e.metric for e in f.evidence]

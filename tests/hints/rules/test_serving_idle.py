@@ -35,8 +35,9 @@ CASES: list[Case] = [
             .history
         ),
         Expect(Subject(0, PID), Severity.INFO, evidence={"ticks with no kernel": 50}),
-        # No starved, small-batch or idle-VRAM advice for a server.
-        engine=["serving-idle"],
+        # No starved, small-batch or idle-VRAM advice for a server; its flat 87.5 % is
+        # vLLM's pool (default 0.9) even though the log never saw it taken (issue 23).
+        engine=["serving-idle", "vram-preallocated"],
     ),
     case(
         "serving/llama-server-fully-idle",

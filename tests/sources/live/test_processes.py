@@ -172,6 +172,9 @@ def test_main_process_and_each_worker_get_their_own_cpu(
         rss, name = workers[pid].rss_bytes, workers[pid].name
         assert rss is not None and rss > 0
         assert name is not None and "python" in name
+        # Its command line, learnt once per pid like the main process's (issue 23 item 8).
+        command = workers[pid].command
+        assert command is not None and command.startswith(sys.executable)
     sleeper = workers[tree.sleeper]
     assert sleeper.cpu_percent is not None and sleeper.cpu_percent < 5
     assert sleeper.state == "S"
