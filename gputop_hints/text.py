@@ -55,10 +55,6 @@ def visible_lines(text: str) -> str:
     return text.translate(_LINES_TABLE)
 
 
-def has_control(text: str) -> bool:
-    """Whether :func:`visible` would change ``text``."""
-    return _UNSAFE.search(text) is not None
-
 
 class VisibleStream(io.TextIOBase):
     """A text stream that shows control characters visibly before passing text on.

@@ -129,11 +129,5 @@ class Diagnoser:
 
     # --- questions about the visible findings --------------------------------
 
-    def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
-        return self.engine.for_process(pid, gpu_index)
-
-    def for_gpu(self, index: int) -> tuple[Finding, ...]:
-        return self.engine.for_gpu(index)
-
     def worst_for_process(self, pid: int, gpu_index: int) -> Finding | None:
         return self.engine.worst_for_process(pid, gpu_index)

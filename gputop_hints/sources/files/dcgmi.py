@@ -36,14 +36,8 @@ from gputop_hints.sources.files._table import (
     parse_row,
 )
 from gputop_hints.sources.files._text import Head, TextSource
-from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.spec import GPU_COLUMNS, FormatSpec
 from gputop_hints.streams import (
-    METRIC_MEMORY_ACCESS,
-    METRIC_PCIE,
-    METRIC_POWER,
-    METRIC_SM,
-    METRIC_TEMPERATURE,
-    METRIC_VRAM,
     ReadCounters,
     StreamInfo,
     note_bad_line,
@@ -205,15 +199,6 @@ SPEC = FormatSpec(
     label=LABEL,
     sniff=sniff,
     open=open_dcgmi,
-    metrics=frozenset(
-        {
-            METRIC_SM,
-            METRIC_MEMORY_ACCESS,
-            METRIC_VRAM,
-            METRIC_TEMPERATURE,
-            METRIC_POWER,
-            METRIC_PCIE,
-        }
-    ),
+    metrics=GPU_COLUMNS,
     docs="dcgmi dmon",
 )

@@ -27,15 +27,9 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
-from gputop_hints.sources.files.spec import FormatSpec
+from gputop_hints.sources.files.spec import GPU_COLUMNS, FormatSpec
 from gputop_hints.streams import (
-    METRIC_MEMORY_ACCESS,
-    METRIC_PCIE,
-    METRIC_POWER,
-    METRIC_SM,
-    METRIC_TEMPERATURE,
     METRIC_THROTTLE,
-    METRIC_VRAM,
     ReadCounters,
 )
 from gputop_hints.units import MIB
@@ -186,16 +180,6 @@ SPEC = FormatSpec(
     label=LABEL,
     sniff=sniff,
     open=open_dmon,
-    metrics=frozenset(
-        {
-            METRIC_SM,
-            METRIC_MEMORY_ACCESS,
-            METRIC_VRAM,
-            METRIC_TEMPERATURE,
-            METRIC_POWER,
-            METRIC_PCIE,
-            METRIC_THROTTLE,
-        }
-    ),
+    metrics=GPU_COLUMNS | {METRIC_THROTTLE},
     docs="nvidia-smi dmon",
 )

@@ -15,7 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.sources.files._text import Head
-from gputop_hints.streams import ALL_METRICS, SnapshotStream
+from gputop_hints.streams import (
+    ALL_METRICS,
+    METRIC_MEMORY_ACCESS,
+    METRIC_PCIE,
+    METRIC_POWER,
+    METRIC_SM,
+    METRIC_TEMPERATURE,
+    METRIC_VRAM,
+    SnapshotStream,
+)
+
+GPU_COLUMNS = frozenset(
+    {METRIC_SM, METRIC_MEMORY_ACCESS, METRIC_VRAM, METRIC_TEMPERATURE, METRIC_POWER, METRIC_PCIE}
+)
+"""The per-GPU metrics a tabular GPU log (a CSV, dmon, dcgmi) can carry at best."""
 
 Sniff = Callable[[Head, Mapping[str, str] | None], Any]
 """(head, --map) -> a plan for ``open``, or the reason (str) the file is not this format."""
