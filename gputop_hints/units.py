@@ -70,3 +70,30 @@ def count_text(count: int, noun: str) -> str:
         return f"1 {noun}"
     plural = noun + "es" if noun.endswith(("s", "x", "ch", "sh")) else noun + "s"
     return f"{count} {plural}"
+
+
+def duration_text(seconds: float | None, unknown: str = UNKNOWN) -> str:
+    """A length of time as a person writes it, in one style for every text output.
+
+    The largest unit first, then the next one (never more than two), rounded to the
+    second: ``45 s``, ``4 min 54 s``, ``2 h 05 min``, ``3 d 4 h``. Under 10 s it keeps a
+    tenth (``2.5 s``) so that short thresholds stay exact. The TUI's narrow cells use a
+    compact form of the same units (:func:`gputop_hints.tui.hint_text.duration_text`).
+    """
+    if seconds is None:
+        return unknown
+    if seconds < 10:
+        value = max(0.0, float(seconds))
+        return f"{value:.0f} s" if round(value, 1).is_integer() else f"{value:.1f} s"
+    total = round(seconds)
+    if total < 60:
+        return f"{total} s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 60:
+        return f"{minutes} min" if secs == 0 else f"{minutes} min {secs:02d} s"
+    total_min = round(seconds / 60)
+    hours, minutes = divmod(total_min, 60)
+    if hours < 24:
+        return f"{hours} h" if minutes == 0 else f"{hours} h {minutes:02d} min"
+    days, hours = divmod(round(seconds / 3600), 24)
+    return f"{days} d" if hours == 0 else f"{days} d {hours} h"

@@ -12,6 +12,8 @@ import enum
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gputop_hints.units import duration_text
+
 
 class Severity(enum.IntEnum):
     """How much a finding matters; ordered so that ``max()`` picks the worst."""
@@ -51,9 +53,16 @@ class Evidence:
     def shown_value(self) -> str:
         return "n/a" if self.value is None else _fmt(self.value, self.unit)
 
-    def describe(self) -> str:
+    def shown(self, value: float) -> str:
+        """``value`` in this evidence's unit, as :attr:`shown_value` writes it."""
+        return _fmt(value, self.unit)
+
+    def describe(self, value_text: str | None = None) -> str:
+        """``metric: value (threshold)``; ``value_text`` replaces the value (a report's
+        mean and range over an episode)."""
         verdict = {True: "", False: "not met: ", None: ""}[self.met]
-        return f"{self.metric}: {self.shown_value} ({verdict}{self.threshold})"
+        shown = self.shown_value if value_text is None else value_text
+        return f"{self.metric}: {shown} ({verdict}{self.threshold})"
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -64,7 +73,7 @@ def _fmt(value: float, unit: str) -> str:
     if unit == "B/s":
         return f"{value / 1e9:.2f} GB/s"
     if unit == "s":
-        return f"{value:.1f} s"
+        return duration_text(value)
     if unit == "ms":
         return f"{value:.0f} ms"
     if unit == "":

@@ -10,8 +10,9 @@ detail view styles the same parts into columns), so it is passed in.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 
-from gputop_hints.hints.findings import Finding, Severity, Subject
+from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 
 TEXT_MARK: dict[Severity, str] = {
     Severity.INFO: "i",
@@ -39,17 +40,26 @@ def more_text(finding: Finding) -> str:
 
 
 def finding_lines(
-    finding: Finding, headline: str, *, indent: str, width: int | None = None
+    finding: Finding,
+    headline: str,
+    *,
+    indent: str,
+    width: int | None = None,
+    summary: str | None = None,
+    evidence_value: Callable[[Evidence], str | None] | None = None,
 ) -> list[str]:
     """``headline``, then the summary, evidence, advice and pointer, each under ``indent``.
 
     With ``width`` the text is word-wrapped to it (nothing is cut off); without,
-    each item stays on one line.
+    each item stays on one line. ``summary`` replaces the finding's sentence and
+    ``evidence_value`` the value each evidence shows (None: its own) -- the report
+    says what held over an episode, not at one tick.
     """
     lines = [headline]
-    lines.extend(_wrap(finding.summary, width, indent))
+    lines.extend(_wrap(finding.summary if summary is None else summary, width, indent))
     for evidence in finding.evidence:
-        lines.extend(_wrap(evidence.describe(), width, indent + EVIDENCE))
+        value = None if evidence_value is None else evidence_value(evidence)
+        lines.extend(_wrap(evidence.describe(value), width, indent + EVIDENCE))
     for advice in finding.advice:
         lines.extend(_wrap(advice, width, indent + ADVICE))
     lines.append(indent + MORE + more_text(finding))

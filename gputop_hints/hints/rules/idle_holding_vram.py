@@ -13,6 +13,7 @@ from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_PROCESSES, METRIC_SM, GpuProcess
+from gputop_hints.units import duration_text
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -61,14 +62,14 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             idle_s >= c.critical_after_s
             and win.gpu_idle_for_s(proc.gpu_index, c.sm_below_percent) >= c.critical_after_s
         )
-        minutes = idle_s / 60
-        age = f"{idle_s:.0f} s" if idle_s < 120 else f"{minutes:.0f} min"
+        age = duration_text(idle_s)
+        short_age = duration_text(idle_s if idle_s < 120 else round(idle_s / 60) * 60)
         out.append(
             Finding(
                 rule=ID,
                 subject=Subject(proc.gpu_index, proc.pid),
                 severity=Severity.CRITICAL if critical else Severity.WARNING,
-                label=f"idle {age}, holds {vram / GIB:.0f}G",
+                label=f"idle {short_age}, holds {vram / GIB:.0f}G",
                 summary=(
                     f"This process has run no kernel on GPU {proc.gpu_index} for {age} while it "
                     f"holds {gib_text(vram)} of its memory (main process CPU {percent_text(cpu)})."

@@ -276,6 +276,7 @@ def _host_evidence(t: Thresholds, loader: _Loader) -> list[Evidence]:
             Scope.HOST,
             met=at_least(loader.main_cpu, g.main_pegged_percent),
         ),
+        # No workers seen, or no cores known (a GPU-only log): unknown, never "of 0: 0".
         Evidence(
             f"busy workers (of {loader.workers})",
             loader.busy_workers,
@@ -283,14 +284,18 @@ def _host_evidence(t: Thresholds, loader: _Loader) -> list[Evidence]:
             "",
             Scope.HOST,
             met=None,
-        ),
+        )
+        if loader.workers
+        else Evidence("busy DataLoader workers", None, "no workers seen", "", Scope.HOST, met=None),
         Evidence(
             (
                 f"job {job.job_id}'s cores busy ({allowed} allocated)"
-                if job is not None
+                if job is not None and allowed
                 else f"allowed cores busy ({allowed} cores)"
+                if allowed
+                else "allowed cores busy (cores not known)"
             ),
-            loader.cores_busy,
+            loader.cores_busy if allowed else None,
             f"saturated at >= {g.cores_busy_percent:g}",
             "%",
             Scope.HOST,

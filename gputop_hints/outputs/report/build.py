@@ -256,6 +256,7 @@ class _HintsAsIfLive:
                 ft.worst = f.severity
                 ft.finding = f
             ft.seconds += credit
+            ft.add_evidence(f)
             ft.last_seen = snap.timestamp
             if f.key not in self._visible_before:
                 ft.episodes += 1

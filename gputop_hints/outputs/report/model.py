@@ -7,7 +7,7 @@ is shown. No Textual here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.outputs.report.stats import GpuStats
@@ -16,6 +16,28 @@ from gputop_hints.streams import ReadCounters, StreamInfo
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 """``--fail-on`` matched: a finding of that severity or worse was shown at some time."""
+
+
+@dataclass
+class EvidenceRange:
+    """One piece of evidence over every evaluation that showed its finding."""
+
+    count: int = 0
+    total: float = 0.0
+    low: float = 0.0
+    high: float = 0.0
+
+    def add(self, value: float) -> None:
+        if self.count == 0 or value < self.low:
+            self.low = value
+        if self.count == 0 or value > self.high:
+            self.high = value
+        self.count += 1
+        self.total += value
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
 
 
 @dataclass
@@ -29,6 +51,14 @@ class FindingTime:
     last_seen: float = 0.0
     episodes: int = 0
     worst: Severity = Severity.INFO
+    evidence: dict[str, EvidenceRange] = field(default_factory=dict)
+    """Metric name -> its mean and range over the evaluations that showed the finding."""
+
+    def add_evidence(self, finding: Finding) -> None:
+        """Take in one evaluation's evidence (its known values; unknown ones are skipped)."""
+        for e in finding.evidence:
+            if e.value is not None:
+                self.evidence.setdefault(e.metric, EvidenceRange()).add(float(e.value))
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gputop_hints.hints.rules.low_utilization import LEVEL_SAMPLES
 from gputop_hints.outputs.report.model import Report
-from gputop_hints.outputs.report.render import duration_text
+from gputop_hints.units import duration_text
 
 GAP_FACTOR = 2.0
 """A spacing between ticks over this many intervals is a gap."""

@@ -13,11 +13,12 @@ import time
 from typing import Any
 
 from gputop_hints import __version__
+from gputop_hints.hints.findings import Evidence
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.stats import PercentStats
 from gputop_hints.text import visible_lines
-from gputop_hints.units import human_bytes, human_rate
+from gputop_hints.units import duration_text, human_bytes, human_rate
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -177,7 +178,22 @@ def _finding_block(
         f"{duration_text(ft.seconds)} ({_pct(share)}) in {ft.episodes} episode(s), "
         f"{_stamp(ft.first_seen, origin)} -> {_stamp(ft.last_seen, origin)}"
     )
-    return finding_lines(f, headline, indent="        ", width=width)
+    def over_episodes(e: Evidence) -> str | None:
+        seen = ft.evidence.get(e.metric)
+        if seen is None or seen.mean is None:
+            return None  # never known while shown: the finding's own "n/a"
+        if seen.count == 1 or e.shown(seen.low) == e.shown(seen.high):
+            return e.shown(seen.mean)
+        return f"mean {e.shown(seen.mean)}, range {e.shown(seen.low)}-{e.shown(seen.high)}"
+
+    return finding_lines(
+        f,
+        headline,
+        indent="        ",
+        width=width,
+        summary=f"as first shown: {f.summary}",
+        evidence_value=over_episodes,
+    )
 
 
 def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
@@ -231,12 +247,3 @@ def _stamp(ts: float, origin: float | None = None) -> str:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
     whole = max(0, round(ts - origin))
     return f"+{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
-
-
-def duration_text(seconds: float) -> str:
-    """A length of time in the unit a person would use: ``45 s``, ``3.5 min``, ``2.25 h``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.2f} h"

@@ -63,7 +63,7 @@ CASES: list[Case] = [
                 "time in idle gaps (1 per tick)": (2.2 + 2.1) / 6 * 100,
                 "separate idle gaps": 2,
                 "main process CPU (mean)": 99,
-                "busy workers (of 0)": 0,
+                "busy DataLoader workers": None,
                 "allowed cores busy (8 cores)": 20,
                 "iowait": 0,
             },
@@ -307,4 +307,4 @@ def test_idle_compile_workers_are_not_counted_as_dataloader_workers() -> None:
     # Compilation over, the pool idles: a starved job with 0 DataLoader workers, not 2.
     history = one_gpu(SAWTOOTH, [_compiling(0.5)], H(busy=40.0, iowait=2.0))
     [f] = apply(RULE, history)
-    assert "busy workers (of 0)" in [e.metric for e in f.evidence]
+    assert "busy DataLoader workers" in [e.metric for e in f.evidence]
