@@ -382,6 +382,22 @@ async def test_unknown_values_show_as_na_not_zero() -> None:
         assert "n/a" in compact and " 0%" not in compact
 
 
+async def test_a_gpu_only_replay_shows_no_host_side_as_na_not_zero() -> None:
+    # A replayed nvidia-smi log: no host cores, processes without CPU or workers.
+    app, source = make_app(gpus=1, processes=1)
+    async with app.run_test(size=(160, 50)) as pilot:
+        snap = source.sample()
+        host = dataclasses.replace(snap.host, cpu_percent_per_core=(), allowed_cores=())
+        proc = dataclasses.replace(snap.processes[0], cpu_percent=None, workers=())
+        app.ingest(dataclasses.replace(snap, host=host, processes=(proc,)))
+        await pilot.pause()
+        cpu = lines_of(app.query_one(CpuPanel))
+        assert "CPU: n/a" in cpu[0] and "0 cores" not in cpu[0]
+        row = lines_of(app.query_one(ProcessTable))[1]
+        assert " 0    0%" not in row and " 0   0%" not in row
+        assert row.count("n/a") >= 2
+
+
 async def test_sm_plus_memory_above_100_is_shown_unclamped() -> None:
     app, source = make_app(gpus=1, processes=1)
     async with app.run_test(size=(160, 50)) as pilot:

@@ -111,6 +111,9 @@ class CpuPanel(StripWidget):
             return [
                 Line().add(" CPU: waiting for the first sample", palette.muted).strip(width, base)
             ]
+        if not host.core_count:
+            # A replayed GPU-only log: no host side at all, not "0 cores n/a".
+            return [Line().add(" CPU: n/a (no host data)", palette.muted).strip(width, base)]
         lines = [self._summary(host, width, base, palette)]
         allowed = set(self.job_cores())
         # A panel squeezed below its natural height falls back to the compact shape.

@@ -61,6 +61,9 @@ class Column:
 
 def _workers_cell(proc: GpuProcess, _finding: Finding | None) -> str:
     count = len(proc.workers)
+    if not count and proc.cpu_percent is None:
+        # Nothing known of this process on the host (a GPU-only log): not "0 0%".
+        return f"{'n/a':>8}"
     return f"{count:>2} {percent(proc.workers_cpu_percent):>5}"
 
 
