@@ -20,6 +20,8 @@ import gzip
 import io
 import os
 import stat
+import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -67,6 +69,7 @@ __all__ = [
     "fast_paths",
     "note_bad_line",
     "open_maybe_gzip",
+    "read_positions",
     "require_regular_file",
     "tick_count",
     "tick_views",
@@ -277,8 +280,49 @@ def open_maybe_gzip(
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == GZIP_MAGIC:
-        return gzip.GzipFile(path, "rb"), True
-    return open(path, "rb"), False
+        compressed = open(path, "rb")  # noqa: SIM115 -- owned and closed by the GzipFile
+        _track(os.fspath(path), compressed)
+        gz = gzip.GzipFile(fileobj=compressed, mode="rb")
+        setattr(gz, "myfileobj", compressed)  # noqa: B010 -- GzipFile closes what it opened
+        return gz, True
+    plain = open(path, "rb")  # noqa: SIM115 -- the caller closes it
+    _track(os.fspath(path), plain)
+    return plain, False
+
+
+_open_files: list[tuple[str, weakref.ref[io.BufferedReader]]] = []
+_open_files_lock = threading.Lock()
+
+
+def _track(path: str, raw: io.BufferedReader) -> None:
+    """Remember a file opened for reading, by weak reference, for :func:`read_positions`."""
+    with _open_files_lock:
+        _open_files[:] = [(p, ref) for p, ref in _open_files if _alive(ref)]
+        _open_files.append((path, weakref.ref(raw)))
+
+
+def _alive(ref: weakref.ref[io.BufferedReader]) -> bool:
+    f = ref()
+    return f is not None and not f.closed
+
+
+def read_positions() -> dict[str, int]:
+    """How far into each file opened by :func:`open_maybe_gzip` and still open the
+    reading has got, in bytes of the file on disk (compressed bytes for gzip), by
+    path: the furthest of its open readers. Safe to call from another thread: it
+    only asks each open file where it is."""
+    with _open_files_lock:
+        files = [(p, ref()) for p, ref in _open_files]
+    positions: dict[str, int] = {}
+    for path, f in files:
+        if f is None:
+            continue
+        try:
+            where = f.tell()
+        except (OSError, ValueError):  # closed meanwhile
+            continue
+        positions[path] = max(where, positions.get(path, 0))
+    return positions
 
 
 _PSEUDO_FILESYSTEMS = ("/proc", "/sys")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gputop_hints.cli.args import add_input_args, usage_error
 from gputop_hints.cli.inputs import input_errors, open_input
+from gputop_hints.cli.progress import ReadProgress
 
 
 def build_report_parser() -> argparse.ArgumentParser:
@@ -42,7 +43,8 @@ def report_main(argv: Sequence[str]) -> int:
     except input_errors() as exc:
         return usage_error(exc)
     try:
-        report = build_report(stream, thresholds)
+        with ReadProgress(args.file, sys.stderr):
+            report = build_report(stream, thresholds)
     finally:
         stream.close()
     sys.stdout.write(report_json_text(report) if args.json else report_text(report))
