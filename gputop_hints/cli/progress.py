@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TextIO
 
 from gputop_hints.streams import read_positions
-from gputop_hints.text import visible
+from gputop_hints.text import VisibleStream, visible
 
 SHOW_AFTER_S = 1.0
 """A read shorter than this shows no progress at all."""
@@ -31,7 +31,8 @@ class ReadProgress:
         self, paths: Sequence[str], stream: TextIO, *, show_after_s: float = SHOW_AFTER_S
     ) -> None:
         self._paths = [os.fspath(p) for p in paths]
-        self._stream = stream
+        # The line's own \r and erase are ours to send; the file name is made visible.
+        self._stream = stream.inner if isinstance(stream, VisibleStream) else stream
         self._show_after_s = show_after_s
         self._done = threading.Event()
         self._drawn = False

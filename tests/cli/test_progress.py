@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gputop_hints.cli.progress import ReadProgress
 from gputop_hints.sources.files import open_streams
+from gputop_hints.text import VisibleStream
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 
@@ -47,7 +48,9 @@ def test_progress_is_drawn_on_a_terminal_and_erased(tmp_path: Path) -> None:
     try:
         terminal = os.fdopen(slave, "w", closefd=False)
         stream = open_streams([str(log)])
-        progress = ReadProgress([str(log)], terminal, show_after_s=0)
+        # The CLI's stderr shows control characters visibly; the progress line's
+        # own carriage return and erase must still work.
+        progress = ReadProgress([str(log)], VisibleStream(terminal), show_after_s=0)
         with progress:
             # Hold the file open until the progress thread has drawn a line.
             seen = b""
