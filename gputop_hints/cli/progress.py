@@ -28,11 +28,15 @@ class ReadProgress:
     """A context manager drawing the progress of reading ``paths`` on ``stream``."""
 
     def __init__(
-        self, paths: Sequence[str], stream: TextIO, *, show_after_s: float = SHOW_AFTER_S
+        self,
+        paths: Sequence[str],
+        stream: TextIO | VisibleStream,
+        *,
+        show_after_s: float = SHOW_AFTER_S,
     ) -> None:
         self._paths = [os.fspath(p) for p in paths]
         # The line's own \r and erase are ours to send; the file name is made visible.
-        self._stream = stream.inner if isinstance(stream, VisibleStream) else stream
+        self._stream: TextIO = stream.inner if isinstance(stream, VisibleStream) else stream
         self._show_after_s = show_after_s
         self._done = threading.Event()
         self._drawn = False
