@@ -280,10 +280,9 @@ def open_maybe_gzip(
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == GZIP_MAGIC:
-        compressed = open(path, "rb")  # noqa: SIM115 -- owned and closed by the GzipFile
-        _track(os.fspath(path), compressed)
-        gz = gzip.GzipFile(fileobj=compressed, mode="rb")
-        setattr(gz, "myfileobj", compressed)  # noqa: B010 -- GzipFile closes what it opened
+        gz = gzip.GzipFile(path, "rb")
+        # Progress is counted in bytes on disk: the compressed file the GzipFile opened.
+        _track(os.fspath(path), cast(io.BufferedReader, gz.fileobj))
         return gz, True
     plain = open(path, "rb")  # noqa: SIM115 -- the caller closes it
     _track(os.fspath(path), plain)
