@@ -200,6 +200,18 @@ class GpuSample:
     it missed this tick's deadline (a wedged driver, a GPU in a bad state): every
     metric is None this tick, and views say "not answering for N s". None: it
     answered. See docs/metrics.md ("A GPU that does not answer")."""
+    sm_active_percent: float | None = None
+    """DCGM/GPM profiling: % of time at least one warp was resident, averaged over all
+    SMs (DCGM ``SMACT``, field 1002). Unlike :attr:`sm_percent` it falls when a
+    kernel occupies few SMs. None when the source does not profile."""
+    sm_occupancy_percent: float | None = None
+    """Resident warps as % of the SMs' maximum, averaged over time and SMs (DCGM
+    ``SMOCC``, field 1003)."""
+    tensor_active_percent: float | None = None
+    """% of cycles the tensor (HMMA) pipes were active (DCGM ``TENSO``, field 1004)."""
+    dram_active_percent: float | None = None
+    """% of cycles device memory was sending or receiving data (DCGM ``DRAMA``, field
+    1005): a bandwidth share, unlike :attr:`memory_access_percent`, a time share."""
     implausible: tuple[str, ...] = ()
     """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
     a negative power, a utilization over 100 %): shown as unknown, named here."""

@@ -59,6 +59,7 @@ TICK_COLUMNS: dict[str, list[str]] = {
         "sm_samples",
         "lost",
         "not_answering_s",
+        "profiling",
     ],
     "process": [
         "pid",
@@ -79,7 +80,9 @@ holds four values per worker in the ``worker`` column order. ``lost`` (``true``)
 written only for a GPU NVML says is lost: healthy GPUs' arrays end at ``sm_samples``.
 ``not_answering_s`` (seconds, a number) likewise only for a GPU whose NVML call had
 not returned by the tick's deadline, after a ``false`` in ``lost``: a reader that
-predates it reads that GPU's tick as all-unknown, which is what it was."""
+predates it reads that GPU's tick as all-unknown, which is what it was. ``profiling``
+(DCGM/GPM ratios as percentages, in :data:`PROFILING_FIELDS` order) only for a source
+that profiles, after ``false`` and ``null``: older readers ignore it."""
 
 # Column positions, for readers that work on the arrays directly (the report).
 T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES = range(5)
@@ -98,7 +101,15 @@ H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
     G_SAMPLES,
     G_LOST,
     G_NOT_ANSWERING,
-) = range(13)
+    G_PROFILING,
+) = range(14)
+PROFILING_FIELDS = (
+    "sm_active_percent",
+    "sm_occupancy_percent",
+    "tensor_active_percent",
+    "dram_active_percent",
+)
+"""The ``profiling`` column's values, in order."""
 P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
 
 GPU_STATIC_FIELDS = (
@@ -219,6 +230,10 @@ def encode_gpu(gpu: GpuSample) -> list[Any]:
         values.append(True)
     elif gpu.not_answering_s is not None:  # likewise, one further along
         values.extend((False, _num(gpu.not_answering_s)))
+    else:
+        profiling = [_num(getattr(gpu, name)) for name in PROFILING_FIELDS]
+        if any(value is not None for value in profiling):  # and one further still
+            values.extend((False, None, profiling))
     return values
 
 
@@ -280,6 +295,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
     """A GPU's per-tick columns back into a GpuSample, with its static record."""
     flat = g[G_SAMPLES]
     throttle = g[G_THROTTLE]
+    active, occupancy, tensor, dram = _profiling(g)
     return GpuSample(
         index=g[G_INDEX],
         name=static.get("name"),
@@ -302,7 +318,28 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
         lost=len(g) > G_LOST and g[G_LOST] is True,
         not_answering_s=_not_answering(g),
+        sm_active_percent=active,
+        sm_occupancy_percent=occupancy,
+        tensor_active_percent=tensor,
+        dram_active_percent=dram,
     )
+
+
+_NO_PROFILING: tuple[None, None, None, None] = (None, None, None, None)
+
+
+def _profiling(g: list[Any]) -> tuple[float | None, float | None, float | None, float | None]:
+    """The ``profiling`` column, in :data:`PROFILING_FIELDS` order: numbers 0-100 or
+    None each; an absent or malformed column is all unknown."""
+    if len(g) <= G_PROFILING:
+        return _NO_PROFILING
+    values = g[G_PROFILING]
+    if values.__class__ is not list or len(values) != len(PROFILING_FIELDS):
+        return _NO_PROFILING
+    a, o, t, d = (
+        float(x) if x.__class__ in (int, float) and 0 <= x <= 100 else None for x in values
+    )
+    return a, o, t, d
 
 
 def _not_answering(g: list[Any]) -> float | None:

@@ -119,6 +119,32 @@ def test_worker_command_lines_round_trip_and_older_records_read_as_unknown(
     ]
 
 
+def test_profiling_percentages_round_trip_and_stay_out_of_files_without_them(
+    tmp_path: Path,
+) -> None:
+    plain = demo_snapshots(3, "healthy")
+    profiled = [
+        dataclasses.replace(
+            s,
+            gpus=tuple(
+                dataclasses.replace(
+                    g, sm_active_percent=80.5, sm_occupancy_percent=None,
+                    tensor_active_percent=12.0, dram_active_percent=33.25,
+                )
+                for g in s.gpus
+            ),
+        )
+        for s in plain
+    ]
+    path = tmp_path / "run.jsonl"
+    write(path, profiled)
+    assert list(open_recording(path)) == profiled
+    write(path, plain)  # no source that profiles: the tick lines are as before
+    ticks = [json.loads(x) for x in path.read_text().splitlines() if x.startswith("[")]
+    assert all(len(g) == 11 for t in ticks for g in t[2])
+    assert list(open_recording(path)) == plain
+
+
 def test_unknown_records_and_keys_are_ignored(tmp_path: Path) -> None:
     snapshots = demo_snapshots(3, "healthy")
     path = tmp_path / "run.jsonl"

@@ -49,7 +49,8 @@ class Column:
     role: str
     """What the cell holds: ``time``, ``date`` (dmon ``-o D``), ``gpu``, ``name``,
     ``uuid``, ``bus_id``, ``driver``, ``sm``, ``mem``, ``vram_used``/``_total``/``_free``,
-    ``temp``, ``power``, ``power_limit``, ``sm_clock``, ``max_sm_clock``,
+    ``temp``, ``power``, ``power_limit``, ``sm_clock``, the profiling percentages
+    (:data:`PROFILING_ROLES`), ``max_sm_clock``,
     ``pcie_gen``, ``pcie_width``, ``pcie_rx``, ``pcie_tx``, ``throttle_mask``,
     ``throttle:<reason>`` (Active/Not Active) or ``throttle_pct:<reason>`` (dmon's
     pviol/tviol: % of time, > 0 means active)."""
@@ -70,6 +71,9 @@ class Row:
     """(column label, why) for metric cells that did not read: left unknown, the
     rest of the row kept."""
 
+
+PROFILING_ROLES = ("sm_active", "sm_occupancy", "tensor_active", "dram_active")
+"""Roles of DCGM profiling ratios, as percentages: GpuSample's ``<role>_percent``."""
 
 IDENTITY_ROLES = frozenset({"time", "date", "gpu"})
 """A row whose time or GPU does not read cannot be placed: it is dropped whole."""
@@ -146,7 +150,7 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
                     key = ident
             elif role in ("name", "driver"):
                 fields[role] = v.text(cell)
-            elif role in ("sm", "mem"):
+            elif role in ("sm", "mem", *PROFILING_ROLES):
                 fields[role] = v.percent(cell)
             elif role in ("vram_used", "vram_total", "vram_free"):
                 fields[role] = v.byte_count(cell, col.scale)
@@ -239,6 +243,10 @@ def gpu_sample(index: int, f: dict[str, Any]) -> GpuSample:
         sm_clock_mhz=f.get("sm_clock"),
         max_sm_clock_mhz=f.get("max_sm_clock"),
         throttle_reasons=f.get("throttle"),
+        sm_active_percent=f.get("sm_active"),
+        sm_occupancy_percent=f.get("sm_occupancy"),
+        tensor_active_percent=f.get("tensor_active"),
+        dram_active_percent=f.get("dram_active"),
     )
 
 

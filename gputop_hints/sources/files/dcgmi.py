@@ -11,7 +11,9 @@ Header driven: columns are DCGM's short field names, or the numeric field ids
 when the log shows those; the header pair may repeat. SM % is ``GPUTL``
 (NVML's utilization.gpu), else ``GRACT`` (graphics engine active, a 0-1 ratio
 of the same thing); memory-access % is ``MCUTL``, else ``DRAMA``. Profiling
-ratios are fractions 0-1 and become percentages. ``N/A`` is unknown. dmon has
+ratios are fractions 0-1 and become percentages; ``SMACT``, ``SMOCC``, ``TENSO`` and
+``DRAMA`` are also kept as the model's profiling percentages (SM active, occupancy,
+tensor active, DRAM active: docs/metrics.md). ``N/A`` is unknown. dmon has
 no timestamps: ``--interval`` (dcgmi's ``-d`` in seconds) spaces the samples.
 Entities other than whole GPUs (``GPU-I``, ``GPU-CI``, switches) are skipped.
 """
@@ -62,8 +64,18 @@ FIELDS: dict[str, tuple[int, str, float]] = {
     "PCITX": (1009, "pcie_tx", 1.0),
     "PCIRX": (1010, "pcie_rx", 1.0),
 }
-_BY_ID = {str(number): name for name, (number, _r, _s) in FIELDS.items()}
-KNOWN_OTHER = {"SMACT", "SMOCC", "TENSO", "FP64A", "FP32A", "FP16A", "NVLTX", "NVLRX", "MMCLK"}
+# Profiling ratios (0-1) carried as they are into the model's profiling percentages,
+# whatever else the column also stands in for (DRAMA is memory-access % without MCUTL).
+PROFILING: dict[str, tuple[int, str]] = {
+    "SMACT": (1002, "sm_active"),
+    "SMOCC": (1003, "sm_occupancy"),
+    "TENSO": (1004, "tensor_active"),
+    "DRAMA": (1005, "dram_active"),
+}
+_BY_ID = {str(number): name for name, (number, _r, _s) in FIELDS.items()} | {
+    str(number): name for name, (number, _r) in PROFILING.items()
+}
+KNOWN_OTHER = {"FP64A", "FP32A", "FP16A", "NVLTX", "NVLRX", "MMCLK"}
 
 
 @dataclass
@@ -99,6 +111,10 @@ def _plan(names: list[str]) -> DcgmiPlan:
         plan.columns.append(Column(i + 1, found[1], MIB if scale == MIB else 1.0, name))
         if scale == 100.0:
             plan.scales[i + 1] = scale
+    for i, name in enumerate(names):
+        if name in PROFILING:
+            plan.columns.append(Column(i + 1, PROFILING[name][1], 1.0, name))
+            plan.scales[i + 1] = 100.0
     plan.columns.append(Column(0, "gpu", 1.0, "Entity"))
     return plan
 
@@ -135,7 +151,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> DcgmiPlan | str:
     names = header_names(lines[0]) if lines else None
     if names is None:
         return "first line is not a '#Entity ...' dcgmi dmon header"
-    known = [n for n in names if n in FIELDS or n in KNOWN_OTHER]
+    known = [n for n in names if n in FIELDS or n in PROFILING or n in KNOWN_OTHER]
     if not known:
         return f"no DCGM field we know in {' '.join(names)[:80]}"
     plan = _plan(names)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from contextlib import closing
 
+import pytest
+
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import (
@@ -45,6 +47,33 @@ def test_dcgmi_dmon_by_field_id_scales_ratios_and_skips_instances() -> None:
     assert [s.gpus[0].memory_access_percent for s in snaps] == [30, 35]  # DRAMA
     assert snaps[0].gpus[0].vram_used_bytes == 10240 * MIB
     assert "no timestamps" in info.detail
+
+
+def test_dcgmi_profiling_fields_are_carried_as_percentages() -> None:
+    """SMACT/SMOCC/TENSO/DRAMA (by field id, then by name) reach the model as
+    percentages; N/A and a ratio above 1 are unknown, never a value."""
+    snaps, info, _counters = load("dcgmi_dmon_profiling.log", interval_s=1.0)
+    assert info.format == "dcgmi-dmon" and len(snaps) == 3
+    g0 = [s.gpus[0] for s in snaps]
+    assert [g.sm_percent for g in g0] == [97, 98, 99]  # GPUTL stays utilization
+    assert [g.sm_active_percent for g in g0] == pytest.approx([91.2, 93.0, 5.0])
+    assert [g.sm_occupancy_percent for g in g0][:2] == pytest.approx([45.5, None])
+    assert g0[2].sm_occupancy_percent is None  # 1.7 of the maximum cannot be
+    assert [g.tensor_active_percent for g in g0] == pytest.approx([30.1, 31.0, 0.0])
+    assert [g.dram_active_percent for g in g0] == pytest.approx([40.2, 41.0, 90.0])
+    assert [g.memory_access_percent for g in g0] == pytest.approx([40.2, 41.0, 90.0])
+    assert all(s.gpus[1].sm_active_percent == 0 for s in snaps)
+
+
+def test_logs_without_profiling_fields_leave_them_unknown() -> None:
+    snaps, _info, _counters = load("dcgmi_dmon_ids.log")
+    g = snaps[0].gpus[0]
+    assert g.dram_active_percent == pytest.approx(30.0)  # field 1005 is DRAMA
+    assert (g.sm_active_percent, g.sm_occupancy_percent, g.tensor_active_percent) == (
+        None,
+        None,
+        None,
+    )
 
 
 def test_gpustat_json_lines_with_processes_and_a_cut_document() -> None:
