@@ -16,7 +16,7 @@ from gputop_hints import __version__
 from gputop_hints.hints.findings import Evidence
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
-from gputop_hints.outputs.report.stats import PercentStats
+from gputop_hints.outputs.report.stats import PROFILING_NAMES, PercentStats
 from gputop_hints.text import visible_lines
 from gputop_hints.units import duration_text, human_bytes, human_rate
 
@@ -98,6 +98,7 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
     out.append("")
     if report.gpus:
         out.extend(_gpu_table(report))
+        out.extend(_profiling_table(report))
         out.append("")
     if report.rule_seconds:
         out.append("Time in each finding (any subject):")
@@ -166,6 +167,31 @@ def _gpu_table(report: Report) -> list[str]:
             f"{_rates(g.pcie_tx.mean, g.pcie_tx.peak):>20}" + (f"  {g.name}" if g.name else "")
         )
     return lines
+
+
+def _profiling_table(report: Report) -> list[str]:
+    """DCGM's profiling percentages per GPU, where the input had them (dcgmi dmon)."""
+    if not any(g.profiled for g in report.gpus):
+        return []
+    lines = [
+        "",
+        f"{'GPU':>3}  {'SM active mean/p95':>18}  {'occupancy mean/p95':>18}  "
+        f"{'tensor mean/p95':>15}  {'DRAM active mean/p95':>20}   (DCGM profiling)"
+    ]
+    for g in report.gpus:
+        cells = [_pair(g.profiling[name]) for name in PROFILING_NAMES]
+        lines.append(
+            f"{g.index:>3}  {cells[0]:>18}  {cells[1]:>18}  {cells[2]:>15}  {cells[3]:>20}"
+        )
+    return lines
+
+
+def _pair(s: PercentStats) -> str:
+    if not s.count:
+        return "n/a"
+    mean, p95 = s.mean, s.quantile(0.95)
+    assert mean is not None and p95 is not None
+    return f"{mean:.0f}/{p95:.0f}"
 
 
 def _finding_block(

@@ -122,6 +122,14 @@ class RateStats(_BinnedStats):
         return self.peak
 
 
+PROFILING_NAMES = (
+    "sm_active_percent",
+    "sm_occupancy_percent",
+    "tensor_active_percent",
+    "dram_active_percent",
+)
+
+
 @dataclass
 class GpuStats:
     """One GPU's statistics over a recording."""
@@ -136,6 +144,15 @@ class GpuStats:
     vram_peak_bytes: int | None = None
     pcie_rx: RateStats = field(default_factory=RateStats)
     pcie_tx: RateStats = field(default_factory=RateStats)
+    profiling: dict[str, PercentStats] = field(
+        default_factory=lambda: {name: PercentStats() for name in PROFILING_NAMES}
+    )
+    """DCGM profiling percentages (SM active, occupancy, tensor, DRAM active) by the
+    model's field name; counted only where a source has them."""
+
+    @property
+    def profiled(self) -> bool:
+        return any(s.count for s in self.profiling.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +166,7 @@ class GpuStats:
             "vram_total_bytes": self.vram_total_bytes,
             "pcie_rx_bytes_per_s": self.pcie_rx.to_dict(),
             "pcie_tx_bytes_per_s": self.pcie_tx.to_dict(),
+            "profiling": {name: s.to_dict() for name, s in self.profiling.items()},
         }
 
 
@@ -210,6 +228,10 @@ class GpuTable:
             seen[METRIC_TEMPERATURE] = True
         if g.sm_samples:
             seen[METRIC_SUBSECOND] = True
+        for name, stats in st.profiling.items():
+            value = getattr(g, name)
+            if value is not None:
+                stats.add(value)
 
     def in_order(self) -> list[GpuStats]:
         return [self.gpus[k] for k in sorted(self.gpus)]

@@ -3,6 +3,9 @@ see tests/fixtures/import/README.md), with broken variants."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from contextlib import closing
 
 import pytest
@@ -106,3 +109,40 @@ def test_gpustat_text_lines() -> None:
     }
     assert [g.index for g in snaps[2].gpus] == [1]  # GPU 0's line does not read
     assert counters.bad_lines == 1 and counters.first_bad_line == 8
+
+
+def _report(*args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUTOP_HINTS")}
+    result = subprocess.run(
+        [sys.executable, "-m", "gputop_hints", "report", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(env, COLUMNS="160"),
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_report_of_a_dcgmi_log_shows_its_profiling_figures() -> None:
+    """The report prints a DCGM profiling table whose means are the log's own."""
+    log = FIXTURES / "dcgmi_dmon_profiling.log"
+    # Count independently: GPU 0's SMACT / TENSO ratios in the file, by column.
+    smact, tenso = [], []
+    for line in log.read_text().splitlines():
+        cells = line.split()
+        if cells[:2] == ["GPU", "0"]:
+            smact.append(float(cells[2]))
+            tenso.append(float(cells[4]))
+    text = _report(str(log), "--interval", "1")
+    assert "(DCGM profiling)" in text
+    lines = text.splitlines()
+    start = next(i for i, x in enumerate(lines) if "(DCGM profiling)" in x)
+    cells = next(x for x in lines[start + 1 :] if x.split()[:1] == ["0"]).split()
+    assert cells[1].split("/")[0] == f"{sum(smact) / len(smact) * 100:.0f}"
+    assert cells[3].split("/")[0] == f"{sum(tenso) / len(tenso) * 100:.0f}"
+
+
+def test_report_without_profiling_fields_has_no_profiling_table() -> None:
+    assert "(DCGM profiling)" in _report(str(FIXTURES / "dcgmi_dmon.log"), "--interval", "1")
+    assert "(DCGM profiling)" not in _report(str(FIXTURES / "nvsmi_full_2gpu.csv"))
