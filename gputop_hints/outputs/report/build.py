@@ -30,7 +30,7 @@ from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.quality import GAP_FACTOR, quality_notes
-from gputop_hints.outputs.report.stats import GpuTable
+from gputop_hints.outputs.report.stats import GpuTable, ProcessTable
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.streams import (
     METRIC_HOST_CPU,
@@ -86,6 +86,7 @@ def build_report(
     metrics = _MetricsSeen()
     gpus = GpuTable(info.header.get("gpus"))
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
+    processes = ProcessTable()
     for i, tick in enumerate(tick_views(stream)):
         timeline.add(tick.timestamp)
         gpus.add(tick, metrics.seen)
@@ -95,9 +96,13 @@ def build_report(
         if snap is None:
             continue
         metrics.add_snapshot(snap)
+        processes.add(snap)
         hints.add(i, snap)
     truncated = getattr(stream, "truncated", False)
-    return _assemble(info, stream.counters, timeline, gpus, metrics, hints, truncated)
+    report = _assemble(info, stream.counters, timeline, gpus, metrics, hints, truncated)
+    report.processes = processes.ranked()
+    report.processes_dropped = processes.dropped
+    return report
 
 
 def report_file(

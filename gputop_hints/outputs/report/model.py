@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputop_hints.hints.findings import Finding, Severity
-from gputop_hints.outputs.report.stats import GpuStats
+from gputop_hints.outputs.report.stats import GpuStats, ProcessStats
 from gputop_hints.streams import ReadCounters, StreamInfo
 
 EXIT_OK = 0
@@ -85,6 +85,10 @@ class Report:
     gaps: int = 0
     gap_seconds: float = 0.0
     longest_gap_s: float = 0.0
+    processes: list[ProcessStats] = field(default_factory=list)
+    """Every GPU process seen in the fully decoded ticks, heaviest first."""
+    processes_dropped: int = 0
+    """Light, short-lived processes left out to keep memory bounded (churn)."""
 
     @property
     def duration_s(self) -> float:

@@ -53,6 +53,8 @@ def report_json(report: Report) -> dict[str, Any]:
             "longest_gap_s": report.longest_gap_s,
         },
         "gpus": [g.to_dict() for g in report.gpus],
+        "processes": [p.to_dict() for p in report.processes],
+        "processes_dropped": report.processes_dropped,
         "hints": {
             "stride_ticks": report.hint_stride,
             "evaluations": report.hint_evaluations,
@@ -100,6 +102,9 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
         out.extend(_gpu_table(report))
         out.extend(_profiling_table(report))
         out.append("")
+    if report.processes:
+        out.extend(_process_table(report, top))
+        out.append("")
     if report.rule_seconds:
         out.append("Time in each finding (any subject):")
         for rule, s in sorted(report.rule_seconds.items(), key=lambda kv: -kv[1]):
@@ -135,7 +140,11 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
 def _heading(report: Report) -> list[str]:
     """What file, which host, when and how often it was sampled."""
     info = report.info
-    lines = [f"gputop-hints {__version__} report -- {info.path}"]
+    inputs = [info.path]
+    process_log = info.header.get("process_log")
+    if isinstance(process_log, str):
+        inputs.append(f"{process_log} (processes)")
+    lines = [f"gputop-hints {__version__} report -- {' + '.join(inputs)}"]
     host = info.hostname or "unknown host"
     if report.samples:
         assert report.start is not None and report.end is not None
@@ -182,6 +191,38 @@ def _profiling_table(report: Report) -> list[str]:
         cells = [_pair(g.profiling[name]) for name in PROFILING_NAMES]
         lines.append(
             f"{g.index:>3}  {cells[0]:>18}  {cells[1]:>18}  {cells[2]:>15}  {cells[3]:>20}"
+        )
+    return lines
+
+
+def _process_table(report: Report, top: int) -> list[str]:
+    """The heaviest GPU processes: GPU time, memory, CPU, how long they were seen."""
+    shown = report.processes[:top]
+    more = len(report.processes) - len(shown) + report.processes_dropped
+    read = report.hint_evaluations if report.hint_stride > 1 else report.samples
+    lines = [
+        f"GPU processes ({len(report.processes) + report.processes_dropped}; "
+        + (f"the {len(shown)} busiest" if more > 0 else "busiest first")
+        + (f", from the {read} ticks read in full" if report.hint_stride > 1 else "")
+        + (f"; {more} more in --json" if more > 0 and not report.processes_dropped else "")
+        + "):",
+        f"{'PID':>8}  {'GPU':>3}  {'SM % mean/max':>13}  {'mem % mean':>10}  "
+        f"{'CPU % mean':>10}  {'VRAM peak':>10}  {'seen':>10}  name",
+    ]
+    for p in shown:
+        seen = p.last_seen - p.first_seen + (report.interval_s or 0.0)
+        sm = "n/a" if p.sm.mean is None else f"{p.sm.mean:.0f}/{p.sm.peak:.0f}"
+        mem = "n/a" if p.memory_access.mean is None else f"{p.memory_access.mean:.0f}"
+        cpu = "n/a" if p.cpu.mean is None else f"{p.cpu.mean:.0f}"
+        who = (p.name or "?") + (f" ({p.user})" if p.user else "")
+        lines.append(
+            f"{p.pid:>8}  {p.gpu_index:>3}  {sm:>13}  {mem:>10}  {cpu:>10}  "
+            f"{human_bytes(p.vram_peak_bytes):>10}  {duration_text(seen):>10}  {who}"
+        )
+    if report.processes_dropped:
+        lines.append(
+            f"  ({report.processes_dropped} short-lived, light processes not kept: "
+            "the table holds the heaviest 1000)"
         )
     return lines
 

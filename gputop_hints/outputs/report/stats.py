@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop_hints.model import GpuSample
+from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
@@ -235,3 +235,110 @@ class GpuTable:
 
     def in_order(self) -> list[GpuStats]:
         return [self.gpus[k] for k in sorted(self.gpus)]
+
+
+class _Running:
+    """Count, mean and peak without bins (a process table may hold thousands)."""
+
+    __slots__ = ("count", "peak", "total")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.peak: float | None = None
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if self.peak is None or value > self.peak:
+            self.peak = value
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {"mean": self.mean, "max": self.peak, "samples": self.count}
+
+
+@dataclass
+class ProcessStats:
+    """One GPU process (a pid on a GPU) over the ticks the report decoded in full."""
+
+    pid: int
+    gpu_index: int
+    name: str | None = None
+    user: str | None = None
+    first_seen: float = 0.0
+    last_seen: float = 0.0
+    ticks: int = 0
+    sm: _Running = field(default_factory=_Running)
+    memory_access: _Running = field(default_factory=_Running)
+    cpu: _Running = field(default_factory=_Running)
+    vram_peak_bytes: int | None = None
+
+    @property
+    def weight(self) -> tuple[float, int, int]:
+        """What ranks a process first: GPU time, then memory held, then how long seen."""
+        return (self.sm.total, self.vram_peak_bytes or 0, self.ticks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "gpu_index": self.gpu_index,
+            "name": self.name,
+            "user": self.user,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "ticks": self.ticks,
+            "sm_percent": self.sm.to_dict(),
+            "memory_access_percent": self.memory_access.to_dict(),
+            "cpu_percent": self.cpu.to_dict(),
+            "vram_peak_bytes": self.vram_peak_bytes,
+        }
+
+
+class ProcessTable:
+    """Per-process statistics from the fully decoded ticks, in bounded memory: past
+    ``limit`` processes (churn: thousands of short-lived ones) the lightest are
+    dropped, and counted."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self.limit = limit
+        self.processes: dict[tuple[int, int], ProcessStats] = {}
+        self.dropped = 0
+
+    def add(self, snap: Snapshot) -> None:
+        ts = snap.timestamp
+        table = self.processes
+        for p in snap.processes:
+            key = (p.pid, p.gpu_index)
+            st = table.get(key)
+            if st is None:
+                st = table[key] = ProcessStats(p.pid, p.gpu_index, first_seen=ts)
+            st.ticks += 1
+            st.last_seen = ts
+            if p.name:
+                st.name = p.name
+            if p.user:
+                st.user = p.user
+            if p.sm_percent is not None:
+                st.sm.add(p.sm_percent)
+            if p.memory_access_percent is not None:
+                st.memory_access.add(p.memory_access_percent)
+            if p.cpu_percent is not None:
+                st.cpu.add(p.cpu_percent)
+            vram = p.vram_bytes
+            if vram is not None and (st.vram_peak_bytes is None or vram > st.vram_peak_bytes):
+                st.vram_peak_bytes = vram
+        if len(table) > 2 * self.limit:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        kept = sorted(self.processes.values(), key=lambda s: s.weight, reverse=True)
+        self.dropped += len(kept) - self.limit
+        self.processes = {(s.pid, s.gpu_index): s for s in kept[: self.limit]}
+
+    def ranked(self) -> list[ProcessStats]:
+        """Heaviest first (GPU time, then VRAM, then time seen)."""
+        return sorted(self.processes.values(), key=lambda s: s.weight, reverse=True)

@@ -86,7 +86,7 @@ def snapshots(
         for gpu, procs in poll.gpus.items():
             index = numbering.index(gpu)
             uuid = gpu if isinstance(gpu, str) and gpu.startswith(("GPU-", "MIG-")) else None
-            gpus.append(GpuSample(index=index, uuid=uuid))
+            gpus.append(_gpu(index, uuid, procs))
             processes += [_on(p, index) for p in procs]
         gpus.sort(key=lambda g: g.index)
         counters.saw_gpus(len(gpus))
@@ -99,6 +99,33 @@ def snapshots(
             source="replay",
             source_detail=detail,
         )
+
+
+FROM_ONLY_PROCESS = (
+    "a GPU's SM % and memory % are its only process's, where it has exactly one; "
+    "unknown where it has none or several"
+)
+"""The detail note of a per-process log read alone (see :func:`_gpu`)."""
+
+
+def _gpu(index: int, uuid: str | None, procs: list[GpuProcess]) -> GpuSample:
+    """The GPU of a poll. With exactly one process on it, NVML's per-process SM % and
+    memory % (``nvmlDeviceGetProcessUtilization``, what pmon prints) are the GPU's own
+    over the same sample window, so the GPU gets them: a per-process log alone then
+    supports the findings that read SM %. With several, the per-process figures
+    overlap in time (their sum can exceed the GPU's, their maximum falls short), so
+    the GPU stays unknown; with none, pmon printed ``-``: no sample, not idle."""
+    if len(procs) != 1:
+        return GpuSample(index=index, uuid=uuid)
+    (only,) = procs
+    if only.sm_percent is None and only.memory_access_percent is None:
+        return GpuSample(index=index, uuid=uuid)
+    return GpuSample(
+        index=index,
+        uuid=uuid,
+        sm_percent=only.sm_percent,
+        memory_access_percent=only.memory_access_percent,
+    )
 
 
 def _on(proc: GpuProcess, index: int) -> GpuProcess:

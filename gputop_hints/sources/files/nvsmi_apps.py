@@ -148,15 +148,16 @@ def stream_info(
     times: list[float],
     interval_s: float | None,
     notes: list[str],
-    missing_extra: tuple[str, ...] = (),
+    present: tuple[str, ...] = (),
 ) -> tuple[StreamInfo, float]:
-    """StreamInfo for a per-process log: everything but processes is missing."""
+    """StreamInfo for a per-process log: everything but processes (and ``present``,
+    GPU metrics taken from a GPU's only process) is missing."""
     interval = choose_interval(median_interval(times), interval_s, notes, bool(times))
     info = StreamInfo(
         path=str(path),
         format=fmt,
         interval_s=interval,
-        missing=tuple(m for m in ALL_METRICS if m != METRIC_PROCESSES and m not in missing_extra),
+        missing=tuple(m for m in ALL_METRICS if m != METRIC_PROCESSES and m not in present),
         detail="; ".join([label, *notes]),
         header={},
     )

@@ -28,7 +28,9 @@ from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_apps import stream_info
 from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.streams import (
+    METRIC_MEMORY_ACCESS,
     METRIC_PROCESSES,
+    METRIC_SM,
     ReadCounters,
     note_bad_line,
 )
@@ -110,7 +112,13 @@ def open_pmon(
     """Per-process rows of a pmon log, as snapshots of identity-only GPUs."""
     notes = [f"columns {' '.join(plan.names)}"]
     times = sorted({r.timestamp for r in plan.rows if r.timestamp is not None})
-    info, interval = stream_info(path, FORMAT, LABEL, times, interval_s, notes)
+    present = tuple(
+        metric for name, metric in (("sm", METRIC_SM), ("mem", METRIC_MEMORY_ACCESS))
+        if name in plan.names
+    )
+    if present:
+        notes.append(_polls.FROM_ONLY_PROCESS)
+    info, interval = stream_info(path, FORMAT, LABEL, times, interval_s, notes, present)
     detail = f"{LABEL}: {path.name}"
 
     counters = ReadCounters()
@@ -140,7 +148,7 @@ SPEC = FormatSpec(
     label=LABEL,
     sniff=sniff,
     open=open_pmon,
-    metrics=frozenset({METRIC_PROCESSES}),
+    metrics=frozenset({METRIC_PROCESSES, METRIC_SM, METRIC_MEMORY_ACCESS}),
     docs="Per-process logs: --query-compute-apps and pmon",
     per_process=True,
 )

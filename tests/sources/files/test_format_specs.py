@@ -17,7 +17,7 @@ import pytest
 from gputop_hints.sources.files import FORMATS, open_stream
 from gputop_hints.sources.files.registry import ALL_FORMATS, LABELS, PROCESS_FORMATS
 from gputop_hints.sources.files.spec import FormatSpec
-from gputop_hints.streams import ALL_METRICS, METRIC_PROCESSES
+from gputop_hints.streams import ALL_METRICS, METRIC_MEMORY_ACCESS, METRIC_PROCESSES, METRIC_SM
 from tests.support.paths import FIXTURES, REPO
 
 SPECS = pytest.mark.parametrize("spec", ALL_FORMATS, ids=lambda spec: spec.id)
@@ -166,7 +166,10 @@ def test_format_metrics_and_per_process_agree(spec: FormatSpec) -> None:
     assert spec.metrics, f"{spec.id}: SPEC.metrics is empty"
     assert spec.label, f"{spec.id}: SPEC.label is empty"
     if spec.per_process:
-        assert spec.metrics == {METRIC_PROCESSES}, (
-            f"{spec.id}: a per-process log carries processes only, not {sorted(spec.metrics)}"
+        # Processes, and at most the GPU figures a GPU's only process gives (pmon).
+        derivable = {METRIC_PROCESSES, METRIC_SM, METRIC_MEMORY_ACCESS}
+        assert METRIC_PROCESSES in spec.metrics and spec.metrics <= derivable, (
+            f"{spec.id}: a per-process log carries processes (and SM/memory % of a GPU's "
+            f"only process), not {sorted(spec.metrics)}"
         )
     assert (spec.id in PROCESS_FORMATS) == spec.per_process
