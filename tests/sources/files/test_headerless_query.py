@@ -170,3 +170,27 @@ def test_a_temperature_beside_a_utilization_that_never_idles_is_not_guessed(
         UnrecognisedFormat, match=r"--map time=1,gpu=2,name=3,\?=4,\?=5,sm_clock=6 "
     ):
         open_stream(path)
+
+
+def test_power_and_memory_without_units_are_told_by_their_shape(tmp_path: Path) -> None:
+    """--query-gpu=timestamp,index,power.draw,power.limit,memory.used,memory.total
+    --format=csv,noheader,nounits on 2 GPUs: two-decimal watts (the constant, never
+    lower one the limit) and MiB (the constant, never lower one the total)."""
+    rows = [
+        f"2024/10/31 23:04:{10 + p:02d}.{123 + g:03d}, {g}, {65.43 + 50 * p + g:.2f}, "
+        f"400.00, {20000 + 1000 * p + 7 * g}, 81920"
+        for p in range(4)
+        for g in range(2)
+    ]
+    path = tmp_path / "gpu.csv"
+    path.write_text("\n".join(rows) + "\n")
+    snaps, info = load(path)
+    got = [
+        (g.power_watts, g.power_limit_watts, g.vram_used_bytes, g.vram_total_bytes)
+        for s in snaps
+        for g in s.gpus
+    ]
+    split = [[c.strip() for c in row.split(",")] for row in rows]
+    want = [(float(r[2]), float(r[3]), int(r[4]) * 2**20, int(r[5]) * 2**20) for r in split]
+    assert info.gpu_count == 2 and got == want
+    assert info.header["inferred_columns"]["column 4"] == "power.limit"
