@@ -193,4 +193,5 @@ def test_power_and_memory_without_units_are_told_by_their_shape(tmp_path: Path) 
     split = [[c.strip() for c in row.split(",")] for row in rows]
     want = [(float(r[2]), float(r[3]), int(r[4]) * 2**20, int(r[5]) * 2**20) for r in split]
     assert info.gpu_count == 2 and got == want
-    assert info.header["inferred_columns"]["column 4"] == "power.limit"
+    inferred = info.header["inferred_columns"]
+    assert isinstance(inferred, dict) and inferred["column 4"] == "power.limit"
