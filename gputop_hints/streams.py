@@ -119,9 +119,14 @@ class ReadCounters:
     """The most GPUs one record held (None: no record read yet)."""
     found: dict[str, object] = field(default_factory=dict)
     """Format-specific facts learnt from the data, by name."""
+    _last_bad_line: int | None = field(default=None, repr=False, compare=False)
 
     def note_bad_line(self, line_number: int, reason: str) -> None:
-        """Count a malformed line; remember the first one for the message."""
+        """Count a malformed line; remember the first one for the message. A line
+        noted again at once (a NUL run and the text after it) counts once."""
+        if line_number > 0 and line_number == self._last_bad_line:
+            return
+        self._last_bad_line = line_number
         self.bad_lines += 1
         if self.first_bad_line is None:
             self.first_bad_line = line_number
@@ -139,6 +144,7 @@ class ReadCounters:
         self.first_bad_reason = None
         self.gpu_count = None
         self.found = {}
+        self._last_bad_line = None
 
 
 class SnapshotStream(Protocol):

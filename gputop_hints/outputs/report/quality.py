@@ -52,6 +52,13 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
         )
     if backwards:
         notes.append(f"{backwards} tick(s) went back in time (clock change or concatenated files).")
+    inferred = info.header.get("inferred_columns")
+    if isinstance(inferred, dict) and inferred:
+        notes.append(
+            "no header row: columns read by their values as "
+            + ", ".join(f"{column} {name}" for column, name in inferred.items())
+            + " (if one is wrong, name them with --map, docs/import.md)."
+        )
     counters = report.counters
     if counters.bad_lines:
         notes.append(

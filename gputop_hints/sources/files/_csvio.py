@@ -73,6 +73,9 @@ class CsvPlan:
     notes: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     units: bool = False
+    inferred: dict[int, str] = field(default_factory=dict)
+    """A headerless file's columns told by their values: 1-based column -> the
+    nvidia-smi field it was taken for (--map entries left out)."""
 
 
 def split_simple(line: str, delimiter: str = ",") -> list[str]:

@@ -33,8 +33,12 @@ def table_stream(
     interval_s: float | None,
     mapping: Mapping[str, str] | None,
     read: RowReader,
+    *,
+    inferred: Mapping[str, str] | None = None,
 ) -> ImportedStream:
-    """``notes`` start the detail line (what the file is); the rest is added here."""
+    """``notes`` start the detail line (what the file is); the rest is added here.
+    ``inferred``: the columns of a headerless file told by their values (column ->
+    the field it was taken for), kept in ``header["inferred_columns"]``."""
     roles = [c.role for c in columns]
     timed = "time" in roles
     vram_total = vram_constant(mapping)
@@ -54,7 +58,10 @@ def table_stream(
         gpu_count=gpu_count,
         missing=missing_for(roles),
         detail="; ".join(notes),
-        header={"columns": {c.label: c.role for c in columns}},
+        header={
+            "columns": {c.label: c.role for c in columns},
+            **({"inferred_columns": dict(inferred)} if inferred else {}),
+        },
     )
     detail = f"{label}: {path.name}"
     counters = ReadCounters()

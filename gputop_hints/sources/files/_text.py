@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import io
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +22,32 @@ HEAD_BYTES = 64 * 1024
 MAX_LINE_CHARS = 1024 * 1024
 """A longer line is skipped as malformed (a log line is a few hundred bytes)."""
 
+MAX_NUL_RUNS = 8
+"""More separate NUL runs than this in the head is binary data (UTF-16 without a BOM,
+an executable), not a text log with a pre-allocated or crash-cut stretch."""
+
 BadLine = Callable[[int, str], None]
+
+_NUL_RUN_RE = re.compile("\x00+")
+
+
+def after_nuls(line: str) -> tuple[str, str | None]:
+    """A line -> (the text after its last NUL run, why it is a bad record; None for a
+    line without NULs). Two loggers sharing a file, a pre-allocated file or one cut
+    by a crash leave runs of NULs: each run is a bad record at its line, and a
+    record written after it is kept (the reader judges it as any other line)."""
+    if "\x00" not in line:
+        return line, None
+    nuls = line.count("\x00")
+    before, _, tail = line.rpartition("\x00")
+    lost = before.replace("\x00", "").strip()
+    if not tail.strip():
+        if lost:
+            return "", f"a record cut short by {nuls} NUL byte(s): skipped"
+        return "", f"{nuls} NUL byte(s) (a pre-allocated or crash-cut stretch): skipped"
+    if lost:
+        return tail, f"a record cut short by {nuls} NUL byte(s): skipped, the text after kept"
+    return tail, f"{nuls} NUL byte(s) before the text of this line: skipped, the text kept"
 
 
 def _encoding_for(head: bytes) -> str:
@@ -81,7 +107,10 @@ class TextSource:
                 return
             number += 1
             if not line.endswith("\n") and len(line) >= MAX_LINE_CHARS:
-                # Overlong line (binary garbage, a missing newline): skip the rest of it.
+                # Overlong line (binary garbage, a missing newline, a long NUL run):
+                # skip the rest of it; a record after a NUL run at its end is kept.
+                nul_run = line.count("\x00") * 2 > len(line)
+                more = ""
                 try:
                     while True:
                         more = self._text.readline(MAX_LINE_CHARS)
@@ -90,9 +119,19 @@ class TextSource:
                 except (EOFError, OSError, zlib.error, UnicodeError):
                     pass
                 if self.on_bad_line is not None:
-                    self.on_bad_line(number, f"line longer than {MAX_LINE_CHARS} characters")
+                    kind = "a run of NUL bytes" if nul_run else "line"
+                    self.on_bad_line(number, f"{kind} longer than {MAX_LINE_CHARS} characters")
+                tail = more.rstrip("\n").rpartition("\x00")[2] if "\x00" in more else ""
+                if nul_run and tail.strip():
+                    yield number, tail
                 continue
-            yield number, line.rstrip("\n")
+            text, why = after_nuls(line.rstrip("\n"))
+            if why is not None:
+                if self.on_bad_line is not None:
+                    self.on_bad_line(number, why)
+                if not text.strip():
+                    continue
+            yield number, text
 
     def chunks(self, size: int = 64 * 1024) -> Iterator[str]:
         """The text in pieces of at most ``size`` characters, whatever its line breaks
@@ -132,10 +171,14 @@ class Head:
         try:
             # At most max_bytes characters, whatever the file holds: a file of one
             # endless line (16 GB of NULs, a sparse file) costs no more than any other.
-            self.lines = source.head(max_bytes)
+            raw = source.head(max_bytes)
             self.error = source.error
         finally:
             source.close()
+        self._raw = "\n".join(raw)
+        # The sniffers see what the reader will: the text after a NUL run, or a
+        # blank line where NULs (or a record they cut) stood.
+        self.lines = [after_nuls(line)[0] for line in raw]
 
     @property
     def nonblank(self) -> list[str]:
@@ -146,10 +189,22 @@ class Head:
         return "\n".join(self.lines)
 
     def looks_binary(self) -> str | None:
-        """A reason when the head is not text (NULs, control characters, undecodable bytes)."""
-        text = self.text
+        """A reason when the head is not text (NULs, control characters, undecodable bytes).
+
+        A few runs of NULs between text (a pre-allocated or crash-cut stretch) are not
+        held against it: the text around them is judged alone. NULs and nothing else
+        (a sparse file) or NULs scattered everywhere are binary."""
+        text = self._raw
         if not text:
             return None
+        runs = len(_NUL_RUN_RE.findall(text))
+        if runs > MAX_NUL_RUNS:
+            return f"binary data ({runs} separate runs of NUL bytes in the first {len(text)})"
+        if runs:
+            nuls = text.count("\x00")
+            text = _NUL_RUN_RE.sub("", text)
+            if not text.strip():
+                return f"binary data ({nuls} NUL bytes and no text in the first {nuls})"
         # The ESC starting a terminal sequence is text too: a watch capture is full of them.
         escapes = text.count("\x1b[") + text.count("\x1b(") + text.count("\x1b]")
         bad = (

@@ -42,6 +42,7 @@ MAP_KEYS: dict[str, str] = {
     "power.limit": "power_limit",
     "sm_clock": "sm_clock",
     "clocks.sm": "sm_clock",
+    "clocks.gr": "sm_clock",
     "pcie_rx": "pcie_rx",
     "pcie_tx": "pcie_tx",
     "pcie_gen": "pcie_gen",

@@ -3,9 +3,10 @@
 With a header the columns are named by their query fields (``utilization.gpu
 [%]``). Without one they are inferred from what the values look like --
 nvidia-smi's timestamp, a small GPU index, a GPU name, ``GPU-...`` UUIDs, PCI
-bus ids, and values with units (``%``, ``MiB``, ``W``, ``MHz``); what stays
-ambiguous (bare numbers under ``nounits``) needs ``--map``, except a lone numeric
-column 0-100, which is taken as utilization.gpu.
+bus ids, and values with units (``%``, ``MiB``, ``W``, ``MHz``); bare numbers
+under ``nounits`` by range and shape where one reading is left (see
+``_headerless.infer_columns``). What stays ambiguous needs ``--map``: the refusal
+prints the ``--map`` line with the columns found filled in.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from gputop_hints.sources.files._csvio import (
     split_simple,
     trim_trailing,
 )
-from gputop_hints.sources.files._headerless import column_shapes, epoch_column, infer_headerless
+from gputop_hints.sources.files._headerless import infer_columns
 from gputop_hints.sources.files._table import (
     Assembler,
     Column,
@@ -33,6 +34,7 @@ from gputop_hints.sources.files._table import (
 )
 from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files.mapping import normalise
 from gputop_hints.sources.files.spec import GPU_COLUMNS, FormatSpec
 from gputop_hints.streams import (
     METRIC_THROTTLE,
@@ -77,6 +79,8 @@ NVSMI_FIELDS: dict[str, str] = {
     "enforced.power.limit": "power_limit",
     "clocks.sm": "sm_clock",
     "clocks.current.sm": "sm_clock",
+    "clocks.gr": "sm_clock",  # the graphics clock: the SM clock on data-centre GPUs
+    "clocks.current.graphics": "sm_clock",
     "clocks.max.sm": "max_sm_clock",
     "clocks.max.sm_clock": "max_sm_clock",
     "pcie.link.gen.current": "pcie_gen",
@@ -151,20 +155,27 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
         good = [r for r in rows if len(r) == ncols]
         if len(good) < max(1, len(rows) * 3 // 4):
             return "lines have differing numbers of fields"
-        result = infer_headerless(good)
-        if isinstance(result, str):
-            if not mapping:
-                return result
-            # --map names the metrics; an epoch-time column still finds itself.
-            epoch = epoch_column(good, column_shapes(good))
-            found = [] if epoch is None else [Column(epoch, "time", MIB, f"column {epoch + 1}")]
-            result = (found, [] if epoch is None else [f"column {epoch + 1}: epoch times"])
-        plan = CsvPlan(result[0], ncols, None, notes=list(result[1]))
+        found = infer_columns(good, head.path)
+        if found.reason is not None and not mapping:
+            return found.reason
+        # With --map, what was inferred stays (an epoch-time column, the index...)
+        # and the map names the rest, winning over any guess.
+        plan = CsvPlan(found.columns, ncols, None, notes=list(found.notes))
+        plan.inferred = found.inferred()
         header = None
+    guessed = {(c.position, c.role) for c in plan.columns}
     try:
         plan.columns, notes = apply_mapping(plan.columns, mapping, header, ncols, {})
     except KeyError as exc:
         return str(exc.args[0])
+    if plan.inferred:
+        mapped = set(normalise(mapping))
+        kept = {c.position + 1 for c in plan.columns if (c.position, c.role) in guessed}
+        plan.inferred = {
+            k: name
+            for k, name in plan.inferred.items()
+            if k in kept and not any(c.position + 1 == k and c.role in mapped for c in plan.columns)
+        }
     plan.notes += notes
     if not any(
         c.role not in ("time", "uuid", "bus_id", "name", "gpu", "driver") for c in plan.columns
@@ -213,7 +224,16 @@ def open_csv(
         )
 
     return table_stream(
-        path, FORMAT, LABEL, plan.columns, plan.rows, notes, interval_s, mapping, rows
+        path,
+        FORMAT,
+        LABEL,
+        plan.columns,
+        plan.rows,
+        notes,
+        interval_s,
+        mapping,
+        rows,
+        inferred={f"column {k}": name for k, name in plan.inferred.items()},
     )
 
 

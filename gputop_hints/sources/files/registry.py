@@ -77,9 +77,7 @@ def open_stream(
     normalise(mapping)  # fail early on unknown keys
     head = Head(p)
     candidates = ALL_FORMATS if format is None else (BY_ID[format],)
-    if not head.nonblank:
-        why = "empty file" if head.size == 0 else "no text in the file"
-        raise UnrecognisedFormat(f"{p}: {why}")
+    # Binary first: a head of NULs alone (a sparse file) has no nonblank line either.
     binary = head.looks_binary()
     if binary is not None:
         raise UnrecognisedFormat(
@@ -87,6 +85,9 @@ def open_stream(
             + ", ".join(spec.id for spec in candidates)
             + ": none reads binary data"
         )
+    if not head.nonblank:
+        why = "empty file" if head.size == 0 else "no text in the file"
+        raise UnrecognisedFormat(f"{p}: {why}")
     reasons: list[str] = []
     for spec in candidates:
         plan = spec.sniff(head, mapping)
