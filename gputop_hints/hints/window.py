@@ -123,6 +123,13 @@ class Window:
         known = [m for m in means if m is not None]
         return _mean(known)
 
+    def allowed_cores_busy_latest(self, ticks: int) -> float | None:
+        """Mean busy % of the allowed cores over just the latest ``ticks`` ticks."""
+        cores = self.history.cores
+        n = max(1, min(ticks, self.ticks))
+        means = [cores[i].mean(n) for i in self.latest.host.allowed_cores if i < len(cores)]
+        return _mean([m for m in means if m is not None])
+
     @cached_property
     def iowait_percent(self) -> float | None:
         return self.history.iowait_percent.mean(self.ticks)

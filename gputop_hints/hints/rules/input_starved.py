@@ -78,6 +78,16 @@ class InputStarved:
             0, 100, "%", "critical when mean SM is below this (jobstats flags <= 15 %)"
         )
     )
+    storage_sm_below_percent: float = field(
+        metadata=threshold(
+            0, 100, "%", "with the loader blocked on reads, a GPU below this waits on storage"
+        )
+    )
+    storage_d_state_fraction: float = field(
+        metadata=threshold(
+            0, 1, "", "... blocked: this share of the loader's (process, tick) pairs in D state"
+        )
+    )
     hysteresis: Hysteresis
 
 
@@ -145,7 +155,14 @@ def _starved(
     """The condition on one window: (mean SM, its scope, notes, gaps, their scope) or None."""
     c = t.input_starved
     sm, scope, notes = sm_evidence(win, proc, t)
-    if sm is None or sm >= c.sm_mean_below_percent:
+    if sm is None:
+        return None
+    if _blocked_on_storage(win, t, proc, sm):
+        # Batches arrive as fast as reads finish: the GPU idles in stalls too short
+        # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.
+        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
+        return sm, scope, notes, gaps or Gaps(0.0, 0, sm, False), gaps_scope
+    if sm >= c.sm_mean_below_percent:
         return None
     gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
     if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
@@ -158,6 +175,21 @@ def _starved(
     if not _loading(win, t, proc):
         return None  # an idle host side waits on a person, not on an input pipeline
     return sm, scope, notes, gaps, gaps_scope
+
+
+def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool:
+    """The loader spends most of its time blocked on reads (D state) with the host in
+    iowait, and the GPU is not saturated: with the prefetch queue empty the GPU can
+    only run as fast as the reads arrive, whether or not its stalls show as gaps."""
+    c = t.input_starved
+    if sm >= c.storage_sm_below_percent or loader_workers(proc) == 0:
+        return False
+    iowait = win.iowait_percent
+    return (
+        iowait is not None
+        and iowait >= c.iowait_above_percent
+        and win.process_d_state_fraction(proc) >= c.storage_d_state_fraction
+    )
 
 
 def _loading(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
@@ -225,12 +257,19 @@ def _finding(
 def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
     """Read the host side of ``proc``'s input pipeline over the window, once."""
     allowed = win.allowed_core_count
+    # The subtype says what holds the pipeline back now: cores saturated over the
+    # window, or over its latest half (a window straddling start-up and the starved
+    # loop averages the two and would advise more workers on saturated cores).
+    cores_busy = win.allowed_cores_busy_percent
+    latest = win.allowed_cores_busy_latest((win.ticks + 1) // 2)
+    if latest is not None and (cores_busy is None or latest > cores_busy):
+        cores_busy = latest
     return _Loader(
         main_cpu=win.process_cpu_mean(proc),
         busy_workers=win.process_busy_workers_mean(proc) or 0.0,
         workers=loader_workers(proc),
         workers_cpu=win.process_workers_cpu_mean(proc),
-        cores_busy=win.allowed_cores_busy_percent,
+        cores_busy=cores_busy,
         allowed_cores=allowed,
         iowait=win.iowait_percent,
         d_state_fraction=win.process_d_state_fraction(proc),
@@ -244,6 +283,26 @@ def _gpu_evidence(
 ) -> list[Evidence]:
     """The condition itself: low mean SM, time in gaps, how many gaps."""
     c = t.input_starved
+    if sm >= c.sm_mean_below_percent or gaps.count < c.min_gaps:
+        # Only the storage path gets here (blocked reads; no sawtooth asked for).
+        return [
+            Evidence(
+                "SM % (mean)",
+                sm,
+                f"< {c.storage_sm_below_percent:g} with the loader blocked on reads",
+                "%",
+                scope,
+            ),
+            Evidence(
+                "idle gaps",
+                None,
+                "stalls shorter than NVML's ~1/6 s samples: none show",
+                "",
+                gaps_scope,
+                met=None,
+            ),
+            *notes,
+        ]
     return [
         Evidence("SM % (mean)", sm, f"< {c.sm_mean_below_percent:g}", "%", scope),
         gaps_evidence(

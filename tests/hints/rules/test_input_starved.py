@@ -23,6 +23,8 @@ from tests.hints.windows import (
     G,
     H,
     P,
+    Run,
+    Tick,
     W,
     apply,
     case,
@@ -159,12 +161,56 @@ CASES: list[Case] = [
         ),
     ),
     case(
-        "starved/near-miss-gap-0.33s-too-short",
-        # two 1/6 s samples at 0 = 0.33 s < min_gap_s 0.5: not a gap at all
+        "starved/short-stalls-add-up",
+        # two 1/6 s samples at 0 every second: 0.33 s stalls, each shorter than Nsight's
+        # 500 ms "starvation" but a third of the time idle -- num_workers=0 with fast
+        # steps looks exactly so (a 0.12 s step, 0.3 s to load the next batch inline).
         lambda: one_gpu(
             [30.0] * 12,
             [PEGGED],
             samples=[(0.0, 0.0, 100.0, 100.0, 100.0, 100.0)] * 12,
+        ),
+        starved("num-workers-0", {"separate idle gaps": 6}),
+    ),
+    case(
+        "starved/near-miss-one-sample-dips-16.7-percent",
+        # one 1/6 s sample at 0 a second: a gap each, but 16.7 % of the time < 20 %
+        lambda: one_gpu(
+            [30.0] * 12,
+            [PEGGED],
+            samples=[(0.0, 100.0, 100.0, 100.0, 100.0, 100.0)] * 12,
+        ),
+        None,
+    ),
+    case(
+        "starved/storage-stalls-too-short-to-sample",
+        # Eight workers blocked on NFS reads, iowait 48 %: batches come as fast as reads
+        # finish and the GPU runs at 58 % with no visible gap (stalls of ~60 ms).
+        lambda: one_gpu(
+            [58.0] * 12,
+            [P(cpu=43.0, state="S", workers=(W(3.5, "D"),) * 8)],
+            H(busy=10.0, iowait=48.0),
+            samples=[(57.0, 60.0, 58.0, 56.0, 61.0, 59.0)] * 12,
+        ),
+        starved("storage-bound", {"iowait": 48}),
+    ),
+    case(
+        "starved/near-miss-storage-gpu-at-80-keeps-up",
+        lambda: one_gpu(
+            [80.0] * 12,
+            [P(cpu=43.0, state="S", workers=(W(3.5, "D"),) * 8)],
+            H(busy=10.0, iowait=48.0),
+        ),
+        None,
+    ),
+    case(
+        "starved/near-miss-storage-d-state-under-half",
+        # 3 of 8 workers in D, the rest decoding: reads keep up, not blocked
+        lambda: one_gpu(
+            [58.0] * 12,
+            [P(cpu=43.0, state="S", workers=(*(W(3.5, "D"),) * 3, *(W(60.0, "R"),) * 5))],
+            H(busy=40.0, iowait=48.0),
+            samples=[(57.0, 60.0, 58.0, 56.0, 61.0, 59.0)] * 12,
         ),
         None,
     ),
@@ -308,3 +354,22 @@ def test_idle_compile_workers_are_not_counted_as_dataloader_workers() -> None:
     history = one_gpu(SAWTOOTH, [_compiling(0.5)], H(busy=40.0, iowait=2.0))
     [f] = apply(RULE, history)
     assert "busy DataLoader workers" in [e.metric for e in f.evidence]
+
+
+def test_cores_saturated_over_the_latest_half_window_is_cpu_bound() -> None:
+    """A window straddling start-up (cores half busy) and a loader that now saturates
+    every allowed core: the subtype says what holds the pipeline back now, so the
+    advice is more cores, not more workers on saturated ones."""
+    ticks = [
+        Tick((G(0, v),), (CPU_BOUND,), H(busy=50.0 if i < 9 else 100.0))
+        for i, v in enumerate(SAWTOOTH)
+    ]
+    (found,) = apply(RULE, Run().feed(ticks).history)
+    assert found.subtype == "cpu-bound"
+    # Saturated only in the latest third: the window still says more workers.
+    ticks = [
+        Tick((G(0, v),), (CPU_BOUND,), H(busy=50.0 if i < 10 else 100.0))
+        for i, v in enumerate(SAWTOOTH)
+    ]
+    (found,) = apply(RULE, Run().feed(ticks).history)
+    assert found.subtype == "more-workers"
