@@ -162,7 +162,7 @@ class FakeGpu:
     no_permission: set[str] = field(default_factory=set)
     lost: bool = False
     sm_sample_buffer: list[tuple[int, int]] = field(default_factory=list)
-    errors: dict[str, list[int]] = field(default_factory=dict)
+    errors: dict[str, list[int | None]] = field(default_factory=dict)
     answering: threading.Event = field(default_factory=threading.Event, repr=False)
     """Set while calls on this GPU return; cleared by :meth:`hang`."""
     blocked_calls: int = 0
@@ -187,6 +187,11 @@ class FakeGpu:
         """
         self.errors.setdefault(function, []).extend([error] * times)
 
+    def fail_after(self, function: str, error: int, *, answers: int, times: int = 10_000) -> None:
+        """Let ``function`` answer normally ``answers`` more times, then raise NVML
+        ``error`` for the next ``times`` calls: a reading that worked, then fails."""
+        self.errors.setdefault(function, []).extend([None] * answers + [error] * times)
+
     def hang(self) -> None:
         """From now on every NVML call on this GPU blocks until :meth:`release`."""
         self.answering.clear()
@@ -202,10 +207,13 @@ class FakeGpu:
             self.answering.wait()
 
     def raise_injected(self, function: str) -> None:
-        """Raise the next fault queued by :meth:`fail_next` for ``function``, if any."""
+        """Raise the next fault queued by :meth:`fail_next` / :meth:`fail_after` for
+        ``function``, if any."""
         queued = self.errors.get(function)
         if queued:
-            raise _error(queued.pop(0))
+            error = queued.pop(0)
+            if error is not None:
+                raise _error(error)
 
     def add_sm_samples(self, percents: Iterable[int], *, period_s: float = 1 / 6) -> None:
         """Append readings ``period_s`` apart to the driver's sample buffer.
