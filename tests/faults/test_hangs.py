@@ -27,6 +27,7 @@ from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.sampling.record import record
+from gputop_hints.sources.live.nvml import NvmlGpus
 from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
@@ -306,3 +307,26 @@ def test_inside_a_slurm_job_start_up_finishes_when_gpus_hang_after_their_handle(
             source.close()
     assert source.job is not None and source.job.job_id == "123"
     assert [g.not_answering_s is not None for g in snapshot.gpus] == [True, True]
+
+
+def test_quitting_ends_a_tick_that_waits_on_a_gpu_which_does_not_answer(
+    gpus: list[FakeGpu], nvml: FakeNvml
+) -> None:
+    """Quit (q, SIGTERM, a lost terminal) while a tick waits on a hung GPU: the tick ends
+    at once with the GPU not answering, it does not wait out its deadline.
+
+    Before the fix closing the source left the tick waiting until its deadline, and the
+    monitor's quit waited on that tick: a lost terminal took 1.4-2.4 s to end the process.
+    """
+    source = NvmlGpus(interval_s=1.0)
+    assert source.start() is None
+    source.deadline_s = 3600.0  # a deadline no test waits out: only the close can end it
+    gpus[1].hang()
+    thread, out = _in_thread(lambda: source.sample(time.time()))
+    _wait_until(lambda: gpus[1].blocked_calls > 0)
+    source.close()
+    thread.join(SAFETY_S)
+    assert not thread.is_alive(), "the tick waited for its deadline after the close"
+    [(samples, _)] = out
+    assert samples[0].sm_percent == 40.0
+    assert samples[1].not_answering_s is not None
