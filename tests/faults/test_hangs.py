@@ -249,11 +249,10 @@ START_UP_CALLS = {
 def test_once_finishes_and_says_nvml_is_not_answering_when_a_start_up_call_hangs(
     calls: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--once --duration 1 while NVML's init / count / driver-version call hangs: it
-    finishes, host only, saying NVML is not answering and which call.
+    """Start-up NVML call (init, count, versions) hangs: --once ends, says which is not answering.
 
-    Before the fix the call ran on the main thread: --once never finished (nor
-    did the monitor start, or quit on q / SIGTERM).
+    It shows the host only. Before the fix the call ran on the main thread: --once never
+    finished (nor did the monitor start, or quit on q / SIGTERM).
     """
     with FakeNvml(make_gpus(2, sm=40)) as nvml:
         nvml.hang_function(*calls)
@@ -271,8 +270,7 @@ def test_once_finishes_and_says_nvml_is_not_answering_when_a_start_up_call_hangs
 
 
 def test_the_monitor_says_nvml_is_not_answering_and_quits_on_q_when_the_count_hangs() -> None:
-    """The monitor while nvmlDeviceGetCount hangs at start-up: it starts, its banner
-    says NVML is not answering, and q quits."""
+    """nvmlDeviceGetCount hangs at start-up: the monitor says NVML is not answering; q quits."""
     seen: list[str] = []
 
     async def scenario() -> None:
@@ -291,8 +289,7 @@ def test_the_monitor_says_nvml_is_not_answering_and_quits_on_q_when_the_count_ha
 
 
 def test_inside_a_slurm_job_start_up_finishes_when_gpus_hang_after_their_handle() -> None:
-    """Inside a SLURM job, every GPU's name (and minor number) call hangs at start-up:
-    the source starts, and each GPU reads not answering.
+    """In a SLURM job, GPU name / minor number hang at start-up: it starts, GPUs not answering.
 
     Before the fix the job's GPU ids were asked on the main thread, of GPUs
     whose start-up was still stuck: start-up never finished.
@@ -312,8 +309,7 @@ def test_inside_a_slurm_job_start_up_finishes_when_gpus_hang_after_their_handle(
 def test_quitting_ends_a_tick_that_waits_on_a_gpu_which_does_not_answer(
     gpus: list[FakeGpu], nvml: FakeNvml
 ) -> None:
-    """Quit (q, SIGTERM, a lost terminal) while a tick waits on a hung GPU: the tick ends
-    at once with the GPU not answering, it does not wait out its deadline.
+    """Quit (q, SIGHUP) while a tick waits on a hung GPU: the tick ends now, not at its deadline.
 
     Before the fix closing the source left the tick waiting until its deadline, and the
     monitor's quit waited on that tick: a lost terminal took 1.4-2.4 s to end the process.
