@@ -214,7 +214,8 @@ class GpuSample:
     1005): a bandwidth share, unlike :attr:`memory_access_percent`, a time share."""
     implausible: tuple[str, ...] = ()
     """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
-    a negative power, a utilization over 100 %): shown as unknown, named here."""
+    a negative power, a utilization over 100 %), or failed to read this tick (a VRAM
+    query answering NotSupported / Unknown): shown as unknown, named here."""
 
     @property
     def pcie_link_bytes_per_s(self) -> float | None:

@@ -79,13 +79,17 @@ class Sampler:
     def paused(self) -> bool:
         return self._paused.is_set()
 
-    def stop(self, timeout: float = 0.5) -> None:
+    def stop(self, timeout: float = 0.5, *, wake: Callable[[], None] | None = None) -> None:
         """Stop sampling; wait at most ``timeout`` for a tick in progress.
 
-        A tick that takes longer (a source stuck in a call) is not waited for:
-        the thread is a daemon, and it posts nothing once stopped. Quitting must
-        not wait on the hardware."""
+        ``wake`` runs once the stop is requested and before the wait: closing the
+        source there ends a tick that is waiting on a GPU which does not answer at
+        once, instead of at its deadline. A tick that takes longer still (a source
+        stuck in a call) is not waited for: the thread is a daemon, and it posts
+        nothing once stopped. Quitting must not wait on the hardware."""
         self._stop.set()
+        if wake is not None:
+            wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)

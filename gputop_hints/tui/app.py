@@ -379,11 +379,14 @@ class GputopApp(PlaybackControls):
         if self._source_closed:
             return
         self._source_closed = True
-        if self.sampler is not None:
-            self.sampler.stop()
         if self.player is not None:
             self.player.stop()
-        self.source.close()
+        if self.sampler is not None:
+            # Closing the source wakes a tick waiting on a GPU that does not answer
+            # (a hung NVML call): the quit does not wait out the tick's deadline.
+            self.sampler.stop(wake=self.source.close)
+        else:
+            self.source.close()
 
     # --- one tick -----------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,9 +27,11 @@ from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.sampling.record import record
+from gputop_hints.sources.live.nvml import NvmlGpus
 from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from tests.support.fake_nvml import FakeGpu, FakeNvml, make_gpus
 
 SAFETY_S = 10.0
@@ -230,3 +233,96 @@ def test_a_not_answering_gpu_is_recorded_so_and_old_readers_read_it_as_unknown(
     [_, _, gpu_columns, *_] = json.loads(last)
     assert len(gpu_columns[0]) == 11  # a healthy GPU's array is as before the column
     assert gpu_columns[1][11] is False  # "lost" stays false for an old reader
+
+
+# -- start-up: NVML's own calls, before any GPU is known ---------------------------------
+
+START_UP_CALLS = {
+    "init": ("nvmlInitWithFlags",),
+    "count": ("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2"),
+    "driver_version": ("nvmlSystemGetDriverVersion",),
+    "cuda_version": ("nvmlSystemGetCudaDriverVersion", "nvmlSystemGetCudaDriverVersion_v2"),
+}
+
+
+@pytest.mark.parametrize("calls", START_UP_CALLS.values(), ids=START_UP_CALLS.keys())
+def test_once_finishes_and_says_nvml_is_not_answering_when_a_start_up_call_hangs(
+    calls: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Start-up NVML call (init, count, versions) hangs: --once ends, says which is not answering.
+
+    It shows the host only. Before the fix the call ran on the main thread: --once never
+    finished (nor did the monitor start, or quit on q / SIGTERM).
+    """
+    with FakeNvml(make_gpus(2, sm=40)) as nvml:
+        nvml.hang_function(*calls)
+        code = _finishes(lambda: main(["--once", "--duration", "1", "--interval", "0.5"]))
+        text = capsys.readouterr().out
+        assert _finishes(lambda: main(["--once", "--duration", "1", "--json"])) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert nvml.blocked_function_calls > 0
+    assert code == 0
+    [line] = [line for line in text.splitlines() if "NVML is not answering" in line]
+    named = "nvmlInit" if calls[0] == "nvmlInitWithFlags" else calls[0]
+    assert named in line
+    assert doc["gpus"] == []
+    assert "NVML is not answering" in doc["gpu_unavailable_reason"]
+
+
+def test_the_monitor_says_nvml_is_not_answering_and_quits_on_q_when_the_count_hangs() -> None:
+    """nvmlDeviceGetCount hangs at start-up: the monitor says NVML is not answering; q quits."""
+    seen: list[str] = []
+
+    async def scenario() -> None:
+        source = LiveSource(interval_s=0.25, detect_job=False)
+        app = GputopApp(source, interval_s=0.25)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause(0.3)
+            seen.extend(app.query_one(GpuUnavailableBanner).text_lines())
+            await pilot.press("q")
+            await pilot.pause()
+
+    with FakeNvml(make_gpus(2)) as nvml:
+        nvml.hang_function("nvmlDeviceGetCount", "nvmlDeviceGetCount_v2")
+        _finishes(lambda: asyncio.run(scenario()))
+    assert "NVML is not answering" in " ".join(seen), seen
+
+
+def test_inside_a_slurm_job_start_up_finishes_when_gpus_hang_after_their_handle() -> None:
+    """In a SLURM job, GPU name / minor number hang at start-up: it starts, GPUs not answering.
+
+    Before the fix the job's GPU ids were asked on the main thread, of GPUs
+    whose start-up was still stuck: start-up never finished.
+    """
+    environ = {"SLURM_JOB_ID": "123", "SLURM_JOB_GPUS": "0,1", "SLURM_JOB_UID": str(os.getuid())}
+    with FakeNvml(make_gpus(2, sm=40)) as nvml:
+        nvml.hang_function("nvmlDeviceGetName", "nvmlDeviceGetMinorNumber")
+        source: LiveSource = _finishes(lambda: LiveSource(interval_s=0.5, environ=environ))
+        try:
+            snapshot: Snapshot = _finishes(source.sample)
+        finally:
+            source.close()
+    assert source.job is not None and source.job.job_id == "123"
+    assert [g.not_answering_s is not None for g in snapshot.gpus] == [True, True]
+
+
+def test_quitting_ends_a_tick_that_waits_on_a_gpu_which_does_not_answer(
+    gpus: list[FakeGpu], nvml: FakeNvml
+) -> None:
+    """Quit (q, SIGHUP) while a tick waits on a hung GPU: the tick ends now, not at its deadline.
+
+    Before the fix closing the source left the tick waiting until its deadline, and the
+    monitor's quit waited on that tick: a lost terminal took 1.4-2.4 s to end the process.
+    """
+    source = NvmlGpus(interval_s=1.0)
+    assert source.start() is None
+    source.deadline_s = 3600.0  # a deadline no test waits out: only the close can end it
+    gpus[1].hang()
+    thread, out = _in_thread(lambda: source.sample(time.time()))
+    _wait_until(lambda: gpus[1].blocked_calls > 0)
+    source.close()
+    thread.join(SAFETY_S)
+    assert not thread.is_alive(), "the tick waited for its deadline after the close"
+    [(samples, _)] = out
+    assert samples[0].sm_percent == 40.0
+    assert samples[1].not_answering_s is not None

@@ -267,3 +267,42 @@ def test_values_nvml_cannot_mean_are_unknown_and_named(capsys: pytest.CaptureFix
     }
     assert set(doc["gpus"][0]["implausible"]) == set(sample.implausible)
     assert "4294967295" not in text
+
+
+@pytest.mark.parametrize(
+    "error",
+    [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_UNKNOWN],
+    ids=["not_supported", "unknown"],
+)
+def test_a_vram_query_that_fails_mid_run_is_unknown_not_the_last_figure(
+    error: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """VRAM query answers, then fails (NotSupported / Unknown): VRAM n/a, named in --json.
+
+    Before the fix NotSupported mid-run showed the host's memory as the GPU's
+    VRAM (nvitop's unified-memory fallback) and neither failure was named.
+    """
+    gpu = FakeGpu(0, vram_used=3 * GIB)
+    with FakeNvml([gpu]):
+        source = LiveSource(detect_job=False)
+        try:
+            answered = source.sample().gpus[0]
+            gpu.fail_after("nvmlDeviceGetMemoryInfo", error, answers=0)
+            failed = source.sample().gpus[0]
+        finally:
+            source.close()
+        gpu.errors.clear()
+        gpu.fail_after("nvmlDeviceGetMemoryInfo", error, answers=1)
+        assert main(["--once", "--duration", "0.3", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        gpu.errors.clear()
+        gpu.fail_after("nvmlDeviceGetMemoryInfo", error, answers=1)
+        assert main(["--once", "--duration", "0.3"]) == 0
+        text = capsys.readouterr().out
+    assert (answered.vram_used_bytes, answered.vram_total_bytes) == (3 * GIB, 80 * GIB)
+    assert (failed.vram_used_bytes, failed.vram_total_bytes) == (None, None)
+    assert {"vram_used_bytes", "vram_total_bytes"} <= set(failed.implausible)
+    assert doc["gpus"][0]["vram_used_bytes"] is None
+    assert {"vram_used_bytes", "vram_total_bytes"} <= set(doc["gpus"][0]["implausible"])
+    assert "VRAM n/a/n/a" in text
+

@@ -125,3 +125,34 @@ def test_collect_takes_enough_samples_for_the_duration() -> None:
     source.simulated = True
     snaps = collect(source, duration_s=2.0, interval_s=0.5)
     assert len(snaps) == 5
+
+
+class BlockedSource(SlowSource):
+    """A source whose tick waits until the source is closed (a GPU that does not answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.closed = threading.Event()
+
+    def sample(self) -> Snapshot:
+        self.entered.set()
+        self.closed.wait(30)
+        return super().sample()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_stop_wakes_a_tick_waiting_in_the_source_and_posts_nothing_after() -> None:
+    """stop(wake=source.close) while a tick waits in the source: the tick ends, the
+    sampler is stopped when stop returns, and that tick is not posted."""
+    source = BlockedSource()
+    posted: list[Snapshot] = []
+    sampler = Sampler(source, 0.25, posted.append)
+    sampler.start()
+    _wait_for(source.entered.is_set)
+    thread = sampler._thread
+    sampler.stop(timeout=30, wake=source.close)
+    assert thread is not None and not thread.is_alive()
+    assert posted == []

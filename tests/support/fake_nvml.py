@@ -48,6 +48,9 @@ import pynvml
 
 GIB = 1024**3
 
+_RELEASED_THREAD_JOIN_S = 5.0
+"""How long uninstalling waits for a thread released from a hung function to end."""
+
 # Groups of NVML calls that a FakeGpu can mark unsupported / permission-denied.
 GROUPS: dict[str, tuple[str, ...]] = {
     "utilization": ("nvmlDeviceGetUtilizationRates",),
@@ -162,7 +165,7 @@ class FakeGpu:
     no_permission: set[str] = field(default_factory=set)
     lost: bool = False
     sm_sample_buffer: list[tuple[int, int]] = field(default_factory=list)
-    errors: dict[str, list[int]] = field(default_factory=dict)
+    errors: dict[str, list[int | None]] = field(default_factory=dict)
     answering: threading.Event = field(default_factory=threading.Event, repr=False)
     """Set while calls on this GPU return; cleared by :meth:`hang`."""
     blocked_calls: int = 0
@@ -187,6 +190,11 @@ class FakeGpu:
         """
         self.errors.setdefault(function, []).extend([error] * times)
 
+    def fail_after(self, function: str, error: int, *, answers: int, times: int = 10_000) -> None:
+        """Let ``function`` answer normally ``answers`` more times, then raise NVML
+        ``error`` for the next ``times`` calls: a reading that worked, then fails."""
+        self.errors.setdefault(function, []).extend([None] * answers + [error] * times)
+
     def hang(self) -> None:
         """From now on every NVML call on this GPU blocks until :meth:`release`."""
         self.answering.clear()
@@ -202,10 +210,13 @@ class FakeGpu:
             self.answering.wait()
 
     def raise_injected(self, function: str) -> None:
-        """Raise the next fault queued by :meth:`fail_next` for ``function``, if any."""
+        """Raise the next fault queued by :meth:`fail_next` / :meth:`fail_after` for
+        ``function``, if any."""
         queued = self.errors.get(function)
         if queued:
-            raise _error(queued.pop(0))
+            error = queued.pop(0)
+            if error is not None:
+                raise _error(error)
 
     def add_sm_samples(self, percents: Iterable[int], *, period_s: float = 1 / 6) -> None:
         """Append readings ``period_s`` apart to the driver's sample buffer.
@@ -268,6 +279,12 @@ class FakeNvml:
         self.count_error = count_error
         self.missing_functions: set[str] = set(missing_functions)
         self.calls: Counter[str] = Counter()
+        self.hung_functions: set[str] = set()
+        """Functions whose calls block until exit, see :meth:`hang_function`."""
+        self._functions_answer = threading.Event()
+        self._functions_answer.set()
+        self.blocked_function_calls = 0
+        self._blocked_threads: set[threading.Thread] = set()
         self._saved_libnvml: dict[str, Any] = {}
         self._added_libnvml: list[str] = []
         self._saved_pynvml: dict[str, Any] = {}
@@ -310,13 +327,33 @@ class FakeNvml:
                 setattr(libnvml, name, self._wrap(name, impl))
             self._installed = True
 
+    def hang_function(self, *functions: str) -> None:
+        """From now on every call of ``functions`` blocks until exit, on any GPU or none:
+        one call that never returns (``nvmlInitWithFlags``, ``nvmlDeviceGetCount``,
+        ``nvmlDeviceGetName``...), as a wedged driver does."""
+        self.hung_functions.update(functions)
+        self._functions_answer.clear()
+
+    def _wait_if_hung(self, name: str) -> None:
+        if name in self.hung_functions and not self._functions_answer.is_set():
+            self.blocked_function_calls += 1
+            self._blocked_threads.add(threading.current_thread())
+            self._functions_answer.wait()
+
     def uninstall(self) -> None:
         """Put nvitop and pynvml back as they were and forget NVML's fake init.
 
-        Every hung GPU is released first: no thread stays blocked in a fake call.
+        Every hung GPU and function is released first: no thread stays blocked in
+        a fake call. A thread released from a hung function is let finish (it may
+        still be inside nvitop's init) before nvitop's state is put back: else it
+        would mark the real NVML initialised behind the next test's back.
         """
+        self._functions_answer.set()
         for gpu in self.gpus:
             gpu.release()
+        for thread in self._blocked_threads - {threading.current_thread()}:
+            thread.join(_RELEASED_THREAD_JOIN_S)
+        self._blocked_threads.clear()
         if not self._installed:
             return
         with _INSTALL_LOCK:
@@ -341,6 +378,7 @@ class FakeNvml:
 
             def not_supported(*args: Any, **kwargs: Any) -> Any:
                 calls[name] += 1
+                self._wait_if_hung(name)
                 if name in missing:
                     raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
                 raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
@@ -350,6 +388,7 @@ class FakeNvml:
         @functools.wraps(impl)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             calls[name] += 1
+            self._wait_if_hung(name)
             if name in missing:
                 raise _error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
             return impl(*args, **kwargs)
@@ -360,6 +399,7 @@ class FakeNvml:
 
     def _init_with_flags(self, flags: int) -> None:
         self.calls["nvmlInitWithFlags"] += 1
+        self._wait_if_hung("nvmlInitWithFlags")
         if self.init_error is not None:
             raise _error(self.init_error)
 

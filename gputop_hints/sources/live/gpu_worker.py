@@ -28,6 +28,8 @@ class GpuWorker(Generic[T]):
         self._name = name
         self._work = work
         self._go = threading.Event()
+        self._changed = threading.Condition()
+        """Notified when the job finishes or the worker closes: what :meth:`wait` waits for."""
         self._done = threading.Event()
         self._done.set()  # idle: nothing in flight
         self._timestamp: float | None = None
@@ -53,8 +55,14 @@ class GpuWorker(Generic[T]):
         return True
 
     def wait(self, deadline: float) -> bool:
-        """Wait for the job until ``deadline`` (``time.monotonic()``); whether it finished."""
-        return self._done.wait(max(0.0, deadline - time.monotonic()))
+        """Wait for the job until ``deadline`` (``time.monotonic()``), or until the worker
+        is closed (a quit must not wait out the deadline); whether the job finished."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._done.is_set() or self._closed,
+                max(0.0, deadline - time.monotonic()),
+            )
+            return self._done.is_set()
 
     def result(self) -> T:
         """What the finished job returned; raises what it raised."""
@@ -75,8 +83,11 @@ class GpuWorker(Generic[T]):
         return time.monotonic() - since
 
     def close(self) -> None:
-        """Let the thread end after its job; returns at once (a stuck job is abandoned)."""
-        self._closed = True
+        """Let the thread end after its job; returns at once (a stuck job is abandoned),
+        and so does a :meth:`wait` in progress."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
         self._go.set()
 
     def _run(self) -> None:
@@ -84,10 +95,15 @@ class GpuWorker(Generic[T]):
             self._go.wait()
             self._go.clear()
             if self._closed:
-                self._done.set()  # a job handed over as it closed is not run
+                self._finished()  # a job handed over as it closed is not run
                 return
             try:
                 self._result = self._work(self._timestamp)
             except BaseException as exc:  # handed to the tick, which keeps it to this GPU
                 self._error = exc
+            self._finished()
+
+    def _finished(self) -> None:
+        with self._changed:
             self._done.set()
+            self._changed.notify_all()

@@ -75,8 +75,23 @@ def _quiet_nvitop_init() -> Iterator[None]:
         logger.disabled = was_disabled
 
 
+class NvmlNotAnswering(Exception):
+    """An NVML start-up call did not return by the deadline (a wedged driver)."""
+
+    def __init__(self, waited_s: float, call: str) -> None:
+        super().__init__(f"{call} has not returned after {waited_s:.1f} s")
+        self.waited_s = waited_s
+        self.call = call
+
+
 def unavailable_reason(exc: BaseException) -> str:
     """A specific, actionable sentence for why NVML could not be used."""
+    if isinstance(exc, NvmlNotAnswering):
+        return (
+            f"NVML is not answering: {exc.call} has not returned after {exc.waited_s:.1f} s "
+            "(a wedged NVIDIA driver, or a GPU in a bad state; nvidia-smi will likely hang "
+            "too). Showing the host only. " + DEMO_HINT
+        )
     if isinstance(exc, libnvml.NVMLError_LibraryNotFound):
         lib = "nvml.dll" if sys.platform == "win32" else "libnvidia-ml.so.1"
         return (
@@ -139,6 +154,7 @@ class NvmlGpus:
         self._logged_failures: set[tuple[int, str]] = set()
         self.driver_version: str | None = None
         self.cuda_driver_version: str | None = None
+        self._start_step = "nvmlInit"
 
     def start(self) -> str | None:
         """Find the GPUs; why there are none to show when NVML works but sees none.
@@ -149,19 +165,28 @@ class NvmlGpus:
         error -- is listed with what is known, and asked again next tick: it
         does not hide the healthy GPUs.
         """
-        with _quiet_nvitop_init():
-            # Not Device.count(): it answers 0 for any error, and "no GPUs" is
-            # the wrong story when NVML said "no permission".
-            count = libnvml.nvmlQuery("nvmlDeviceGetCount", ignore_errors=False)
-        self.driver_version = known(Device.driver_version())
-        self.cuda_driver_version = known(Device.cuda_driver_version())
+        # NVML's start-up calls run on a worker too, under the same deadline as a
+        # tick: a driver that never answers (nvmlInit, nvmlDeviceGetCount, the
+        # driver version) leaves the monitor CPU-only, saying so -- it does not
+        # hold up start-up, --once or quitting.
+        starter: GpuWorker[tuple[int, str | None, str | None]] = GpuWorker(
+            "gputop-hints-nvml-start", lambda _: self._start_nvml()
+        )
+        nvml_exit.install()
+        nvml_exit.watch(starter)
+        starter.submit(None)
+        answered = starter.wait(time.monotonic() + self.deadline_s)
+        starter.close()  # its thread ends after the job (at once when it answered)
+        if not answered:
+            nvml_exit.install()  # nvitop's exit hook, if init returned since, must not wait
+            raise NvmlNotAnswering(self.deadline_s, self._start_step)
+        count, self.driver_version, self.cuda_driver_version = starter.result()
         if count <= 0:
             return (
                 f"NVML works (driver {self.driver_version or 'unknown'}) but sees no GPUs: "
                 "none is installed, or none is visible here (container device mapping, "
                 "SLURM --gres, cgroup device rules)."
             )
-        nvml_exit.install()
         for index in range(count):
             state = GpuState(index, None, None, None, None)
             self._gpus.append(state)
@@ -176,6 +201,24 @@ class NvmlGpus:
         for worker in self._workers:
             worker.wait(deadline)
         return None
+
+    def _start_nvml(self) -> tuple[int, str | None, str | None]:
+        """NVML's start-up, on the start worker: the GPU count and driver versions.
+
+        ``_start_step`` names the call in progress, for the message when one
+        does not return.
+        """
+        with _quiet_nvitop_init():
+            self._start_step = "nvmlInit / nvmlDeviceGetCount"
+            # Not Device.count(): it answers 0 for any error, and "no GPUs" is
+            # the wrong story when NVML said "no permission".
+            count = libnvml.nvmlQuery("nvmlDeviceGetCount", ignore_errors=False)
+        nvml_exit.install()  # nvitop registered its exit hook at init: take it over
+        self._start_step = "nvmlSystemGetDriverVersion"
+        driver = known(Device.driver_version())
+        self._start_step = "nvmlSystemGetCudaDriverVersion"
+        cuda = known(Device.cuda_driver_version())
+        return int(count), driver, cuda
 
     def close(self) -> None:
         """Forget every GPU: later ticks report none. Returns at once: a worker
@@ -199,6 +242,8 @@ class NvmlGpus:
     def _minor_number(self, state: GpuState) -> int | None:
         if state.handle is None or state.index in self._not_answering:
             return None
+        if any(w.in_flight for w in self._workers[state.index : state.index + 1]):
+            return None  # stuck at start-up: a call now would hang this thread too
         try:
             return int_or_none(query(state, "nvmlDeviceGetMinorNumber"))
         except libnvml.NVMLError:  # lost since start-up: unknown, like its other facts

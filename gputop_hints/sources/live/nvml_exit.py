@@ -48,17 +48,19 @@ def watch(worker: InFlight) -> None:
 
 
 def install() -> None:
-    """Take over nvitop's exit hook; once per process (later calls do nothing).
+    """Take over nvitop's exit hook.
 
-    Call it after NVML was first used: nvitop registers its hook then."""
+    Ours is registered once per process; nvitop's is unregistered on every
+    call -- call it again after NVML's init may have returned (nvitop registers
+    its hook then), even from another thread."""
     global _installed
+    nvitop_hook: Any = getattr(libnvml, "_atexit_shutdown", None)
     with _lock:
+        if nvitop_hook is not None:
+            atexit.unregister(nvitop_hook)
         if _installed:
             return
         _installed = True
-        nvitop_hook: Any = getattr(libnvml, "_atexit_shutdown", None)
-        if nvitop_hook is not None:
-            atexit.unregister(nvitop_hook)
         atexit.register(_at_exit, nvitop_hook)
 
 

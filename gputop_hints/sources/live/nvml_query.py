@@ -65,6 +65,9 @@ class GpuState:
     """Timestamp of the newest per-process utilization sample already used."""
     lost: bool = False
     """NVML said GpuIsLost when asked for a handle: the GPU fell off the bus."""
+    vram_answered: bool = False
+    """``nvmlDeviceGetMemoryInfo`` gave a real figure on this GPU once: a later
+    NotSupported is a failed reading, not a unified-memory board."""
 
     @property
     def static_missing(self) -> bool:

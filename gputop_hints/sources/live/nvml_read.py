@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import psutil
 from nvitop.api import libnvml
 
 from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, UtilizationSample
@@ -111,7 +112,7 @@ def read_gpu(
     try:
         # The first call doubles as the "is this GPU still there" probe.
         util = query(state, "nvmlDeviceGetUtilizationRates")
-        mem = state.device.memory_info()  # nvitop: handles unified-memory boards
+        vram_used, vram_total, vram_failed = _vram(state)
         rx = query(state, "nvmlDeviceGetPcieThroughput", libnvml.NVML_PCIE_UTIL_RX_BYTES)
         tx = query(state, "nvmlDeviceGetPcieThroughput", libnvml.NVML_PCIE_UTIL_TX_BYTES)
         link_gen = query(state, "nvmlDeviceGetCurrPcieLinkGeneration")
@@ -138,8 +139,8 @@ def read_gpu(
     readings: dict[str, Any] = {
         "sm_percent": None if util is None else float_or_none(util.gpu),
         "memory_access_percent": None if util is None else float_or_none(util.memory),
-        "vram_used_bytes": int_or_none(mem.used),
-        "vram_total_bytes": int_or_none(mem.total),
+        "vram_used_bytes": vram_used,
+        "vram_total_bytes": vram_total,
         "pcie_rx_bytes_per_s": scaled(rx),
         "pcie_tx_bytes_per_s": scaled(tx),
         "pcie_generation": int_or_none(link_gen),
@@ -149,7 +150,7 @@ def read_gpu(
         "power_limit_watts": watts(power_limit_mw),
         "sm_clock_mhz": int_or_none(sm_clock),
     }
-    implausible = drop_implausible(readings)
+    implausible = vram_failed + drop_implausible(readings)
     sample = GpuSample(
         index=state.index,
         name=state.name,
@@ -162,6 +163,38 @@ def read_gpu(
         implausible=implausible,
     )
     return sample, procs
+
+_VRAM_FIELDS = ("vram_used_bytes", "vram_total_bytes")
+
+
+def _vram(state: GpuState) -> tuple[int | None, int | None, tuple[str, ...]]:
+    """VRAM used and total this tick, and the fields named as failed.
+
+    A failed ``nvmlDeviceGetMemoryInfo`` (Unknown, or NotSupported from a GPU
+    that answered it before) is unknown *this tick* -- never the last figure,
+    never the host's memory -- and named in ``implausible``. NotSupported (or a
+    total of 0) from a GPU that never answered it is a unified-memory board
+    (GB10, DGX Spark): its VRAM is the host's memory, as nvitop reports it.
+    """
+    try:
+        info = libnvml.nvmlQuery("nvmlDeviceGetMemoryInfo", state.handle, ignore_errors=False)
+    except libnvml.NVMLError_GpuIsLost:
+        raise
+    except libnvml.NVMLError_NotSupported:
+        info, unified = None, True
+    except libnvml.NVMLError:
+        info, unified = None, False
+    else:
+        total = None if info is None else int_or_none(getattr(info, "total", None))
+        unified = total == 0
+        if total:
+            state.vram_answered = True
+            return int_or_none(getattr(info, "used", None)), total, ()
+    if unified and not state.vram_answered:
+        vm = psutil.virtual_memory()
+        return max(0, vm.total - vm.available), vm.total, ()
+    return None, None, _VRAM_FIELDS
+
 
 def _clock_event_reasons(state: GpuState) -> tuple[str, ...] | None:
     """Decoded clock event reasons; falls back to the pre-R535 throttle-reasons call."""

@@ -16,7 +16,7 @@ import pytest
 from gputop_hints.sources import Source, SourceUnavailable
 from gputop_hints.sources.live.source import LiveSource
 from tests.sources.live.helpers import two_ticks
-from tests.support.fake_nvml import FakeNvml, make_gpus
+from tests.support.fake_nvml import FakeGpu, FakeNvml, make_gpus
 
 # -- no NVML -----------------------------------------------------------------------
 
@@ -98,6 +98,22 @@ def test_a_closed_source_reports_no_gpus() -> None:
         snapshot = source.sample()
     assert snapshot.gpus == ()
     assert snapshot.gpu_unavailable_reason == "The live source was closed."
+
+
+def test_a_board_without_vram_of_its_own_shows_the_host_memory_it_shares() -> None:
+    """VRAM query NotSupported from the start (unified-memory board): host memory shown.
+
+    Nothing is named as failed: on such a board that is the answer, not a fault.
+    """
+    gpu = FakeGpu(0, unsupported={"memory"})
+    with FakeNvml([gpu]):
+        source = LiveSource(detect_job=False)
+        try:
+            sample = source.sample().gpus[0]
+        finally:
+            source.close()
+    assert sample.vram_total_bytes == psutil.virtual_memory().total
+    assert sample.vram_used_bytes is not None and sample.implausible == ()
 
 
 # -- the fake itself --------------------------------------------------------------------
