@@ -194,3 +194,25 @@ def test_a_single_gpu_log_without_index_is_still_one_row_a_tick(tmp_path: Path) 
     notes = doc["notes"]
     assert isinstance(notes, list)
     assert not any("poll" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "period_ms", "header"), [(2, 1000, True), (8, 100, False), (16, 5000, True)]
+)
+def test_other_shapes_of_polled_logs(
+    tmp_path: Path, gpus: int, period_ms: int, header: bool
+) -> None:
+    path = tmp_path / "node.csv"
+    util, _ = write_log(path, gpus, 60, period_ms, {})
+    if not header:  # --format=csv,noheader: the columns told by their units
+        path.write_text("\n".join(path.read_text().splitlines()[1:]) + "\n")
+    doc = report_json(path)
+    sampling = doc["sampling"]
+    assert isinstance(sampling, dict)
+    assert sampling["samples"] == 60
+    assert sampling["interval_s"] == pytest.approx(period_ms / 1000, rel=0.05)
+    gpus_out = doc["gpus"]
+    assert isinstance(gpus_out, list)
+    assert len(gpus_out) == gpus
+    last = gpus - 1
+    assert gpus_out[last]["sm_percent"]["mean"] == pytest.approx(statistics.mean(util[last]))
