@@ -27,6 +27,10 @@ TIME_RESOLUTION_S = 0.001
 when gaps are compared by ratio."""
 MODAL_SHARE = 0.5
 """At least this share of the polls must hold the modal number of rows."""
+MAX_WITHIN_S = 0.25
+"""The median gap between rows of one poll is at most this: nvidia-smi queries
+one GPU in milliseconds. A single GPU's rows (a period apart, 1 s with ``-l 1``)
+that pause after every N-th are not N GPUs."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ def find_polls(times: Sequence[float]) -> PollShape | None:
     Candidate splits are the jumps of at least :data:`SPLIT_RATIO` in the sorted
     gaps, largest first; a split holds when cutting the rows at gaps over half the
     median of the gaps above it gives polls mostly (:data:`MODAL_SHARE`) of one
-    size, two rows or more, and at least two such polls."""
+    size, two rows or more, and at least two such polls, their rows at most
+    :data:`MAX_WITHIN_S` apart (the median)."""
     gaps = sorted(b - a for a, b in itertools.pairwise(times) if b >= a)
     if len(gaps) < 3:
         return None
@@ -87,6 +92,11 @@ def _polls_at(times: Sequence[float], boundary: float, within: float) -> PollSha
     modal = max(set(sizes), key=sizes.count)
     full = sizes.count(modal)
     if modal < 2 or full < 2 or full < MODAL_SHARE * len(sizes):
+        return None
+    first = set(starts)
+    pairs = enumerate(itertools.pairwise(times), start=1)
+    inside = [b - a for n, (a, b) in pairs if n not in first]
+    if not inside or statistics.median(inside) > MAX_WITHIN_S:
         return None
     spacing = [times[b] - times[a] for a, b in itertools.pairwise(starts) if times[b] > times[a]]
     if not spacing:

@@ -216,3 +216,23 @@ def test_other_shapes_of_polled_logs(
     assert len(gpus_out) == gpus
     last = gpus - 1
     assert gpus_out[last]["sm_percent"]["mean"] == pytest.approx(statistics.mean(util[last]))
+
+
+def test_a_single_gpu_pausing_after_every_tenth_row_is_not_ten_gpus(tmp_path: Path) -> None:
+    """Rows 1 s apart, a 30 s pause after every 10th: runs of one size, but nvidia-smi
+    queries the GPUs of one poll milliseconds apart, not a second."""
+    path = tmp_path / "one.csv"
+    t = datetime(2024, 5, 1, 12, 0, 0)
+    lines = [HEADER]
+    for n in range(100):
+        lines.append(f"{stamp(t)}, 250.00 W, {n % 100} %, 1000 MiB")
+        t += timedelta(seconds=31 if n % 10 == 9 else 1)
+    path.write_text("\n".join(lines) + "\n")
+    doc = report_json(path)
+    sampling = doc["sampling"]
+    assert isinstance(sampling, dict)
+    assert sampling["samples"] == 100
+    gpus = doc["gpus"]
+    assert isinstance(gpus, list)
+    assert len(gpus) == 1
+    assert gpus[0]["sm_percent"]["mean"] == pytest.approx(statistics.mean(range(100)))
