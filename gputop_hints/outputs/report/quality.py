@@ -60,6 +60,23 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
             + " (if one is wrong, name them with --map, docs/import.md)."
         )
     counters = report.counters
+    polls = info.header.get("polls")
+    if isinstance(polls, dict):
+        gpus = polls.get("gpus")
+        notes.append(
+            "no index column: GPUs assigned by position within each poll (nvidia-smi prints "
+            f"them in index order), {gpus} rows per poll, poll period "
+            f"{polls.get('period_s'):g} s."
+        )
+        short = counters.found.get("short_polls", 0)
+        long = counters.found.get("long_polls", 0)
+        if short:
+            notes.append(
+                f"{short} short poll(s) (fewer than {gpus} rows: a GPU's query failed or the "
+                "log was cut) dropped: without an index column the missing GPU cannot be told."
+            )
+        if long:
+            notes.append(f"{long} poll(s) of more than {gpus} rows dropped.")
     if counters.bad_lines:
         notes.append(
             f"{counters.bad_lines} malformed line(s) skipped, the first at line "

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._gpu_polls import PollShape
 from gputop_hints.sources.files._table import (
     Assembler,
     Column,
@@ -76,6 +77,9 @@ class CsvPlan:
     inferred: dict[int, str] = field(default_factory=dict)
     """A headerless file's columns told by their values: 1-based column -> the
     nvidia-smi field it was taken for (--map entries left out)."""
+    polls: PollShape | None = None
+    """Rows grouped in polls of several GPUs without an index column (see
+    ``_gpu_polls``); None otherwise."""
 
 
 def split_simple(line: str, delimiter: str = ",") -> list[str]:

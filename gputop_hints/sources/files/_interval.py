@@ -6,7 +6,11 @@ DEFAULT_INTERVAL_S = 1.0
 
 
 def choose_interval(
-    found: float | None, forced: float | None, notes: list[str], timed: bool
+    found: float | None,
+    forced: float | None,
+    notes: list[str],
+    timed: bool,
+    how: str = "median spacing of timestamps",
 ) -> float:
     """``--interval`` when given, else the measured spacing, else 1 s -- said in ``notes``.
 
@@ -18,7 +22,7 @@ def choose_interval(
         notes.append(f"interval {forced:g} s (given)")
         return forced
     if found is not None and found > 0:
-        notes.append(f"interval {found:g} s (median spacing of timestamps)")
+        notes.append(f"interval {found:g} s ({how})")
         return found
     if timed:
         notes.append(f"interval unknown (too few timestamps): assumed {DEFAULT_INTERVAL_S:g} s")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._gpu_polls import PollAssembler, PollShape
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Assembler, Column, Row, missing_for, probe_interval
 from gputop_hints.sources.files._text import TextSource
@@ -35,19 +36,29 @@ def table_stream(
     read: RowReader,
     *,
     inferred: Mapping[str, str] | None = None,
+    polls: PollShape | None = None,
 ) -> ImportedStream:
     """``notes`` start the detail line (what the file is); the rest is added here.
     ``inferred``: the columns of a headerless file told by their values (column ->
-    the field it was taken for), kept in ``header["inferred_columns"]``."""
+    the field it was taken for), kept in ``header["inferred_columns"]``. ``polls``:
+    rows of several GPUs without an index column, grouped in polls (one snapshot
+    each, the GPUs by position), kept in ``header["polls"]``."""
     roles = [c.role for c in columns]
     timed = "time" in roles
     vram_total = vram_constant(mapping)
     if vram_total is not None:
         roles.append("vram_total")
         notes.append(f"VRAM total {vram_total} bytes (given)")
-    interval = choose_interval(probe_interval(rows), interval_s, notes, timed)
-    keys = {r.key for r in rows}
-    gpu_count = max(1, len(keys)) if rows else None
+    if polls is None:
+        interval = choose_interval(probe_interval(rows), interval_s, notes, timed)
+        keys = {r.key for r in rows}
+        gpu_count = max(1, len(keys)) if rows else None
+    else:
+        interval = choose_interval(
+            polls.period_s, interval_s, notes, timed, "median spacing of polls"
+        )
+        notes.append(polls.note())
+        gpu_count = polls.gpus
     if "pcie_gen" in roles and "pcie_rx" not in roles:
         notes.append("PCIe link generation/width known, throughput not")
     info = StreamInfo(
@@ -61,12 +72,22 @@ def table_stream(
         header={
             "columns": {c.label: c.role for c in columns},
             **({"inferred_columns": dict(inferred)} if inferred else {}),
+            **(
+                {"polls": {"gpus": polls.gpus, "period_s": polls.period_s}}
+                if polls is not None
+                else {}
+            ),
         },
     )
     detail = f"{label}: {path.name}"
     counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        return read(source, counters, Assembler(counters, interval, "unknown", detail), vram_total)
+        assembler = (
+            Assembler(counters, interval, "unknown", detail)
+            if polls is None
+            else PollAssembler(counters, interval, "unknown", detail, polls)
+        )
+        return read(source, counters, assembler, vram_total)
 
     return ImportedStream(path, info, reader, counters=counters)

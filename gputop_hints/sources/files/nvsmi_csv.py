@@ -26,6 +26,7 @@ from gputop_hints.sources.files._csvio import (
     split_simple,
     trim_trailing,
 )
+from gputop_hints.sources.files._gpu_polls import PollShape, find_polls
 from gputop_hints.sources.files._headerless import infer_columns
 from gputop_hints.sources.files._table import (
     Assembler,
@@ -194,7 +195,19 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     plan.rows = parse_sample(sample, plan.columns, 2 if header else 1)
     if data and not plan.rows:
         return "no line parses as nvidia-smi CSV values"
+    roles = {c.role for c in plan.columns}
+    if "time" in roles and not roles & {"gpu", "uuid", "bus_id"}:
+        plan.polls = _polls(data, plan, ncols, 2 if header else 1)
     return plan
+
+
+def _polls(data: list[str], plan: CsvPlan, ncols: int, first_line: int) -> PollShape | None:
+    """The polls of rows without an index column, from every row in the head (its
+    last line may be cut)."""
+    lines = data[:-1] if len(data) > 50 else data
+    cells = [trim_trailing(split_simple(line), ncols) for line in lines]
+    rows = parse_sample([c for c in cells if len(c) == ncols], plan.columns, first_line)
+    return find_polls([r.timestamp for r in rows if r.timestamp is not None])
 
 
 def nvsmi_reheader(cells: list[str]) -> list[Column] | None:
@@ -234,6 +247,7 @@ def open_csv(
         mapping,
         rows,
         inferred={f"column {k}": name for k, name in plan.inferred.items()},
+        polls=plan.polls,
     )
 
 
