@@ -1,0 +1,133 @@
+"""Header names -> column roles, shared by the readers of tables with a header row.
+
+A hand-made CSV and a whitespace-aligned table printed by a script name their
+columns the same ways: names are matched case-insensitively after folding
+separators (``memory.used``, ``Memory Used``, ``memory_used`` are one name); a
+unit in the name (``_mb``, ``_mib``, ``_gb``, ``[MiB]``, ``(GB)``, ``_pct``)
+sets the scale. VRAM without a unit is read as MiB unless the values are too
+large for that (then bytes) or fractional and small (then GiB).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from gputop_hints.sources.files import _values as v
+from gputop_hints.sources.files._table import Column
+from gputop_hints.units import MIB
+
+ALIASES: dict[str, str] = {}
+for _role, _names in {
+    "time": "timestamp time ts datetime date_time epoch unix_time unixtime wall_time walltime "
+    "elapsed elapsed_time runtime time_s seconds t",
+    "gpu": "gpu gpu_index gpu_id gpu_idx index idx device device_id device_index gpu_num",
+    "name": "name gpu_name device_name",
+    "uuid": "uuid gpu_uuid",
+    "sm": "gpu_util gpu_utilization gpu_utilisation utilization_gpu utilisation_gpu util "
+    "utilization gpu_usage gpu_load sm sm_util sm_utilization sm_activity gpu_busy "
+    "gpu_percent",
+    "mem": "mem_util memory_util mem_utilization memory_utilization utilization_memory "
+    "mem_busy memory_busy mem_access memory_access mem_bw_util memory_access_percent",
+    "vram_used": "memory_used mem_used vram_used used_memory used_mem gpu_memory_used "
+    "gpu_mem_used gpu_mem gpu_memory fb_used fb vram memory_usage mem_usage gpu_memory_usage",
+    "vram_total": "memory_total mem_total vram_total total_memory total_mem gpu_memory_total "
+    "gpu_mem_total fb_total",
+    "vram_free": "memory_free mem_free vram_free free_memory free_mem gpu_memory_free fb_free",
+    "temp": "temperature temp temperature_gpu gpu_temp gpu_temperature",
+    "power": "power power_draw power_usage gpu_power pwr",
+    "power_limit": "power_limit power_cap enforced_power_limit",
+    "sm_clock": "sm_clock clocks_sm clock_sm clocks_current_sm pclk graphics_clock",
+    "pcie_rx": "pcie_rx rx_pci rxpci pcie_rx_throughput",
+    "pcie_tx": "pcie_tx tx_pci txpci pcie_tx_throughput",
+    "pcie_gen": "pcie_gen pcie_link_gen_current",
+    "pcie_width": "pcie_width pcie_link_width_current",
+}.items():
+    for _n in _names.split():
+        ALIASES[_n] = _role
+
+_UNIT_IN_NAME = re.compile(r"[\[(]\s*([^\])]*)\s*[\])]")
+SIZE_SUFFIX = {
+    "bytes": 1.0,
+    "b": 1.0,
+    "kb": 2.0**10,
+    "kib": 2.0**10,
+    "mb": MIB,
+    "mib": MIB,
+    "gb": 2.0**30,
+    "gib": 2.0**30,
+}
+_OTHER_SUFFIX = ("pct", "percent", "perc", "w", "watts", "c", "celsius", "mhz", "s", "sec", "ms")
+
+
+def normalise_name(raw: str) -> tuple[str, str | None]:
+    """'Memory Used [MiB]' -> ('memory_used', 'mib'); 'vram_used_gb' -> ('vram_used', 'gb')."""
+    unit: str | None = None
+    m = _UNIT_IN_NAME.search(raw)
+    if m is not None:
+        unit = m.group(1).strip().lower().replace(" ", "") or None
+        raw = _UNIT_IN_NAME.sub(" ", raw)
+    name = re.sub(r"[^a-z0-9%]+", "_", raw.strip().lower()).strip("_")
+    name = name.replace("%", "percent")
+    if name in ALIASES:
+        return name, unit
+    parts = name.split("_")
+    if len(parts) > 1:
+        tail = parts[-1]
+        base = "_".join(parts[:-1])
+        if tail in SIZE_SUFFIX or tail in _OTHER_SUFFIX:
+            return base, unit or tail
+    return name, unit
+
+
+def vram_scale(unit: str | None, values: list[float]) -> tuple[float, str]:
+    if unit is not None:
+        if unit in SIZE_SUFFIX:
+            return SIZE_SUFFIX[unit], unit
+        if unit in v.BYTE_UNITS:
+            return v.BYTE_UNITS[unit], unit
+    if values and max(values) > 4e6:
+        return 1.0, "bytes (values too large for MiB)"
+    if values and max(values) <= 2048 and any(x != int(x) for x in values):
+        return 2.0**30, "GiB (small fractional values)"
+    return MIB, "MiB (assumed: no unit in the header)"
+
+
+def is_number(cell: str) -> bool:
+    """Whether a cell holds a number (a unit after it allowed), not text."""
+    try:
+        return v.number(cell) is not None
+    except v.CellError:
+        return False
+
+
+def header_columns(
+    header: Sequence[str], data: Sequence[Sequence[str]]
+) -> tuple[list[Column], list[str]]:
+    """The columns a header names (the first of each role), and notes on the VRAM
+    scale chosen; ``data`` (sample rows of cells) tells a unitless VRAM scale."""
+    columns: list[Column] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(header):
+        name, unit = normalise_name(raw)
+        role = ALIASES.get(name)
+        if role is None or role in seen:
+            continue
+        seen.add(role)
+        scale = 1.0
+        if role.startswith("vram"):
+            values = []
+            for r in data:
+                try:
+                    parsed = v.number(r[i])
+                except v.CellError:
+                    continue
+                if parsed is not None and not parsed[1]:
+                    values.append(parsed[0])
+            scale, why = vram_scale(unit, values)
+            notes.append(f"{raw}: {why}")
+        elif role in ("pcie_rx", "pcie_tx"):
+            scale = SIZE_SUFFIX.get((unit or "mb").replace("/s", ""), MIB)
+        columns.append(Column(i, role, scale, raw))
+    return columns, notes
