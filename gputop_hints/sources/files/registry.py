@@ -13,10 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gputop_hints.sources.files import (
+    aligned_table,
     dcgmi,
     dmon,
     generic_csv,
     gpustat,
+    gputil,
     nvsmi_apps,
     nvsmi_csv,
     nvsmi_query,
@@ -43,7 +45,9 @@ ALL_FORMATS: tuple[FormatSpec, ...] = (
     dcgmi.SPEC,
     gpustat.SPEC,
     nvsmi_csv.SPEC,
+    gputil.SPEC,
     generic_csv.SPEC,
+    aligned_table.SPEC,
 )
 """The order content sniffing tries them: the stricter shapes before the looser."""
 

@@ -36,6 +36,8 @@ FIXTURE_OF = {
     "gpustat": "gpustat.jsonl",
     "nvidia-smi-csv": "nvsmi_full_2gpu.csv",
     "csv": "generic_quoted.csv",
+    "gputil": "gputil_blocks.log",
+    "aligned-table": "aligned_banner_units.log",
 }
 """Format id -> its fixture under tests/fixtures/import/ (detected as that format)."""
 
