@@ -50,6 +50,8 @@ _TIME_TOKEN = re.compile(r"^\d{1,2}:\d{2}:\d{2}(?:\.\d+)?$")
 _UNIT_TOKEN = re.compile(r"^(?:%|[KMGT]i?B|B|C|°C|W|MHz)$", re.IGNORECASE)
 _HMS = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(\.\d+)?$")
 _BANNER_START = ("=", "-", "#", "*", "~", "+")
+_ROLLOVER_S = 12 * 3600
+"""A time of day this much earlier than the last is the next day's."""
 
 
 def _header_name(raw: str) -> str:
@@ -119,8 +121,8 @@ class _Dates:
             return cell
         hh, mm, ss, frac = m.groups()
         of_day = int(hh) * 3600 + int(mm) * 60 + int(ss)
-        if self.last is not None and of_day < self.last:
-            self.date += dt.timedelta(days=1)
+        if self.last is not None and of_day < self.last - _ROLLOVER_S:
+            self.date += dt.timedelta(days=1)  # past midnight (a small step back is not)
         self.last = of_day
         return f"{self.date.isoformat()} {int(hh):02d}:{mm}:{ss}{frac or ''}"
 
@@ -160,11 +162,14 @@ def _rows(
         stripped = line.strip()
         if not stripped:
             continue
+        if stripped.startswith(_BANNER_START):
+            dates.banner(stripped)  # the script restarted: its date, when it has one
+            continue
         cells = cells_of(stripped, ncols)
         if [c.lower() for c in cells] == header_norm:
             continue  # the header printed again
         if len(cells) != ncols:
-            if dates.banner(stripped) or stripped.startswith(_BANNER_START):
+            if dates.banner(stripped):
                 continue
             counters.note_bad_line(number, f"expected {ncols} columns, found {len(cells)}")
             continue

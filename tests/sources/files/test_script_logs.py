@@ -54,26 +54,30 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_aligned_table_after_a_banner_with_units_in_cells() -> None:
-    """Times of day dated from the banner (the next day after midnight), units in
-    every cell, the header printed again skipped, a damaged cell counted at its line."""
+    """Times of day dated from the banner (the next day after midnight; a later
+    banner's date after a restart), units in every cell, the header printed again
+    skipped, a damaged cell counted at its line."""
     name = "aligned_banner_units.log"
     text = lines_of(name)
-    banner = STAMP.search(text[0])
-    assert banner is not None
-    y, mo, d = (int(x) for x in banner.groups()[:3])
     row = re.compile(r"^(\d\d):(\d\d):(\d\d)\s+(\S+)%\s+(\d+)MiB\s+(\d+)MiB\s+(\d+)C\s+([\d.]+)W$")
     expected_times: list[float] = []
     utils: list[float] = []
     used: list[int] = []
     bad_at: list[int] = []
-    day = d
+    y = mo = day = 0
+    previous_hour: int | None = None
     for number, line in enumerate(text, start=1):
+        banner = STAMP.search(line)
+        if line.startswith("====") and banner is not None:  # the script (re)started
+            y, mo, day = (int(x) for x in banner.groups()[:3])
+            previous_hour = None
         m = row.match(line)
         if m is None:
             continue
         h, mi, s = int(m[1]), int(m[2]), int(m[3])
-        if h == 0 and expected_times and time.localtime(expected_times[-1]).tm_hour == 23:
+        if h == 0 and previous_hour == 23:
             day += 1
+        previous_hour = h
         expected_times.append(local(y, mo, day, h, mi, s))
         used.append(int(m[5]))
         if m[4].isdigit():
@@ -83,7 +87,7 @@ def test_aligned_table_after_a_banner_with_units_in_cells() -> None:
     snaps, info, counters = load(name)
     assert info.format == "aligned-table" and info.gpu_count == 1
     assert [s.timestamp for s in snaps] == expected_times
-    assert len(snaps) == len(expected_times) == 6
+    assert len(snaps) == len(expected_times) == 8
     sm = [s.gpus[0].sm_percent for s in snaps if s.gpus[0].sm_percent is not None]
     assert statistics.mean(sm) == statistics.mean(utils)
     assert [s.gpus[0].vram_used_bytes for s in snaps] == [u * MIB for u in used]
