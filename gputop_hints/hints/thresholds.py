@@ -35,6 +35,7 @@ from gputop_hints.hints.rules import ALL_RULES
 from gputop_hints.hints.rules.collective_hang import CollectiveHang
 from gputop_hints.hints.rules.compute_bound import ComputeBound
 from gputop_hints.hints.rules.cores_contended import CoresContended
+from gputop_hints.hints.rules.cpu_offload import CpuOffload
 from gputop_hints.hints.rules.idle_holding_vram import IdleHoldingVram
 from gputop_hints.hints.rules.input_starved import InputStarved
 from gputop_hints.hints.rules.low_utilization import LowUtilization
@@ -88,6 +89,7 @@ class Thresholds:
     vram_preallocated: VramPreallocated
     warm_up: WarmUp
     utilization_overstated: UtilizationOverstated
+    cpu_offload: CpuOffload
 
     @staticmethod
     def defaults() -> Thresholds:

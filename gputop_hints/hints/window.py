@@ -157,6 +157,11 @@ class Window:
 
     def gpu_pcie_mean(self, index: int) -> float | None:
         """Mean rx + tx in bytes/s (None when either direction is never known)."""
+        means = self.gpu_pcie_means(index)
+        return None if means is None else means[0] + means[1]
+
+    def gpu_pcie_means(self, index: int) -> tuple[float, float] | None:
+        """Mean (rx, tx) in bytes/s (None when either direction is never known)."""
         gh = self.history.gpus.get(index)
         if gh is None:
             return None
@@ -164,7 +169,7 @@ class Window:
         tx = gh.pcie_tx_bytes_per_s.mean(self.ticks)
         if rx is None or tx is None:
             return None
-        return rx + tx
+        return rx, tx
 
     def gpu_pcie_busy_fraction(self, index: int, limit_bytes_per_s: float) -> float | None:
         """Share of window ticks whose rx + tx reading reached ``limit_bytes_per_s``.

@@ -24,6 +24,7 @@ from gputop_hints.hints.rules import (
     collective_hang,
     compute_bound,
     cores_contended,
+    cpu_offload,
     idle_holding_vram,
     input_starved,
     low_utilization,
@@ -74,6 +75,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     vram_preallocated.SPEC,
     warm_up.SPEC,
     utilization_overstated.SPEC,
+    cpu_offload.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

@@ -26,6 +26,7 @@ from gputop_hints.hints.rules.shared import (
 from gputop_hints.hints.rules.signals import (
     link_thrashing,
     loader_workers,
+    offloading,
     reaches_into_warm_up,
     warming_up,
 )
@@ -133,12 +134,24 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if is_server(proc) or warming_up(win, t, proc) is not None:
             continue  # a server idles between requests; a job starting up is not starved
+        if offloading(win, t, proc) is not None or _threaded_host_step(win, t, proc):
+            continue  # the host steps the optimizer by design: cpu-offload says so
         for w in _windows(win, t, proc):
             seen = _starved(w, t, proc)
             if seen is not None:
                 out.append(_finding(w, t, proc, *seen))
                 break
     return out
+
+
+def _threaded_host_step(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """The main process on several cores with no busy loader worker: a threaded host
+    computation (an offloaded optimizer step before cpu-offload has seen a whole step),
+    not a Python loop loading batches -- the GIL holds that to about one core."""
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None or cpu < t.cpu_offload.main_cpu_above_percent:
+        return False
+    return (win.process_busy_workers_mean(proc) or 0.0) < 0.5
 
 
 def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
 from gputop_hints.hints.rules.shared import multi_gpu_jobs, sm_evidence
-from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Window
+from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 
 if TYPE_CHECKING:
@@ -479,3 +479,54 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
         return Preallocation(share, False, None, flat)
     return None
 
+
+
+# cpu-offload: the optimizer on the host, gradients and parameters over PCIe
+
+_OFFLOAD_RE = re.compile(r"deepspeed|offload|zero[-_]?(?:2|3|infinity)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Offload:
+    """What shows a process offloading its optimizer to the host (cpu-offload)."""
+
+    main_cpu: float
+    rx: float
+    tx: float
+    gaps: Gaps
+    window_s: float
+    named: bool
+    """Its command line names DeepSpeed or offload."""
+
+
+def offloading(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
+    """Once per window and process; see :func:`_offloading_uncached`."""
+    return win.derived(
+        ("offloading", id(t), proc.key), lambda: _offloading_uncached(win, t, proc)
+    )
+
+
+def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
+    """A main process on several cores, PCIe busy both ways in comparable amounts and the
+    GPU idling in gaps, over the slow window (a step or more; a 20 ms PCIe reading a
+    tick is too spiky for a few seconds): cpu-offload and input-starved both ask."""
+    c = t.cpu_offload
+    if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
+        return None
+    slow = win.longer(t.general.slow_window_s)
+    cpu = slow.process_cpu_mean(proc)
+    if cpu is None or cpu < c.main_cpu_above_percent:
+        return None  # the cheap test first
+    means = slow.gpu_pcie_means(proc.gpu_index)
+    if means is None:
+        return None
+    rx, tx = means
+    floor = c.min_direction_gb_per_s * 1e9
+    if min(rx, tx) < floor or min(rx, tx) < c.min_direction_ratio * max(rx, tx):
+        return None
+    s = t.input_starved
+    gaps = slow.gpu_gaps(proc.gpu_index, s.gap_sm_below_percent, s.min_gap_s)
+    if gaps is None or gaps.fraction < s.min_gap_fraction:
+        return None
+    named = bool(_OFFLOAD_RE.search(proc.command or ""))
+    return Offload(cpu, rx, tx, gaps, slow.covered_s, named)
