@@ -43,6 +43,7 @@ from gputop_hints.hints.rules.memory_bound import MemoryBound
 from gputop_hints.hints.rules.overlap_explained import OverlapExplained
 from gputop_hints.hints.rules.pcie_thrash import PcieThrash
 from gputop_hints.hints.rules.serving_idle import ServingIdle
+from gputop_hints.hints.rules.simulation_bound import SimulationBound
 from gputop_hints.hints.rules.small_batch import SmallBatch
 from gputop_hints.hints.rules.straggler import Straggler
 from gputop_hints.hints.rules.throttled import Throttled
@@ -90,6 +91,7 @@ class Thresholds:
     warm_up: WarmUp
     utilization_overstated: UtilizationOverstated
     cpu_offload: CpuOffload
+    simulation_bound: SimulationBound
 
     @staticmethod
     def defaults() -> Thresholds:

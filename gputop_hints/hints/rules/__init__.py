@@ -32,6 +32,7 @@ from gputop_hints.hints.rules import (
     overlap_explained,
     pcie_thrash,
     serving_idle,
+    simulation_bound,
     small_batch,
     straggler,
     throttled,
@@ -76,6 +77,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     warm_up.SPEC,
     utilization_overstated.SPEC,
     cpu_offload.SPEC,
+    simulation_bound.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 
