@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 ID = "memory-bound"
 
+SATURATED_PERCENT = 99.0
+"""SM % at which both time shares read full whatever the kernels do: no verdict."""
+
 
 @dataclass(frozen=True)
 class MemoryBound:
@@ -42,9 +45,15 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     for gpu in win.latest.gpus:
         mem = win.gpu_mem_mean(gpu.index)
         sm = win.gpu_sm_mean(gpu.index)
-        if mem is None or sm is None or sm >= c.sm_below_percent:
+        if mem is None or sm is None or mem < c.memory_above_percent:
             continue
-        if mem < c.memory_above_percent or mem < sm - c.within_sm_points:
+        if sm >= c.sm_below_percent:
+            # Kernels run nearly all the time. Pinned at 100 + 100 the two time shares
+            # are saturated and tell nothing (compute-bound, with the overlap note);
+            # below that, memory busier than the kernels run is the busiest resource.
+            if sm >= SATURATED_PERCENT or mem <= sm:
+                continue
+        elif mem < sm - c.within_sm_points:
             continue
         out.append(
             Finding(
@@ -67,7 +76,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     Evidence(
                         "SM % (mean)",
                         sm,
-                        f"<= memory-access % + {c.within_sm_points:g}, < {c.sm_below_percent:g}",
+                        f"<= memory-access % + {c.within_sm_points:g} (below it at "
+                        f">= {c.sm_below_percent:g}; < {SATURATED_PERCENT:g})",
                     ),
                 ),
             )

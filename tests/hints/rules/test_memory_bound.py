@@ -41,6 +41,24 @@ CASES: list[Case] = [
         lambda: one_gpu([81.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=70.0)),
         None,
     ),
+    case(
+        # kernels run 93 % of the time, memory is busy 95 %: the busiest resource
+        "memory-bound/busy-gpu-memory-busier-than-kernels",
+        lambda: one_gpu([93.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=95.0)),
+        Expect(G0, Severity.WARNING, evidence={"memory-access % (mean)": 95}),
+    ),
+    case(
+        # at 90 % SM and above the 10-point margin goes: memory must be busier
+        "memory-bound/near-miss-busy-gpu-memory-equal",
+        lambda: one_gpu([93.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=93.0)),
+        None,
+    ),
+    case(
+        # both pinned at 100: saturated time shares tell nothing (compute-bound)
+        "memory-bound/near-miss-saturated-at-99",
+        lambda: one_gpu([99.0] * 12, [P(vram_gib=40.0)], gpu=G(mem=100.0)),
+        None,
+    ),
 ]
 
 
