@@ -175,7 +175,7 @@ def _starved(
         # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.
         gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
         return sm, scope, notes, gaps or Gaps(0.0, 0, sm, False), gaps_scope
-    if sm >= c.sm_mean_below_percent:
+    if sm >= c.sm_mean_below_percent and not _slow_reads(win, t, proc, sm):
         return None
     gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
     if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
@@ -188,6 +188,19 @@ def _starved(
     if not _loading(win, t, proc):
         return None  # an idle host side waits on a person, not on an input pipeline
     return sm, scope, notes, gaps, gaps_scope
+
+
+def _slow_reads(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool:
+    """Over the slow window, a load-then-compute cycle whose loads are reads (the loader
+    in D state, or iowait up) starves the GPU for the length of each read however busy
+    it is in between: the mean may pass 50 % (a 25 s compute after a 12 s fetch reads
+    ~65 %) while a third of the time waits on storage. The gaps still have to show."""
+    c = t.input_starved
+    if win.window_s <= t.general.window_s or sm >= c.storage_sm_below_percent:
+        return False
+    iowait = win.iowait_percent
+    reads = win.process_d_state_fraction(proc) >= c.d_state_fraction
+    return reads or (iowait is not None and iowait >= c.iowait_above_percent)
 
 
 def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool:

@@ -373,3 +373,24 @@ def test_cores_saturated_over_the_latest_half_window_is_cpu_bound() -> None:
     ]
     (found,) = apply(RULE, Run().feed(ticks).history)
     assert found.subtype == "more-workers"
+
+
+def _fetch_then_compute(fetch_state: str, iowait: float) -> list[Tick]:
+    """A 12 s shard fetch (the main process reading, GPU idle), then 25 s of training."""
+    ticks = []
+    for i in range(148):
+        fetching = i % 37 < 12
+        proc = P(cpu=10.0 if fetching else 95.0, state=fetch_state if fetching else "R")
+        host = H(busy=5.0, iowait=iowait if fetching else 0.0)
+        ticks.append(Tick((G(sm=0.0 if fetching else 95.0),), (proc,), host))
+    return ticks
+
+
+def test_slow_reads_starve_a_gpu_that_averages_above_half() -> None:
+    """Load-then-compute from NFS: a third of the time waits on reads though the mean SM
+    is ~62 %; the slow window shows it as storage starvation."""
+    (found,) = apply(RULE, Run().feed(_fetch_then_compute("D", 40.0)).history)
+    assert found.subtype == "storage-bound"
+    # The same cycle with the host doing nothing while the GPU waits (no reads, no
+    # iowait): a pause, not a storage-bound loader -- no starvation above 50 % SM.
+    assert apply(RULE, Run().feed(_fetch_then_compute("S", 0.0)).history) == []
