@@ -168,8 +168,8 @@ def _starved(
     """The condition on one window: (mean SM, its scope, notes, gaps, their scope) or None."""
     c = t.input_starved
     sm, scope, notes = sm_evidence(win, proc, t)
-    if sm is None:
-        return None
+    if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
+        return None  # the cheap test first: busy enough for every path below
     if _blocked_on_storage(win, t, proc, sm):
         # Batches arrive as fast as reads finish: the GPU idles in stalls too short
         # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.

@@ -514,15 +514,17 @@ def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offloa
     if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
         return None
     slow = win.longer(t.general.slow_window_s)
-    cpu = slow.process_cpu_mean(proc)
-    if cpu is None or cpu < c.main_cpu_above_percent:
-        return None  # the cheap test first
-    means = slow.gpu_pcie_means(proc.gpu_index)
+    # Per GPU first (8 at most, where processes may be 64): most GPUs send ~nothing back.
+    index = proc.gpu_index
+    means = slow.derived(("pcie_means", index), lambda: slow.gpu_pcie_means(index))
     if means is None:
         return None
     rx, tx = means
     floor = c.min_direction_gb_per_s * 1e9
     if min(rx, tx) < floor or min(rx, tx) < c.min_direction_ratio * max(rx, tx):
+        return None
+    cpu = slow.process_cpu_mean(proc)
+    if cpu is None or cpu < c.main_cpu_above_percent:
         return None
     s = t.input_starved
     gaps = slow.gpu_gaps(proc.gpu_index, s.gap_sm_below_percent, s.min_gap_s)

@@ -63,8 +63,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     for proc in win.processes():
         if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB or is_server(proc):
             continue
-        busy = win.process_busy_workers_mean(proc)
-        if busy is None or busy < c.min_busy_children:
+        if not proc.workers:
             continue
         sm, scope, notes = sm_evidence(win, proc, t)
         if sm is None or not c.sm_above_percent <= sm < c.sm_below_percent:
@@ -72,6 +71,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         device = win.gpu_sm_mean(proc.gpu_index)
         if device is None or device >= c.sm_below_percent:
             continue  # the GPU is busy with others' work: sharing, not waiting
+        busy = win.process_busy_workers_mean(proc)
+        if busy is None or busy < c.min_busy_children:
+            continue
         gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
         if gaps is None or not gaps.fine or gaps.fraction >= s.min_gap_fraction:
             # A sawtooth is batches arriving late (input-starved); and "steady" needs
