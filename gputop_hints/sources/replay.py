@@ -33,7 +33,13 @@ from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.recording.reader import open_recording
-from gputop_hints.streams import SnapshotStream, SnapshotTick, TickView, fast_paths
+from gputop_hints.streams import (
+    SnapshotStream,
+    SnapshotTick,
+    TickView,
+    fast_paths,
+    read_positions,
+)
 
 MIN_SPEED = 1.0
 MAX_SPEED = 64.0
@@ -142,6 +148,20 @@ class ReplaySource:
     def at_end(self) -> bool:
         """True once the last tick has been returned (the TUI should pause)."""
         return self._at_end
+
+    @property
+    def read_percent(self) -> float | None:
+        """How far into its file the replay has read, in % of the file's size on disk
+        (compressed bytes for gzip); None when unknown (a merged pair, an empty file)."""
+        path = self._stream.info.path
+        try:
+            size = os.path.getsize(path)
+        except (OSError, ValueError):
+            return None
+        where = read_positions().get(path)
+        if where is None or size <= 0:
+            return None
+        return min(100.0, 100.0 * where / size)
 
     @property
     def position(self) -> float | None:

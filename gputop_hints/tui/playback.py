@@ -76,7 +76,14 @@ class PlaybackControls(App[None]):
         replay = self.replay
         if replay is None:
             return None
-        return ReplayStatus(replay.speed, replay.start_time, replay.end_time, self.replay_ended)
+        read = replay.read_percent if replay.end_time is None else None
+        return ReplayStatus(
+            replay.speed,
+            replay.start_time,
+            replay.end_time,
+            self.replay_ended,
+            None if read is None else int(read),
+        )
 
     def show_replay_status(self) -> None:
         """Bring the replay badge, position and span up to date in every header."""

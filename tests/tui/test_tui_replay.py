@@ -357,3 +357,24 @@ def test_times_show_the_date_and_a_span_over_midnight() -> None:
     assert span_text(START, START + 3600) == "12:00:00 → 13:00:00"
     assert span_text(START, START + 86400, START) == "12:00:00 → 2024-11-24 12:00:00"
     assert span_text(START, None) == "12:00:00 → ?"
+
+
+async def test_a_compressed_replay_says_how_far_into_the_file_it_has_read(
+    tmp_path: Path,
+) -> None:
+    """Issue 24: while a gzip recording's end is unknown the header shows how much of
+    the file is read; once the end is reached it shows the span's end instead."""
+    path = tmp_path / "run.jsonl.gz"
+    write_recording(path, ticks=3000, gpus=2, processes=6)
+    app = replay_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None, "the first tick")
+        app.show_replay_status()
+        await pilot.pause()
+        header = header_text(app)
+        assert "→ ? (read " in header, header
+        shown = int(header.split("(read ")[1].split(" %")[0])
+        assert 0 <= shown < 100
+        await pilot.press("G")
+        await wait_for(pilot, lambda: "(read " not in header_text(app), "the end to be known")
+        assert "→ ?" not in header_text(app)

@@ -37,6 +37,8 @@ class ReplayStatus:
     """None until known (a compressed recording not yet read to its end)."""
     ended: bool
     """The last tick is on screen and playback stopped there."""
+    read_percent: int | None = None
+    """How far into the file reading has got (whole %), shown while the end is unknown."""
 
 
 def job_text(job: JobInfo) -> str:
@@ -127,6 +129,8 @@ class HeaderBar(StripWidget):
             else:
                 right.append(Piece(date_time_text(snap.timestamp), p.text, 2))
                 span = span_text(replay.start_time, replay.end_time, snap.timestamp)
+                if replay.end_time is None and replay.read_percent is not None:
+                    span += f" (read {replay.read_percent} %)"
                 right.append(Piece(f"/ {span}", p.muted, 6))
         # One cell of margin at the right edge.
         right_kept = fit_pieces(right, width - 1)
