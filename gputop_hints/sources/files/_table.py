@@ -358,6 +358,9 @@ class Assembler:
         self.detail = detail
         self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
         self._rows: list[tuple[int, dict[str, Any]]] = []
+        self._indices: set[int] = set()
+        """The GPU indices of ``_rows``, and the highest of them."""
+        self._top = -1
         self._keys: set[int | str] = set()
         self._time: float | None = None
         self._index_of: dict[str, int] = {}
@@ -389,8 +392,10 @@ class Assembler:
         if row.key is not None:
             self._keys.add(row.key)
         index = self._index(row.key)
-        if any(i == index for i, _ in self._rows):
-            index = max(i for i, _ in self._rows) + 1
+        if index in self._indices:
+            index = self._top + 1
+        self._indices.add(index)
+        self._top = max(self._top, index)
         self._rows.append((index, row.fields))
         return out
 
@@ -398,9 +403,15 @@ class Assembler:
         if not self._rows:
             return None
         t = self.clock.next(self._time)
-        gpus = tuple(sorted((gpu_sample(i, f) for i, f in self._rows), key=lambda g: g.index))
-        driver = next((f.get("driver") for _, f in self._rows if f.get("driver")), None)
+        rows = self._rows
+        if len(rows) == 1:
+            gpus: tuple[GpuSample, ...] = (gpu_sample(*rows[0]),)
+        else:
+            gpus = tuple(sorted((gpu_sample(i, f) for i, f in rows), key=lambda g: g.index))
+        driver = next((f.get("driver") for _, f in rows if f.get("driver")), None)
         self._rows = []
+        self._indices = set()
+        self._top = -1
         self._keys = set()
         self._time = None
         self.counters.saw_gpus(len(gpus))
