@@ -58,7 +58,7 @@ from gputop_hints.streams import (
 HINT_BUDGET = 50_000
 """Auto stride: about this many (GPU + process) evaluations in all -- ~680 engine
 runs (one every ~2 min) on a 24 h 8-GPU, 64-process recording, which keeps that
-report near 12 s on 2 cores; every tick on files under ~11 min at that size or
+report near 20 s on 2 cores; every tick on files under ~11 min at that size or
 ~4.6 h on one GPU with a few processes."""
 
 
