@@ -253,3 +253,63 @@ def test_auto_stride_scales_with_size() -> None:
     assert choose_hint_stride(86_400, 73) == 127
     assert choose_hint_stride(86_400, 3) == 6
     assert choose_hint_stride(0, 10) == 1
+
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+def _small_logs() -> list[Path]:
+    from gputop_hints.sources.files import open_stream
+
+    found = []
+    for path in sorted([*_FIXTURES.iterdir(), *(_TRACES.iterdir() if _TRACES.is_dir() else [])]):
+        try:
+            open_stream(path).close()
+        except (ValueError, OSError):
+            continue
+        found.append(path)
+    return found
+
+
+def test_small_imported_logs_run_the_hints_on_every_tick() -> None:
+    from gputop_hints.sources.files import open_stream
+
+    logs = _small_logs()
+    assert logs
+    for path in logs:
+        stream = open_stream(path)
+        try:
+            report = build_report(stream)
+        finally:
+            stream.close()
+        assert report.hint_stride == 1, path.name
+        assert report.hint_evaluations == report.samples, path.name
+
+
+def test_long_imported_log_gets_a_stride_from_its_estimated_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputop_hints.outputs.report import build as build_module
+    from gputop_hints.sources.files import open_stream
+
+    monkeypatch.setattr(build_module, "HINT_BUDGET", 500)
+    monkeypatch.setattr(build_module, "PROBE_MIN_TICKS", 50)
+    monkeypatch.setattr(build_module, "PROBE_MIN_BYTES", 20_000)
+    ticks = 3000
+    path = tmp_path / "gpu.csv"
+    with path.open("w") as f:
+        f.write("timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n")
+        for i in range(ticks):
+            stamp = f"2025/01/15 {10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}.000"
+            f.write(f"{stamp}, 0, {(i * 7) % 101} %, 1000 MiB, 81920 MiB\n")
+    stream = open_stream(path)
+    try:
+        report = build_report(stream)
+    finally:
+        stream.close()
+    assert report.samples == ticks  # the probed ticks are not lost
+    exact = choose_hint_stride(ticks, 2, 500)
+    assert 1 < report.hint_stride <= exact  # buffering ahead can only lower the estimate
+    assert report.hint_evaluations == ticks // report.hint_stride
+    assert report_json(report)["hints"]["stride_ticks"] == report.hint_stride

@@ -21,7 +21,10 @@ No Textual here.
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+from collections.abc import Iterator
 from typing import Any
 
 from gputop_hints.hints.diagnoser import Diagnoser
@@ -46,6 +49,8 @@ from gputop_hints.streams import (
     ReadCounters,
     SnapshotStream,
     StreamInfo,
+    TickView,
+    read_positions,
     tick_count,
     tick_views,
 )
@@ -53,7 +58,7 @@ from gputop_hints.streams import (
 HINT_BUDGET = 50_000
 """Auto stride: about this many (GPU + process) evaluations in all -- ~680 engine
 runs (one every ~2 min) on a 24 h 8-GPU, 64-process recording, which keeps that
-report near 12 s on 2 cores; every tick on files under ~11 min at that size or
+report near 20 s on 2 cores; every tick on files under ~11 min at that size or
 ~4.6 h on one GPU with a few processes."""
 
 
@@ -73,12 +78,20 @@ def build_report(
     """Read ``stream`` once and build its post-mortem.
 
     ``hint_stride`` = k evaluates the hints every k-th tick (1: every tick, as
-    live). None picks it: for a stream that counts its ticks cheaply (a
-    recording), :func:`choose_hint_stride` on that count; for other streams
-    (imported logs), every tick.
+    live). None picks it with :func:`choose_hint_stride`: on the tick count of a
+    stream that counts its ticks cheaply (a recording); for other streams
+    (imported logs) on the count estimated from the first ticks (see
+    :func:`_probe_stride`) -- exact, so every tick below the budget, when the
+    file ends within them.
     """
     thresholds = thresholds or Thresholds.defaults()
-    stride = _auto_stride(stream) if hint_stride is None else hint_stride
+    views: Iterator[TickView] = tick_views(stream)
+    if hint_stride is not None:
+        stride = hint_stride
+    elif tick_count(stream) is not None:
+        stride = _auto_stride(stream)
+    else:
+        stride, views = _probe_stride(stream, views)
     if stride < 1:
         raise ValueError("hint_stride must be >= 1")
     info = stream.info
@@ -87,7 +100,7 @@ def build_report(
     gpus = GpuTable(info.header.get("gpus"))
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
     processes = ProcessTable()
-    for i, tick in enumerate(tick_views(stream)):
+    for i, tick in enumerate(views):
         timeline.add(tick.timestamp)
         gpus.add(tick, metrics.seen)
         if not hints.wants(i):
@@ -131,6 +144,50 @@ def _auto_stride(stream: SnapshotStream) -> int:
     first = next((s for s in (t.snapshot() for t in tick_views(stream)) if s is not None), None)
     entities = 0 if first is None else len(first.processes) + len(first.gpus)
     return choose_hint_stride(count, entities + 1)
+
+
+PROBE_MIN_TICKS = 256
+PROBE_MAX_TICKS = 2048
+PROBE_MIN_BYTES = 2_000_000
+"""A stream that cannot count its ticks is probed on its first ticks: at least
+PROBE_MIN_TICKS and PROBE_MIN_BYTES of the file (so the readers' buffers ahead
+of the ticks are a small share), at most PROBE_MAX_TICKS (they are held in memory)."""
+
+
+def _probe_stride(
+    stream: SnapshotStream, views: Iterator[TickView]
+) -> tuple[int, Iterator[TickView]]:
+    """The hint stride for a stream that cannot count its ticks, and its ticks again.
+
+    Reads the first ticks, holding them, and estimates the count from the bytes
+    they took of the file (:func:`~gputop_hints.streams.read_positions`, bytes on
+    disk, so a gzip file's ratio holds too): ``ticks * size / position``. The
+    readers buffer ahead of the ticks, which can only lower the estimate. A file
+    that ends within the probe is counted exactly."""
+    path = os.fspath(stream.info.path)
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0
+    held: list[TickView] = []
+    position = 0
+    exhausted = True
+    for view in views:
+        held.append(view)
+        if len(held) >= PROBE_MIN_TICKS:
+            position = read_positions().get(path, 0)
+            if position >= PROBE_MIN_BYTES or len(held) >= PROBE_MAX_TICKS:
+                exhausted = False
+                break
+    if exhausted:
+        count = len(held)
+    elif 0 < position < size:
+        count = math.ceil(len(held) * size / position)
+    else:
+        count = len(held)
+    first = next((s for s in (t.snapshot() for t in held) if s is not None), None)
+    entities = 0 if first is None else len(first.processes) + len(first.gpus)
+    return choose_hint_stride(count, entities + 1, HINT_BUDGET), itertools.chain(held, views)
 
 
 # --- the steps of the pass ------------------------------------------------------------------

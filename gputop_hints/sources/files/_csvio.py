@@ -152,7 +152,11 @@ def read_rows(
                 skipped_header = True
                 if [c.lower() for c in cells] == header_norm:
                     continue
-            if header_norm is not None and [c.lower() for c in cells] == header_norm:
+            if (
+                header_norm is not None
+                and cells[0].lower() == header_norm[0]
+                and [c.lower() for c in cells] == header_norm
+            ):
                 continue  # the header repeated mid-file (logs appended with >>)
             again = reheader(cells) if reheader is not None else None
             if again is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,75 @@ def _truthy_flag(cell: str) -> bool | None:
     raise v.CellError(f"expected Active/Not Active, got {t[:30]!r}")
 
 
+_TIME, _DATE, _GPU, _IDENT, _FIELD, _OTHER = range(6)
+"""How :func:`parse_row` reads a column (see :func:`_column_plan`)."""
+
+_CellReader = Callable[[str], Any]
+_Plan = tuple[bool, bool, list[tuple[int, str, int, "_CellReader | None", Column]]]
+_plans: dict[int, tuple[Sequence[Column], int, _Plan]] = {}
+"""Column plans by id of the column list, with the list (kept, so its id is not
+reused) and its length (a list still being built gets a new plan)."""
+
+
+def _clock_mhz(cell: str) -> int | None:
+    mhz = v.plain(cell, ("mhz",), 0.0, 100000.0)
+    return None if mhz is None else round(mhz)
+
+
+def _reader(col: Column) -> _CellReader | None:
+    """The cell reader of a metric column; None for the roles parse_row reads itself."""
+    role, scale = col.role, col.scale
+    if role in ("name", "driver"):
+        return v.text
+    if role in ("sm", "mem", *PROFILING_ROLES):
+        return v.percent
+    if role in ("vram_used", "vram_total", "vram_free"):
+        return lambda cell: v.byte_count(cell, scale)
+    if role in ("pcie_rx", "pcie_tx"):
+        return lambda cell: v.rate(cell, scale)
+    if role == "temp":
+        return lambda cell: v.plain(cell, ("c",), -60.0, 200.0)
+    if role in ("power", "power_limit"):
+        return lambda cell: v.plain(cell, ("w",), 0.0, 20000.0)
+    if role in ("sm_clock", "max_sm_clock"):
+        return _clock_mhz
+    if role == "pcie_gen":
+        return lambda cell: v.integer(cell, 1, 16)
+    if role == "pcie_width":
+        return lambda cell: v.integer(cell, 1, 64)
+    return None
+
+
+def _column_plan(columns: Sequence[Column]) -> _Plan:
+    """What parse_row does with each column, worked out once per column list."""
+    cached = _plans.get(id(columns))
+    if cached is not None and cached[0] is columns and cached[1] == len(columns):
+        return cached[2]
+    has_gpu_column = any(col.role == "gpu" for col in columns)
+    has_date_column = any(col.role == "date" for col in columns)
+    steps: list[tuple[int, str, int, _CellReader | None, Column]] = []
+    for col in columns:
+        role = col.role
+        reader = None
+        if role == "time":
+            kind = _TIME
+        elif role == "date":
+            kind = _DATE
+        elif role == "gpu":
+            kind = _GPU
+        elif role in ("uuid", "bus_id"):
+            kind = _IDENT
+        else:
+            reader = _reader(col)
+            kind = _OTHER if reader is None else _FIELD
+        steps.append((col.position, role, kind, reader, col))
+    plan: _Plan = (has_gpu_column, has_date_column, steps)
+    if len(_plans) > 64:
+        _plans.clear()
+    _plans[id(columns)] = (columns, len(columns), plan)
+    return plan
+
+
 def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row:
     """Cells -> Row; raises CellError (with the column label) when a cell is malformed."""
     fields: dict[str, Any] = {}
@@ -122,51 +191,28 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
     date_cell: str | None = None
     time_cell: str | None = None
     throttle: set[str] | None = None
-    has_gpu_column = False
-    has_date_column = False
-    for col in columns:
-        if col.role == "gpu":
-            has_gpu_column = True
-        elif col.role == "date":
-            has_date_column = True
+    has_gpu_column, has_date_column, steps = _column_plan(columns)
     bad_cells: list[tuple[str, str]] = []
-    for col in columns:
-        if col.position >= len(cells):
+    ncells = len(cells)
+    for position, role, kind, reader, col in steps:
+        if position >= ncells:
             continue
-        cell = cells[col.position]
-        role = col.role
+        cell = cells[position]
         try:
-            if role == "time":
+            if kind == _FIELD:
+                fields[role] = reader(cell)  # type: ignore[misc]
+            elif kind == _TIME:
                 time_cell = cell
-            elif role == "date":
+            elif kind == _DATE:
                 date_cell = cell
-            elif role == "gpu":
+            elif kind == _GPU:
                 index = v.integer(cell, 0, 4095)
                 key = index
-            elif role in ("uuid", "bus_id"):
+            elif kind == _IDENT:
                 ident = v.text(cell)
                 fields[role] = ident
                 if key is None and ident is not None and not has_gpu_column:
                     key = ident
-            elif role in ("name", "driver"):
-                fields[role] = v.text(cell)
-            elif role in ("sm", "mem", *PROFILING_ROLES):
-                fields[role] = v.percent(cell)
-            elif role in ("vram_used", "vram_total", "vram_free"):
-                fields[role] = v.byte_count(cell, col.scale)
-            elif role in ("pcie_rx", "pcie_tx"):
-                fields[role] = v.rate(cell, col.scale)
-            elif role == "temp":
-                fields[role] = v.plain(cell, ("c",), -60.0, 200.0)
-            elif role in ("power", "power_limit"):
-                fields[role] = v.plain(cell, ("w",), 0.0, 20000.0)
-            elif role in ("sm_clock", "max_sm_clock"):
-                mhz = v.plain(cell, ("mhz",), 0.0, 100000.0)
-                fields[role] = None if mhz is None else round(mhz)
-            elif role == "pcie_gen":
-                fields[role] = v.integer(cell, 1, 16)
-            elif role == "pcie_width":
-                fields[role] = v.integer(cell, 1, 64)
             elif role == "throttle_mask":
                 raw = v.text(cell)
                 if raw is not None:
@@ -312,6 +358,9 @@ class Assembler:
         self.detail = detail
         self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
         self._rows: list[tuple[int, dict[str, Any]]] = []
+        self._indices: set[int] = set()
+        """The GPU indices of ``_rows``, and the highest of them."""
+        self._top = -1
         self._keys: set[int | str] = set()
         self._time: float | None = None
         self._index_of: dict[str, int] = {}
@@ -343,8 +392,10 @@ class Assembler:
         if row.key is not None:
             self._keys.add(row.key)
         index = self._index(row.key)
-        if any(i == index for i, _ in self._rows):
-            index = max(i for i, _ in self._rows) + 1
+        if index in self._indices:
+            index = self._top + 1
+        self._indices.add(index)
+        self._top = max(self._top, index)
         self._rows.append((index, row.fields))
         return out
 
@@ -352,9 +403,15 @@ class Assembler:
         if not self._rows:
             return None
         t = self.clock.next(self._time)
-        gpus = tuple(sorted((gpu_sample(i, f) for i, f in self._rows), key=lambda g: g.index))
-        driver = next((f.get("driver") for _, f in self._rows if f.get("driver")), None)
+        rows = self._rows
+        if len(rows) == 1:
+            gpus: tuple[GpuSample, ...] = (gpu_sample(*rows[0]),)
+        else:
+            gpus = tuple(sorted((gpu_sample(i, f) for i, f in rows), key=lambda g: g.index))
+        driver = next((f.get("driver") for _, f in rows if f.get("driver")), None)
         self._rows = []
+        self._indices = set()
+        self._top = -1
         self._keys = set()
         self._time = None
         self.counters.saw_gpus(len(gpus))

@@ -79,6 +79,11 @@ def is_unknown(cell: str) -> bool:
     return cell.strip().strip('"').strip().lower() in UNKNOWN_MARKERS
 
 
+_UNIT_SHAPES: dict[str, bool] = {}
+"""Unit texts seen by :func:`number`'s fast path, and whether each is letters, % and /
+(a log has a handful: "%", "MiB", "W", "MHz")."""
+
+
 def number(cell: str) -> tuple[float, str] | None:
     """'92 %' -> (92.0, '%'); '[N/A]' -> None; garbage -> CellError."""
     text = cell.strip().strip('"')
@@ -92,7 +97,12 @@ def number(cell: str) -> tuple[float, str] | None:
         if math.isfinite(value) and "_" not in text:
             if not head:
                 return value, ""
-            if unit.isascii() and all(ch.isalpha() or ch in "%/" for ch in unit):
+            ok = _UNIT_SHAPES.get(unit)
+            if ok is None:
+                ok = unit.isascii() and all(ch.isalpha() or ch in "%/" for ch in unit)
+                if len(_UNIT_SHAPES) < 256:
+                    _UNIT_SHAPES[unit] = ok
+            if ok:
                 return value, unit
     if text.strip().lower() in UNKNOWN_MARKERS:
         return None
