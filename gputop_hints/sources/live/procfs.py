@@ -7,13 +7,15 @@ last core -- comes from that pass: GPU-process CPU % and workers
 (:mod:`~gputop_hints.sources.live.processes`), job membership and the load other
 jobs put on the job's cores (:mod:`~gputop_hints.sources.live.slurm`). Linux
 only: elsewhere :func:`scan_proc` answers None and callers fall back to psutil.
+Without a job, :class:`ProcScanner` makes the full pass only every few seconds
+and reads just the GPU processes and their known descendants in between.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -70,6 +72,52 @@ class ProcTable:
         )
 
 
+def _read_stat(entry: str) -> ProcStat | None:
+    """One ``/proc/<entry>/stat`` line, parsed; None when gone or unreadable."""
+    try:
+        fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 2048)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
+    # count from the last ')'. After it, index 0 is proc(5) field 3 (state),
+    # 1 the ppid, 11/12 utime/stime, 19 starttime, 21 rss (pages), 36 the
+    # core it last ran on.
+    fields = data[data.rfind(b")") + 2 :].split(b" ", 37)
+    if len(fields) < 23:
+        return None
+    try:
+        return ProcStat(
+            state=fields[0].decode("ascii", "replace"),
+            ppid=int(fields[1]),
+            cpu_ticks=int(fields[11]) + int(fields[12]),
+            start=int(fields[19]),
+            rss_pages=int(fields[21]),
+            last_cpu=int(fields[36]) if len(fields) > 37 else None,
+        )
+    except ValueError:
+        return None
+
+
+def _table(entries: Iterable[str]) -> ProcTable:
+    stats: dict[int, ProcStat] = {}
+    children: dict[int, list[int]] = {}
+    taken_at = time.monotonic()
+    for entry in entries:
+        stat = _read_stat(entry)
+        if stat is None:
+            continue
+        pid = int(entry)
+        stats[pid] = stat
+        children.setdefault(stat.ppid, []).append(pid)
+    return ProcTable(stats, children, taken_at)
+
+
 def scan_proc() -> ProcTable | None:
     """State, parent, CPU time, RSS and start time of every process, one read each.
 
@@ -80,44 +128,73 @@ def scan_proc() -> ProcTable | None:
     """
     if not os.path.isdir("/proc/self"):
         return None
-    stats: dict[int, ProcStat] = {}
-    children: dict[int, list[int]] = {}
-    taken_at = time.monotonic()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    return _table(entry for entry in os.listdir("/proc") if entry.isdigit())
+
+
+FULL_RESCAN_S = 5.0
+"""How often :class:`ProcScanner` reads all of ``/proc`` when nothing forces it.
+
+Also the longest a new child of a GPU process (a DataLoader worker started
+mid-run) waits to show: between full passes only the known processes are read.
+"""
+
+
+class ProcScanner:
+    """This tick's :class:`ProcTable`, reading all of ``/proc`` only now and then.
+
+    A full pass costs some microseconds per host process -- tens of ms a tick
+    on a host with thousands of them -- though a tick without a job to follow
+    needs only the GPU processes and their descendants. So a full pass is made
+    on the first tick, every ``rescan_s`` seconds (:data:`FULL_RESCAN_S` by
+    default), whenever a GPU pid appears that the last full pass was not asked
+    about, and whenever the caller needs every process (``full=True``: a job
+    is followed, whose membership and foreign load need the whole host).
+    Between full passes only the GPU pids and the descendants known from the
+    last pass are read: one that exits is gone from the next tick's table; a
+    new child shows at the next full pass, at most ``rescan_s`` (plus one
+    tick) after it started. A partial table's ``children`` holds only the
+    processes read.
+    """
+
+    def __init__(self, rescan_s: float | None = None) -> None:
+        self.rescan_s = FULL_RESCAN_S if rescan_s is None else rescan_s
+        self._last: ProcTable | None = None
+        self._last_full_at = 0.0
+        self._asked: frozenset[int] = frozenset()
+        """The GPU pids of the last full pass (those not visible here included)."""
+        self.full_scans = 0
+        """How many full passes were made (for tests and benchmarks)."""
+
+    def scan(self, gpu_pids: Collection[int], *, full: bool = False) -> ProcTable | None:
+        """The table for a tick whose GPU processes are ``gpu_pids``."""
+        last = self._last
+        if (
+            full
+            or last is None
+            or time.monotonic() - self._last_full_at >= self.rescan_s
+            or not self._asked.issuperset(gpu_pids)
+        ):
+            # Through the module global, so that a test can take /proc away.
+            table = scan_proc()
+            self.full_scans += 1
+            self._last_full_at = time.monotonic()
+            self._asked = frozenset(gpu_pids)
+        else:
+            table = _table(str(pid) for pid in _with_descendants(gpu_pids, last.children))
+        self._last = table
+        return table
+
+
+def _with_descendants(roots: Iterable[int], children: Mapping[int, list[int]]) -> set[int]:
+    out: set[int] = set()
+    stack = list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid in out:
             continue
-        try:
-            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            data = os.read(fd, 2048)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so
-        # count from the last ')'. After it, index 0 is proc(5) field 3 (state),
-        # 1 the ppid, 11/12 utime/stime, 19 starttime, 21 rss (pages), 36 the
-        # core it last ran on.
-        fields = data[data.rfind(b")") + 2 :].split(b" ", 37)
-        if len(fields) < 23:
-            continue
-        try:
-            pid = int(entry)
-            stat = ProcStat(
-                state=fields[0].decode("ascii", "replace"),
-                ppid=int(fields[1]),
-                cpu_ticks=int(fields[11]) + int(fields[12]),
-                start=int(fields[19]),
-                rss_pages=int(fields[21]),
-                last_cpu=int(fields[36]) if len(fields) > 37 else None,
-            )
-        except ValueError:
-            continue
-        stats[pid] = stat
-        children.setdefault(stat.ppid, []).append(pid)
-    return ProcTable(stats, children, taken_at)
+        out.add(pid)
+        stack.extend(children.get(pid, ()))
+    return out
 
 
 def process_name(pid: int) -> str | None:

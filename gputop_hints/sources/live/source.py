@@ -17,7 +17,11 @@ What it promises:
   reads ``not_answering_s`` until the call returns. :meth:`LiveSource.close`
   never waits for a stuck call.
 * Cheap: the work per tick is about fifteen NVML calls per GPU and, when any
-  GPU has processes, one small ``/proc/<pid>/stat`` read per host process.
+  GPU has processes, one small ``/proc/<pid>/stat`` read per GPU process and
+  per known descendant -- per host process only every few seconds, when a
+  new GPU pid shows up, or every tick while a job is followed
+  (:class:`~.procfs.ProcScanner`; a new DataLoader worker shows within
+  :data:`~.procfs.FULL_RESCAN_S`).
   Everything static (names, command lines, what a GPU does not support) is
   learnt once and remembered.
 
@@ -89,6 +93,7 @@ class LiveSource:
         self._hostname = socket.gethostname()
         self._host_cpu = HostCpu()
         self._processes = ProcessTracker()
+        self._scanner = procfs.ProcScanner()
         self._gpus = NvmlGpus(interval_s)
         self.gpu_unavailable_reason: str | None = None
         try:
@@ -123,8 +128,11 @@ class LiveSource:
             job_view = None if self._closed else self._job
             table: procfs.ProcTable | None = None
             if raw_processes or job_view is not None:
-                # Through the module, so that a test can take /proc away as on macOS.
-                table = procfs.scan_proc()
+                # A job needs the whole host every tick; GPU processes alone
+                # need all of /proc only every few seconds (see ProcScanner).
+                table = self._scanner.scan(
+                    {pid for _, pid, _ in raw_processes}, full=job_view is not None
+                )
             members: frozenset[int] | None = None
             if job_view is not None and table is not None:
                 members = job_view.members(table)

@@ -1,0 +1,77 @@
+"""A fake GPU node for benchmarks: real sleeping processes listed by the fake NVML.
+
+The fake NVML (tests/support/fake_nvml.py) works only in-process, so this is
+both a library and a launcher. As a launcher it installs the fake for
+``--gpus`` GPUs listing the pids in ``--pids-file`` (round-robin over the
+GPUs) and then calls, in the same process, gputop-hints' own
+``gputop_hints.cli.main`` or unmodified nvitop's ``nvitop.cli.main`` with the
+rest of the command line::
+
+    PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p ours
+    PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p nvitop
+
+As a library it starts and stops the sleeping processes
+(:func:`spawn_sleepers`, :func:`stop`) and builds the fake GPUs (:func:`gpus_for`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.support.fake_nvml import FakeGpu, FakeNvml, make_gpus
+
+PROGRAMS = ("ours", "nvitop")
+
+
+def spawn_sleepers(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` real processes that sleep (``sleep 3600``) until :func:`stop`."""
+    return [
+        subprocess.Popen(["sleep", "3600"], stdin=subprocess.DEVNULL, close_fds=True)
+        for _ in range(count)
+    ]
+
+
+def stop(procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Kill and reap processes from :func:`spawn_sleepers`."""
+    for proc in procs:
+        proc.kill()
+    for proc in procs:
+        proc.wait()
+
+
+def gpus_for(gpus: int, pids: Sequence[int]) -> list[FakeGpu]:
+    """``gpus`` fake GPUs listing ``pids`` round-robin (each pid on one GPU)."""
+    return make_gpus(gpus, [list(pids[i::gpus]) for i in range(gpus)])
+
+
+def home_count() -> int:
+    """How many processes the host has now (entries of ``/proc``)."""
+    return sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--pids-file", type=Path, required=True, help="one pid a line")
+    parser.add_argument("program", choices=PROGRAMS)
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="the program's own arguments")
+    args = parser.parse_args(argv)
+    pids = [int(line) for line in args.pids_file.read_text().split()]
+    FakeNvml(gpus_for(args.gpus, pids)).install()  # for the life of the process
+    if args.program == "nvitop":
+        from nvitop.cli import main as nvitop_main
+
+        sys.argv = ["nvitop", *args.rest]
+        status: int = nvitop_main()
+        return status
+    from gputop_hints.cli import main as ours_main
+
+    return ours_main(args.rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

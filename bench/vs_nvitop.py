@@ -1,0 +1,144 @@
+"""gputop-hints against unmodified nvitop, on the same fake node, in the same terminal.
+
+Both run at their defaults (gputop-hints ticks every 1 s, nvitop every 2 s)
+in a tmux pane of ``--size`` (160x50), on the project's fake NVML with real
+sleeping processes as the GPU processes (bench/fake_node.py launches each
+program in-process under the fake). Runs alternate program by program,
+``--pairs`` of ``--seconds`` each (the first of a pair switches every pair),
+for each case of ``--cases`` (GPUs x processes in all). Per run:
+
+* first rows: launch until a fake GPU process's pid is on screen (``capture-pane``);
+* CPU % of one core and ms of CPU per tick, from ``/proc/<pid>/stat``
+  utime + stime over the measured window (from 2 s after the first rows);
+* peak RSS (VmHWM) and steady RSS (VmRSS) at the end, from ``/proc/<pid>/status``;
+* terminal bytes/s over the window, from tmux ``pipe-pane`` into a file.
+
+It prints the median (min-max) of each and the ratio of the medians::
+
+    PYTHONPATH=. .venv/bin/python bench/vs_nvitop.py [--pairs 3] [--seconds 30]
+        [--cases 1x1,8x64,8x256] [--size 160x50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fake_node import spawn_sleepers, stop  # the fake node beside this file
+from overhead import _cpu_seconds, _peak_rss_bytes  # its /proc readers
+
+from tests.support.tmux_harness import Tmux
+
+ROOT = Path(__file__).resolve().parent.parent
+TICK_S = {"ours": 1.0, "nvitop": 2.0}
+"""Each program's default update interval."""
+SETTLE_S = 2.0
+METRICS = (
+    ("cpu", "CPU % of a core"),
+    ("ms_tick", "ms CPU per tick"),
+    ("peak_rss", "peak RSS MB"),
+    ("rss", "steady RSS MB"),
+    ("bytes_s", "terminal bytes/s"),
+    ("first_rows", "launch -> rows s"),
+)
+
+
+def one_run(
+    program: str, gpus: int, pids_file: Path, pids: list[int], size: tuple[int, int], seconds: float
+) -> dict[str, float]:
+    """One program, one run: the metrics of :data:`METRICS`."""
+    tmux = Tmux()
+    fd, out_name = tempfile.mkstemp(prefix=f"vs-{program}-", suffix=".out")
+    os.close(fd)
+    out = Path(out_name)
+    wanted = re.compile(r"\b(" + "|".join(str(p) for p in pids) + r")\b")
+    command = [sys.executable, str(ROOT / "bench" / "fake_node.py"), "--gpus", str(gpus)]
+    command += ["--pids-file", str(pids_file), program]
+    try:
+        launched = time.monotonic()
+        tmux.start(command, width=size[0], height=size[1], env={"PYTHONPATH": str(ROOT)})
+        tmux.run("pipe-pane", "-t", "t", f"cat >> {out}")
+        pid = tmux.pid()
+        first_rows = float("nan")
+        while time.monotonic() - launched < 120:
+            if wanted.search(tmux.screen()):
+                first_rows = time.monotonic() - launched
+                break
+            time.sleep(0.05)
+        time.sleep(SETTLE_S)
+        cpu0, bytes0, t0 = _cpu_seconds(pid), out.stat().st_size, time.monotonic()
+        time.sleep(seconds)
+        cpu1, bytes1, t1 = _cpu_seconds(pid), out.stat().st_size, time.monotonic()
+        peak, rss = _peak_rss_bytes(pid)
+    finally:
+        tmux.kill()
+        out.unlink(missing_ok=True)
+    took = t1 - t0
+    cpu = cpu1 - cpu0
+    return {
+        "cpu": 100.0 * cpu / took,
+        "ms_tick": 1000.0 * cpu / (took / TICK_S[program]),
+        "peak_rss": peak / 1e6,
+        "rss": rss / 1e6,
+        "bytes_s": (bytes1 - bytes0) / took,
+        "first_rows": first_rows,
+    }
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=30.0, help="measured per run (30)")
+    parser.add_argument("--cases", default="1x1,8x64,8x256", help="GPUsxprocesses, comma-separated")
+    parser.add_argument("--size", default="160x50", help="terminal COLSxROWS (160x50)")
+    args = parser.parse_args()
+    cols, rows = (int(v) for v in args.size.lower().split("x"))
+    print(
+        f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML, "
+        f"{args.size} tmux pane, {args.pairs} pair(s) of {args.seconds:g} s per case; "
+        f"ticks: ours {TICK_S['ours']:g} s, nvitop {TICK_S['nvitop']:g} s (defaults)"
+    )
+    print(f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
+    for case in args.cases.split(","):
+        gpus, count = (int(v) for v in case.lower().split("x"))
+        sleepers = spawn_sleepers(count)
+        pids = [p.pid for p in sleepers]
+        fd, name = tempfile.mkstemp(prefix="vs-pids-")
+        os.close(fd)
+        pids_file = Path(name)
+        pids_file.write_text("\n".join(map(str, pids)) + "\n")
+        results: dict[str, list[dict[str, float]]] = {"ours": [], "nvitop": []}
+        try:
+            for pair in range(args.pairs):
+                order = ("ours", "nvitop") if pair % 2 == 0 else ("nvitop", "ours")
+                for program in order:
+                    results[program].append(
+                        one_run(program, gpus, pids_file, pids, (cols, rows), args.seconds)
+                    )
+        finally:
+            stop(sleepers)
+            pids_file.unlink(missing_ok=True)
+        for key, label in METRICS:
+            ours = [r[key] for r in results["ours"]]
+            theirs = [r[key] for r in results["nvitop"]]
+            base = statistics.median(theirs)
+            ratio = statistics.median(ours) / base if base else float("nan")
+            print(f"{case:>6}  {label:<18} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
