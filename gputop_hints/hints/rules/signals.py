@@ -407,6 +407,12 @@ SHARE_MATCH = 0.03
 """A plateau within this share of the card of a documented default: the context, the
 CUDA graphs and the rounding of a pool to blocks move it by a few per cent."""
 
+OVER_POOL_BYTES = 1.5 * GIB
+"""How far above its documented share an unnamed pool may sit: a framework's fraction is
+of the card's total, and what the process holds beyond it is its CUDA context and
+library workspaces (cuBLAS, cuDNN), a few hundred MB to ~1.5 GB -- not a few per cent of
+an 80 GB card. A job 3 % above JAX's 75 % on an 80 GB card (2.4 GB more) is no pool."""
+
 _FRACTION_FLAGS = re.compile(
     r"--(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[=\s]+(0?\.\d+|1(?:\.0*)?)\b"
 )
@@ -475,7 +481,10 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
     if asked is not None:
         fits = share <= asked + SHARE_MATCH
         return Preallocation(share, False, framework, flat) if fits else None
-    if any(abs(share - s) <= SHARE_MATCH for _, s in DOCUMENTED_SHARES):
+    if any(
+        s - SHARE_MATCH <= share and level <= s * total + OVER_POOL_BYTES
+        for _, s in DOCUMENTED_SHARES
+    ):
         return Preallocation(share, False, None, flat)
     return None
 

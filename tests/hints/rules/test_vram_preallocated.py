@@ -80,6 +80,19 @@ CASES: list[Case] = [
         Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 75}),
     ),
     case(
+        "prealloc/near-miss-2.4-gib-above-jax-share-is-no-pool",
+        # 62.4 of 80 GiB (78 %) flat since first seen: within 3 % of JAX's 75 % but 2.4 GiB
+        # above 0.75 x the card -- more than a CUDA context adds; a job that grew there.
+        lambda: one_gpu([95.0] * 40, [P(vram_gib=62.4)], gpu=G(vram_gib=63.0)),
+        None,
+    ),
+    case(
+        "prealloc/jax-share-plus-a-context-is-a-pool",
+        # 61.2 of 80 GiB: JAX's 75 % (60 GiB) plus 1.2 GiB of context and workspaces.
+        lambda: one_gpu([95.0] * 40, [P(vram_gib=61.2)], gpu=G(vram_gib=62.0)),
+        Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 76.5}),
+    ),
+    case(
         "prealloc/vllm-engine-core-asks-for-95-percent",
         # vLLM V1's engine process, --gpu-memory-utilization 0.95 on the parent's command line
         # is not visible; its title names the framework, whose pool is at most 0.9 + 3 %.
