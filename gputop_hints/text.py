@@ -72,7 +72,11 @@ class VisibleStream(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        self.inner.flush()
+        # IOBase flushes on close and at garbage collection: by then the stream it
+        # wraps may be closed (a test's captured stderr, a terminal gone), which is
+        # nothing to report.
+        if not getattr(self.inner, "closed", False):
+            self.inner.flush()
 
     def isatty(self) -> bool:
         return self.inner.isatty()

@@ -480,7 +480,7 @@ def test_a_second_recorder_on_the_same_file_is_refused(tmp_path: Path) -> None:
         assert str(path) in second.stderr
     finally:
         first.send_signal(signal.SIGTERM)
-        first.wait(timeout=SAFETY_TIMEOUT_S)
+        first.communicate(timeout=SAFETY_TIMEOUT_S)  # waits, and closes its stderr pipe
     assert first.returncode == 0
     stream = open_recording(path)
     try:

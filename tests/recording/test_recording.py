@@ -299,9 +299,10 @@ def test_sigkilled_recorder_loses_at_most_the_last_tick(tmp_path: Path) -> None:
     proc = _start_recorder(path)
     _wait_for_ticks(path, 6, proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(10)
+    proc.communicate(timeout=10)  # waits, and closes the pipes
     stream = open_recording(path)
     got = list(stream)
+    stream.close()
     expected = demo_snapshots(len(got) + 1, "mixed", gpus=2, processes=6)
     assert len(got) >= 6
     assert [without_cost(s) for s in got] == [without_cost(s) for s in expected[: len(got)]]
@@ -317,9 +318,9 @@ def test_sigterm_and_sigint_close_a_gzip_recording_cleanly(tmp_path: Path, sig: 
     proc = _start_recorder(path)
     _wait_for_ticks(path, 4, proc)
     proc.send_signal(sig)
-    assert proc.wait(10) == 0
-    assert proc.stderr is not None
-    summary = proc.stderr.read().decode()
+    _out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0
+    summary = err.decode()
     assert "ticks" in summary and str(path) in summary
     # A complete gzip stream (trailer written): gzip reads it to the end without error.
     with gzip.open(path, "rb") as f:
@@ -327,6 +328,7 @@ def test_sigterm_and_sigint_close_a_gzip_recording_cleanly(tmp_path: Path, sig: 
     assert text.endswith("\n")
     stream = open_recording(path)
     got = list(stream)
+    stream.close()
     assert len(got) >= 4 and not stream.truncated and stream.counters.bad_lines == 0
 
 
