@@ -3,29 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.ci import IN_CI
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES, TRACES
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=120)
 
 
 @pytest.fixture(scope="module")

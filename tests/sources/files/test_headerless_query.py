@@ -4,11 +4,9 @@ told by their values, or, when they cannot be, the ``--map`` line that reads the
 from __future__ import annotations
 
 import csv
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream, parse_mapping
 from gputop_hints.streams import StreamInfo, UnrecognisedFormat
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES
 
 IMPORT = FIXTURES / "import"
@@ -28,18 +27,9 @@ BUSY = IMPORT / "nvsmi_noheader_busy_nounits.csv"
 """timestamp,index,temperature.gpu,utilization.gpu,utilization.memory, never idle."""
 
 
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=60)
 
 
 def cells(path: Path) -> list[list[str]]:

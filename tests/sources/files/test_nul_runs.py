@@ -4,10 +4,8 @@ one cut by a crash): skipped and counted as bad records, the rest read."""
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -15,24 +13,16 @@ import pytest
 
 from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import UnrecognisedFormat
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES
 
 IMPORT = FIXTURES / "import"
 NVSMI_TIME = re.compile(r"^\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}$")
 
 
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=60)
 
 
 def polls_and_nul_lines(path: Path) -> tuple[int, list[int]]:

@@ -3,9 +3,6 @@ see tests/fixtures/import/README.md), with broken variants."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from contextlib import closing
 
 import pytest
@@ -18,6 +15,7 @@ from gputop_hints.streams import (
     ReadCounters,
     StreamInfo,
 )
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
@@ -112,14 +110,7 @@ def test_gpustat_text_lines() -> None:
 
 
 def _report(*args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUTOP_HINTS")}
-    result = subprocess.run(
-        [sys.executable, "-m", "gputop_hints", "report", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(env, COLUMNS="160"),
-    )
+    result = run_cli("report", *args, columns=160)
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -9,17 +9,16 @@ counted here from the rows the test wrote (or read back with a plain loop).
 from __future__ import annotations
 
 import json
-import os
 import random
 import statistics
 import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from gputop_hints.sources.files import open_stream
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES
 
 HEADER = "timestamp, power.draw [W], utilization.gpu [%], memory.used [MiB]"
@@ -29,18 +28,9 @@ L5_4GPU = FIXTURES / "import" / "nvsmi_noindex_4gpu_l5.csv"
 two rows and a partial line."""
 
 
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=120)
 
 
 def stamp(t: datetime) -> str:

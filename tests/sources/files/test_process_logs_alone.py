@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 FIXTURES = FIXTURE_ROOT / "import"
@@ -18,14 +17,7 @@ MIB = 2**20
 
 
 def _report(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GPUTOP_HINTS")}
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", "report", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(env, COLUMNS="160"),
-    )
+    return run_cli("report", *args, columns=160)
 
 
 def _pmon(path: Path, polls: int) -> None:

@@ -5,11 +5,9 @@ text here, with regexes of their own."""
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
 import subprocess
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
@@ -17,6 +15,7 @@ from pathlib import Path
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import METRIC_VRAM, ReadCounters, StreamInfo
+from tests.support.cli import run_cli
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
@@ -39,18 +38,9 @@ def lines_of(name: str) -> list[str]:
     return (FIXTURES / name).read_text(encoding="utf-8").splitlines()
 
 
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=60)
 
 
 def test_aligned_table_after_a_banner_with_units_in_cells() -> None:
