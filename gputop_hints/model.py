@@ -212,6 +212,10 @@ class GpuSample:
     dram_active_percent: float | None = None
     """% of cycles device memory was sending or receiving data (DCGM ``DRAMA``, field
     1005): a bandwidth share, unlike :attr:`memory_access_percent`, a time share."""
+    profiling_unavailable: str | None = None
+    """Why the profiling percentages above are unknown on a live GPU (no GPM on this GPU
+    or driver, profiling restricted to administrators); None when they are known or
+    the source does not profile."""
     implausible: tuple[str, ...] = ()
     """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
     a negative power, a utilization over 100 %), or failed to read this tick (a VRAM

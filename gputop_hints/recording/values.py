@@ -249,6 +249,7 @@ _GPU_KINDS: dict[str, frozenset[type]] = {
     "power_limit_watts": _NUMBER_OR_NONE,
     "max_sm_clock_mhz": _NUMBER_OR_NONE,
     "default_power_limit_watts": _NUMBER_OR_NONE,
+    "profiling_unavailable": _TEXT_OR_NONE,
 }
 _PROCESS_KINDS: dict[str, frozenset[type]] = {
     "user": _TEXT_OR_NONE,

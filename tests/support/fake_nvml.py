@@ -30,6 +30,7 @@ Only NVML is faked: processes listed here are looked up with psutil for real.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import sys
 import threading
@@ -77,6 +78,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "nvmlDeviceGetGraphicsRunningProcesses",
     ),
     "fan": ("nvmlDeviceGetFanSpeed",),
+    "gpm": ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleGet", "nvmlGpmMetricsGet"),
 }
 
 # nvitop's own helpers that live under nvml* names in libnvml: never replaced.
@@ -170,6 +172,22 @@ class FakeGpu:
     """Set while calls on this GPU return; cleared by :meth:`hang`."""
     blocked_calls: int = 0
     """Calls that blocked because the GPU hung (how a test knows the hang was hit)."""
+    gpm: dict[int, float] | None = None
+    """GPM metrics (``NVML_GPM_METRIC_*`` id -> % now) on a GPU that has GPM (Hopper
+    and newer); None: ``nvmlGpmQueryDeviceSupport`` says unsupported. The fake keeps,
+    as the hardware does, counters that integrate each metric over time: a metric is
+    what accumulated between two samples over the time between them."""
+    gpm_counters: dict[int, float] = field(default_factory=dict, repr=False)
+    gpm_counted_at: float | None = field(default=None, repr=False)
+
+    def gpm_advance(self, now: float) -> dict[int, float]:
+        """Integrate the current GPM values up to ``now``; the counters after it."""
+        if self.gpm_counted_at is not None and self.gpm:
+            dt = max(0.0, now - self.gpm_counted_at)
+            for metric, value in self.gpm.items():
+                self.gpm_counters[metric] = self.gpm_counters.get(metric, 0.0) + value * dt
+        self.gpm_counted_at = now
+        return dict(self.gpm_counters)
 
     def __post_init__(self) -> None:
         if not self.uuid:
@@ -626,7 +644,60 @@ class FakeNvml:
             gpu(h, "nvmlDeviceGetPersistenceMode")
             return 1
 
+        # GPM: samples are opaque handles (real ctypes pointers, as pynvml's are);
+        # a sample holds the GPU, the time and its counters; metrics come from two.
+        gpm_samples: dict[int, tuple[FakeGpu, float, dict[int, float]] | None] = {}
+
+        def gpm_support(h: Any) -> Any:
+            g = gpu(h, "nvmlGpmQueryDeviceSupport")
+            support = pynvml.c_nvmlGpmSupport_t()
+            support.version = pynvml.NVML_GPM_SUPPORT_VERSION
+            support.isSupportedDevice = int(g.gpm is not None)
+            return support
+
+        def gpm_alloc() -> Any:
+            sample = pynvml.c_nvmlGpmSample_t(pynvml.struct_c_nvmlGpmSample_t())
+            gpm_samples[ctypes.addressof(sample.contents)] = None
+            return sample
+
+        def gpm_free(sample: Any) -> None:
+            gpm_samples.pop(ctypes.addressof(sample.contents), None)
+
+        def gpm_sample_get(h: Any, sample: Any) -> Any:
+            g = gpu(h, "nvmlGpmSampleGet")
+            key = ctypes.addressof(sample.contents)
+            if g.gpm is None or key not in gpm_samples:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED if g.gpm is None else
+                             pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            now = time.monotonic()
+            gpm_samples[key] = (g, now, g.gpm_advance(now))
+            return sample
+
+        def gpm_metrics_get(metrics_get: Any) -> Any:
+            first = gpm_samples.get(ctypes.addressof(metrics_get.sample1.contents))
+            second = gpm_samples.get(ctypes.addressof(metrics_get.sample2.contents))
+            if first is None or second is None or first[0] is not second[0]:
+                raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            gpu(first[0], "nvmlGpmMetricsGet")
+            if metrics_get.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
+                raise _error(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+            dt = second[1] - first[1]
+            for i in range(metrics_get.numMetrics):
+                metric = metrics_get.metrics[i]
+                if dt <= 0 or metric.metricId not in second[2]:
+                    metric.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+                    continue
+                gained = second[2][metric.metricId] - first[2].get(metric.metricId, 0.0)
+                metric.value = gained / dt
+                metric.nvmlReturn = pynvml.NVML_SUCCESS
+            return metrics_get
+
         return {
+            "nvmlGpmQueryDeviceSupport": gpm_support,
+            "nvmlGpmSampleAlloc": gpm_alloc,
+            "nvmlGpmSampleFree": gpm_free,
+            "nvmlGpmSampleGet": gpm_sample_get,
+            "nvmlGpmMetricsGet": gpm_metrics_get,
             "nvmlDeviceGetCount": get_count,
             "nvmlDeviceGetCount_v2": get_count,
             "nvmlDeviceGetHandleByIndex": handle_by_index,

@@ -13,6 +13,8 @@ from typing import Any
 
 from nvitop.api import Device, libnvml
 
+from gputop_hints.sources.live.nvml_gpm import GpmReader
+
 _MISSING: Any = object()
 """Default handed to ``nvmlQuery`` so a function the driver lacks is told apart."""
 
@@ -68,6 +70,8 @@ class GpuState:
     vram_answered: bool = False
     """``nvmlDeviceGetMemoryInfo`` gave a real figure on this GPU once: a later
     NotSupported is a failed reading, not a unified-memory board."""
+    gpm: GpmReader = field(default_factory=GpmReader)
+    """The GPU's GPM samples (SM active, occupancy, tensor, DRAM bandwidth)."""
 
     @property
     def static_missing(self) -> bool:

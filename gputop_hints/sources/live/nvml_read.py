@@ -124,6 +124,7 @@ def read_gpu(
         reasons = _clock_event_reasons(state)
         sm_samples = _sm_samples(state, timestamp, interval_s)
         procs = gpu_processes(state, timestamp, interval_s)
+        active, occupancy, tensor, dram = state.gpm.read(state.handle)
     except libnvml.NVMLError_GpuIsLost:
         # Nothing about it is known now: no metric, so no rule can fire on it.
         return GpuSample(state.index, state.name, state.uuid, lost=True), {}
@@ -161,6 +162,11 @@ def read_gpu(
         throttle_reasons=reasons,
         sm_samples=sm_samples,
         implausible=implausible,
+        sm_active_percent=active,
+        sm_occupancy_percent=occupancy,
+        tensor_active_percent=tensor,
+        dram_active_percent=dram,
+        profiling_unavailable=state.gpm.reason,
     )
     return sample, procs
 
