@@ -216,21 +216,36 @@ def run_tui(
     interval_s: float | None = None,
 ) -> int:
     """Run the full-screen monitor on ``source`` until the user quits; its exit code."""
-    with _asyncio_without_tls():
-        from gputop_hints.tui import glyphs
-        from gputop_hints.tui.app import GputopApp
+    interval = args.interval if interval_s is None else interval_s
+    # Live and demo: the first tick is taken while Textual is imported (NVML
+    # calls leave the GIL to the import), so the first frame shows processes at
+    # once. Replay has its own reader thread, started by the app.
+    sampler = None
+    if source.kind != "replay":
+        from gputop_hints.sampling.sampler import Sampler
 
-    # Decided once: block characters only where the locale says UTF-8.
-    glyphs.configure(ascii=not glyphs.terminal_is_utf8())
-    color = not (args.no_color or os.environ.get("NO_COLOR"))
-    app = GputopApp(
-        source,
-        interval_s=args.interval if interval_s is None else interval_s,
-        window_s=args.window,
-        theme=args.theme,
-        color=color,
-        thresholds=thresholds,
-    )
-    app.exit_on_signals = True
-    app.run()
+        sampler = Sampler(source, interval, None)
+        sampler.start()
+    try:
+        with _asyncio_without_tls():
+            from gputop_hints.tui import glyphs
+            from gputop_hints.tui.app import GputopApp
+
+        # Decided once: block characters only where the locale says UTF-8.
+        glyphs.configure(ascii=not glyphs.terminal_is_utf8())
+        color = not (args.no_color or os.environ.get("NO_COLOR"))
+        app = GputopApp(
+            source,
+            interval_s=interval,
+            window_s=args.window,
+            theme=args.theme,
+            color=color,
+            thresholds=thresholds,
+            sampler=sampler,
+        )
+        app.exit_on_signals = True
+        app.run()
+    finally:
+        if sampler is not None:
+            sampler.stop()  # the app stopped it already, unless it never started
     return app.return_code or EXIT_OK
