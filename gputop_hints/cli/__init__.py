@@ -23,21 +23,37 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from gputop_hints.cli.config import config_main
-from gputop_hints.cli.explain import explain_main
-from gputop_hints.cli.monitor import monitor_main
-from gputop_hints.cli.record import record_main
-from gputop_hints.cli.replay import replay_main
-from gputop_hints.cli.report import report_main
 from gputop_hints.text import VisibleStream
 
-SUBCOMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
-    "config": config_main,
-    "explain": explain_main,
-    "record": record_main,
-    "replay": replay_main,
-    "report": report_main,
-}
+SUBCOMMANDS = ("config", "explain", "record", "replay", "report")
+"""Each is ``gputop_hints.cli.<name>.<name>_main``, imported only when it runs: the
+monitor's start-up does not load the recorder, the report or the explainer."""
+
+
+def subcommand(name: str) -> Callable[[Sequence[str]], int]:
+    """The ``main`` of subcommand ``name`` (one of :data:`SUBCOMMANDS`), imported now."""
+    # Spelled out, not importlib: the import checks (lint-imports) see every edge.
+    if name == "config":
+        from gputop_hints.cli.config import config_main
+
+        return config_main
+    if name == "explain":
+        from gputop_hints.cli.explain import explain_main
+
+        return explain_main
+    if name == "record":
+        from gputop_hints.cli.record import record_main
+
+        return record_main
+    if name == "replay":
+        from gputop_hints.cli.replay import replay_main
+
+        return replay_main
+    if name == "report":
+        from gputop_hints.cli.report import report_main
+
+        return report_main
+    raise ValueError(f"no subcommand {name!r}")
 
 
 EXIT_INTERRUPTED = 130
@@ -59,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _subcommand_first(args)
     try:
         if args and args[0] in SUBCOMMANDS:
-            return SUBCOMMANDS[args[0]](args[1:])
+            return subcommand(args[0])(args[1:])
+        from gputop_hints.cli.monitor import monitor_main
+
         return monitor_main(args)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED

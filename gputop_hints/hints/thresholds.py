@@ -124,16 +124,20 @@ ORDERED_PAIRS = (
 """(section, low key, high key): values that only make sense with low <= high."""
 
 
-def parse_overrides(text: str, path: str, base: Thresholds | None) -> Thresholds:
-    """Parse YAML ``text`` and apply it over ``base`` (None: every key is required)."""
-    result = parse_dataclass(Thresholds, text, path, base, ORDERED_PAIRS)
+def parse_overrides(
+    text: str, path: str, base: Thresholds | None, *, packaged: bool = False
+) -> Thresholds:
+    """Parse YAML ``text`` and apply it over ``base`` (None: every key is required);
+    ``packaged``: the shipped defaults (see :func:`~gputop_hints.typed_yaml.parse_dataclass`)."""
+    result = parse_dataclass(Thresholds, text, path, base, ORDERED_PAIRS, packaged=packaged)
     assert isinstance(result, Thresholds)
     return result
 
 
 @cache
 def _load_defaults() -> Thresholds:
-    return parse_overrides(DEFAULTS_PATH.read_text(encoding="utf-8"), str(DEFAULTS_PATH), base=None)
+    text = DEFAULTS_PATH.read_text(encoding="utf-8")
+    return parse_overrides(text, str(DEFAULTS_PATH), base=None, packaged=True)
 
 
 def schema_keys(cls: Any = Thresholds, prefix: str = "") -> list[str]:

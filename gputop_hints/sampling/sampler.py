@@ -33,10 +33,13 @@ class Sampler:
         self,
         source: Source,
         interval_s: float,
-        on_snapshot: Callable[[Snapshot], None],
+        on_snapshot: Callable[[Snapshot], None] | None,
         on_error: Callable[[BaseException], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``on_snapshot`` None: ticks (and errors) are kept until :meth:`attach` gives
+        the callbacks -- the monitor starts sampling before its UI is built, so
+        the first frame does not wait for NVML's first answers after Textual's import."""
         if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
             raise ValueError(
                 f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, "
@@ -53,6 +56,36 @@ class Sampler:
         self._start_lock = threading.Lock()
         self.ticks = 0
         self._deadlines: Deadlines | None = None
+        self._handoff = threading.Lock()
+        self._held: list[Snapshot | BaseException] = []
+        """What came before :meth:`attach`, in order (a few ticks at most)."""
+
+    def attach(
+        self,
+        on_snapshot: Callable[[Snapshot], None],
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
+        """Give the callbacks (on a sampler made without them); what was held is
+        delivered now, on the calling thread, in order, and every later tick as usual."""
+        with self._handoff:
+            held, self._held = self._held, []
+            self._on_snapshot, self._on_error = on_snapshot, on_error
+            for item in held:
+                if isinstance(item, BaseException):
+                    if on_error is not None:
+                        on_error(item)
+                elif not self._stop.is_set():
+                    on_snapshot(item)
+
+    def _deliver(self, item: Snapshot | BaseException) -> None:
+        with self._handoff:
+            if self._on_snapshot is None:
+                self._held.append(item)
+            elif isinstance(item, BaseException):
+                if self._on_error is not None:
+                    self._on_error(item)
+            elif not self._stop.is_set():
+                self._on_snapshot(item)
 
     def start(self) -> None:
         """Start the sampling thread; a second call (from any thread) does nothing.
@@ -112,10 +145,9 @@ class Sampler:
                     snapshot = self.source.sample()
                 except Exception as exc:  # a source bug must not kill the monitor silently
                     log.exception("sampling failed")
-                    if self._on_error is not None:
-                        self._on_error(exc)
+                    self._deliver(exc)
                 else:
                     self.ticks += 1
                     if not self._stop.is_set():
-                        self._on_snapshot(snapshot)
+                        self._deliver(snapshot)
             self._stop.wait(deadlines.wait_s())

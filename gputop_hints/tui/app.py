@@ -124,11 +124,15 @@ class GputopApp(PlaybackControls):
         themes: ThemeSet | None = None,
         thresholds: Thresholds | None = None,
         start_paused: bool = False,
+        sampler: Sampler | None = None,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
         the user's YAML; None means the built-in defaults) drive the hints.
-        ``start_paused``: a replay opens on its first tick and waits for ``space``."""
+        ``start_paused``: a replay opens on its first tick and waits for ``space``.
+        ``sampler``: one already sampling ``source``, made without callbacks (the
+        CLI starts it before importing Textual); the app attaches to it on mount
+        instead of starting its own."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -148,6 +152,7 @@ class GputopApp(PlaybackControls):
         self.last_ingest_s = 0.0
         """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
         self.sampler: Sampler | None = None
+        self._early_sampler = sampler
         self.paused = start_paused
         self.replay: ReplaySource | None = (
             cast("ReplaySource", source) if source.kind == "replay" else None
@@ -270,6 +275,11 @@ class GputopApp(PlaybackControls):
             self.player.start()
             if self.paused:
                 self.player.step()  # open on the first tick, not on an empty screen
+            return
+        if self._early_sampler is not None:
+            self.sampler, self._early_sampler = self._early_sampler, None
+            self.sampler.pause(self.paused)
+            self.sampler.attach(self._on_sample, self._on_sample_error)
             return
         self.sampler = Sampler(
             self.source, self.interval_s, self._on_sample, on_error=self._on_sample_error

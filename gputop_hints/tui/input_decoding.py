@@ -22,9 +22,10 @@ import functools
 import re
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import Any
+
+from gputop_hints.tui.textual_version import textual_major
 
 TEXTUAL_MAJOR = 8
 """The Textual major version whose drivers this module was checked against."""
@@ -133,10 +134,7 @@ def _driver_modules() -> list[ModuleType]:
 
 
 def _textual_major() -> int | None:
-    try:
-        return int(version("textual").split(".", 1)[0])
-    except (PackageNotFoundError, ValueError):
-        return None
+    return textual_major()
 
 
 def install() -> bool:

@@ -156,3 +156,22 @@ def test_stop_wakes_a_tick_waiting_in_the_source_and_posts_nothing_after() -> No
     sampler.stop(timeout=30, wake=source.close)
     assert thread is not None and not thread.is_alive()
     assert posted == []
+
+
+def test_a_sampler_started_without_callbacks_hands_over_what_it_held() -> None:
+    # The CLI starts sampling before Textual is imported; the app attaches on mount.
+    source = SlowSource(fail_on=2)
+    sampler = Sampler(source, 0.25, None)
+    sampler.start()
+    try:
+        _wait_for(lambda: source.calls >= 3)
+        got: list[float] = []
+        errors: list[str] = []
+        sampler.attach(lambda snap: got.append(snap.timestamp), lambda e: errors.append(str(e)))
+        held = len(got)
+        assert held >= 2 and got[:2] == [1.0, 3.0]  # in order, the failed tick as an error
+        assert errors == ["boom"]
+        _wait_for(lambda: len(got) > held)  # later ticks go straight to the callback
+        assert got == sorted(got)
+    finally:
+        sampler.stop()
