@@ -199,28 +199,57 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
 
 
 class _Writer:
-    """Turns runs of cells into terminal text, sending a style only where it changes."""
+    """Turns runs of cells into terminal text, sending a style only where it changes.
 
-    __slots__ = ("link", "out", "row", "style")
+    The cursor is moved by the shortest sequence whose result does not depend on
+    how wide the terminal thinks a character is: an absolute move (CUP), a move
+    to a column of the same line (CHA), line feeds then CR or CHA to reach a line
+    just below (only where nothing written on the line could have wrapped, even
+    were every non-ASCII character two cells wide), and a relative move (CUF) or
+    none only after ASCII text, whose width no terminal disputes.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("column", "exact", "link", "out", "row", "style", "width")
+
+    def __init__(self, width: int) -> None:
         self.out: list[str] = []
         self.style = DEFAULT
         self.link: tuple[str | None, str | None] = (None, None)
+        self.width = width
         self.row = -1
+        """The cursor's line, or -1 where it is not known for certain."""
+        self.column = 0
+        self.exact = False
+        """Whether the cursor's column is known for certain (``column``)."""
 
     def move(self, x: int, y: int) -> str:
-        if y == self.row:
-            return f"\x1b[{x + 1}G"
-        return f"\x1b[{y + 1};{x + 1}H"
+        best = f"\x1b[{y + 1};{x + 1}H"
+        row = self.row
+        if row < 0:
+            return best
+        if y == row:
+            if self.exact and x == self.column:
+                return ""
+            candidate = f"\x1b[{x + 1}G"
+            if self.exact and x > self.column:
+                forward = x - self.column
+                relative = "\x1b[C" if forward == 1 else f"\x1b[{forward}C"
+                if len(relative) < len(candidate):
+                    candidate = relative
+        elif 0 < y - row <= 3:
+            candidate = "\n" * (y - row) + ("\r" if x == 0 else f"\x1b[{x + 1}G")
+        else:
+            return best
+        return candidate if len(candidate) < len(best) else best
 
     def run(self, x: int, y: int, cells: list[Cell | None], start: int, end: int) -> None:
         """Write ``cells[start:end]`` at column ``x`` of line ``y``."""
         out = self.out
         append = out.append
         append(self.move(x, y))
-        self.row = y
         style = self.style
+        exact = True
+        worst = x
         for cell in cells[start:end]:
             assert cell is not None
             text, key = cell
@@ -233,10 +262,18 @@ class _Writer:
                     append(sgr(style, key))
                 style = key
             append(text)
+            if text.isascii():
+                worst += 1
+            else:
+                worst += 2
+                exact = False
         self.style = style
         if self.link[0] is not None:
             append(_LINK_END)
             self.link = (None, None)
+        self.row = y if self.width and worst <= self.width else -1
+        self.column = x + (end - start)
+        self.exact = exact
 
     def _link(self, key: StyleKey) -> None:
         if self.link[0] is not None:
@@ -254,7 +291,7 @@ class _Writer:
 
 
 def _gap_cost(row: list[Cell | None], start: int, end: int, style: StyleKey) -> int | None:
-    """Characters it takes to rewrite ``row[start:end]`` (unchanged) from ``style``."""
+    """Bytes it takes to rewrite ``row[start:end]`` (unchanged) from ``style``."""
     cost = 0
     for cell in row[start:end]:
         if cell is None:
@@ -263,7 +300,7 @@ def _gap_cost(row: list[Cell | None], start: int, end: int, style: StyleKey) -> 
         if key[0] != style[0]:
             cost += len(sgr(style, key))
             style = key
-        cost += len(text)
+        cost += len(text) if text.isascii() else len(text.encode())
     return cost
 
 
@@ -333,7 +370,7 @@ def render_segments(update: Any, console: Console) -> str:
     size = (width, len(chops))
     if shadow.size != size:
         shadow = _shadows[console] = Shadow(size)
-    writer = _Writer()
+    writer = _Writer(width)
     for y, x1, x2 in update.spans:
         old = shadow.row(y, width)
         new = list(old)
@@ -380,7 +417,7 @@ def render_layout(update: Any, console: Console) -> str:
         size = (region.width, region.height)
         if shadow.size != size:
             shadow = _shadows[console] = Shadow(size)
-    writer = _Writer()
+    writer = _Writer(shadow.size[0] if shadow.size else 0)
     x = region.x
     for y, line in enumerate(lines, region.y):
         cells: list[Cell | None] = []
