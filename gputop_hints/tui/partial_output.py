@@ -7,29 +7,31 @@ source says "TODO: crop to x extents"). Our widgets refresh exactly the cells
 that changed (``StripWidget.invalidate``), so a GPU panel whose value column
 changed would still resend its whole sparkline every tick.
 
-:func:`install` replaces that method so a chop is also cut on the left, but
-only where the cut falls on a segment boundary: a cut through a wide character
-(CJK in a command line) would leave half of it on screen, so there the chop is
-written from its left edge, as Textual does. The result on the terminal must be
-cell for cell what Textual's own method draws; ``tests/tui/test_partial_output.py``
-renders random screens through a terminal emulator both ways and compares them.
-
-It also remembers what it wrote (a shadow of the terminal, per console; full
-repaints, ``LayoutUpdate``, are recorded too) and so, within a dirty span,
-writes only the cells that differ from what is on screen -- a clock or a
-sparkline that moves by one cell costs a cursor move and that cell, as in
-curses. Unchanged cells between two changed ones are rewritten when that is
-shorter than a cursor move. Styles are sent as SGR deltas from the style in
-effect (Textual sends every segment's whole style and a reset after it), and
-the style is reset once at the end of an update. The shadow is dropped when the
+:func:`install` replaces that method (and ``LayoutUpdate.render_segments``,
+the full repaint) with one that remembers what it wrote: a shadow of the
+terminal, per console. Within a dirty span only the cells that differ from the
+shadow go out -- a clock or a sparkline that moves by one cell costs a cursor
+move and that cell, as in curses -- with the other half of any wide character
+(CJK in a command line) that a change cuts, so none is left half on screen.
+Unchanged cells between two changed ones are rewritten where that is shorter
+than a cursor move, and the cursor is moved by the shortest sequence that does
+not depend on the terminal agreeing on character widths (see :class:`_Writer`).
+Styles are sent as SGR deltas from the style in effect, only where the style
+changes (Textual sends every segment's whole style and a reset after it), and
+the style is reset once, at the end of an update. The shadow is dropped when the
 driver (re)starts application mode (:func:`forget`), when the terminal size
 changes and when a replacement falls back to Textual's method.
+
+The result on the terminal must be cell for cell what Textual's own method
+draws; ``tests/tui/test_partial_output.py`` renders random screens and the
+monitor through a terminal emulator both ways and compares them, and checks
+the bytes a one-cell change costs.
 
 The replacement is the app's, for as long as it runs: the app installs it on
 mount and uninstalls it on unmount (nested apps count), so importing or
 building the app changes nothing in Textual. It is installed only on the Textual
 major version it was written for (the dependency pin says the same) and only
-when ``ChopsUpdate`` still takes the chops, spans and chop ends it reads;
+when ``ChopsUpdate`` and ``LayoutUpdate`` still take the fields it reads;
 otherwise Textual's own method stays, and so it does if the replacement ever
 raises on an update.
 """
@@ -251,7 +253,8 @@ class _Writer:
         exact = True
         worst = x
         for cell in cells[start:end]:
-            assert cell is not None
+            if cell is None:
+                raise ValueError("writing a cell whose contents are not known")
             text, key = cell
             if not text:
                 continue
