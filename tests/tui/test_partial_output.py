@@ -441,3 +441,19 @@ def test_a_wide_character_is_never_cut() -> None:
     # And the other way: a span that starts in the right half of a new wide character.
     again = change_line(console, styled_line("45%"), 18, 19)
     assert terminal(first, changed, again) == terminal(first)
+
+
+def test_after_forget_every_cell_of_a_span_is_written_again() -> None:
+    """The driver forgets the screen when it (re)starts: someone else may have drawn on it."""
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    draw_line(console, styled_line("45%"))
+    partial_output.forget()
+    again = change_line(console, styled_line("45%"), 0, 40)
+    assert SGR.sub("", again).endswith("GPU0 45% mem ▁▂▃▄漢 end" + " " * 17), repr(again)
+
+
+def test_a_new_size_forgets_the_screen() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    draw_line(console, styled_line("45%"))
+    again = change_line(console, styled_line("45%"), 0, 30, width=30)
+    assert "GPU0" in again
