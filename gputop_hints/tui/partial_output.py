@@ -18,7 +18,9 @@ than a cursor move, and the cursor is moved by the shortest sequence that does
 not depend on the terminal agreeing on character widths (see :class:`_Writer`).
 Styles are sent as SGR deltas from the style in effect, only where the style
 changes (Textual sends every segment's whole style and a reset after it), and
-the style is reset once, at the end of an update. The shadow is dropped when the
+the style is reset once, at the end of an update; the runs of an update are
+written grouped by the style they start with, so a column of values between
+sparklines costs one SGR rather than one a line. The shadow is dropped when the
 driver (re)starts application mode (:func:`forget`), when the terminal size
 changes and when a replacement falls back to Textual's method.
 
@@ -307,24 +309,27 @@ def _gap_cost(row: list[Cell | None], start: int, end: int, style: StyleKey) -> 
     return cost
 
 
-def _write_row(writer: _Writer, y: int, row: list[Cell | None], changed: list[int]) -> None:
-    """Write the cells of ``row`` at ``changed`` (sorted columns), in as few characters as
-    we can: an unchanged gap between two changed cells is rewritten where that is
-    shorter than moving the cursor over it."""
+def _runs(row: list[Cell | None], changed: list[int]) -> list[tuple[int, int]]:
+    """The runs of ``row`` to write for the cells at ``changed`` (sorted columns): an
+    unchanged gap between two changed cells joins them where rewriting it is shorter
+    than moving the cursor over it."""
+    runs: list[tuple[int, int]] = []
     start = end = changed[0]
     for x in changed:
         if x <= end:
             end = x + 1
             continue
         last = row[end - 1]
-        assert last is not None
+        if last is None:
+            raise ValueError("a changed cell whose contents are not known")
         cost = _gap_cost(row, end, x, last[1])
         if cost is not None and cost <= len(f"\x1b[{x + 1}G"):
             end = x + 1
             continue
-        writer.run(start, y, row, start, end)
+        runs.append((start, end))
         start, end = x, x + 1
-    writer.run(start, y, row, start, end)
+    runs.append((start, end))
+    return runs
 
 
 def _mark(
@@ -374,6 +379,7 @@ def render_segments(update: Any, console: Console) -> str:
     if shadow.size != size:
         shadow = _shadows[console] = Shadow(size)
     writer = _Writer(width)
+    by_style: dict[str, list[tuple[int, int, int, list[Cell | None]]]] = {}
     for y, x1, x2 in update.spans:
         old = shadow.row(y, width)
         new = list(old)
@@ -404,7 +410,15 @@ def render_segments(update: Any, console: Console) -> str:
             # them): the other half of a wide character that a change cuts is taken there.
             _mark(changed, old, new, low, high, x, cells)
         shadow.rows[y] = new
-        _write_row(writer, y, new, sorted(changed))
+        for start, stop in _runs(new, sorted(changed)):
+            first = new[start]
+            style = first[1][0] if first is not None else ""
+            by_style.setdefault(style, []).append((y, start, stop, new))
+    # Runs are written grouped by the style they start with (top to bottom within a
+    # group): a column of values between sparklines then costs one SGR, not one a line.
+    for runs in by_style.values():
+        for y, start, stop, row in runs:
+            writer.run(start, y, row, start, stop)
     return writer.text()
 
 
