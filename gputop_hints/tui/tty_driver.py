@@ -17,6 +17,8 @@ from typing import IO, Any
 
 from textual.drivers.linux_driver import LinuxDriver
 
+from gputop_hints.tui import partial_output
+
 
 def _is_terminal(stream: IO[str] | None) -> bool:
     try:
@@ -44,6 +46,11 @@ class TerminalDriver(LinuxDriver):
             if tty is not None:
                 self._tty = tty
                 self._file = tty
+
+    def start_application_mode(self) -> None:
+        """Start (or, after a suspend, resume) drawing: what was on screen is not known now."""
+        super().start_application_mode()  # type: ignore[no-untyped-call]
+        partial_output.forget()
 
     def close(self) -> None:
         super().close()

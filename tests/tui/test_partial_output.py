@@ -19,6 +19,7 @@ Textual turns an update into terminal text.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,8 @@ TEXT = "abcdefghij KLMNOP 0123456789 .,:;-_/|()[]"
 SYMBOLS = "▁▂▃▄▅▆▇█│─·‼→"
 WIDE = "漢字表示ＧＰＵ"
 """Two cells each: a cut through one must not leave half of it on screen."""
+TEXTUAL_FULL: Callable[[Any, Console], str] = LayoutUpdate.render_segments
+"""Textual's own full-repaint writer, taken before any test patches it."""
 COLOURS = ["#e06c75", "#98c379", "#61afef", "#c678dd", "#282c34", "#d19a66", "#abb2bf"]
 
 
@@ -93,8 +96,9 @@ def frames(monkeypatch: pytest.MonkeyPatch) -> Iterator[Frames]:
         return theirs
 
     def full(update: LayoutUpdate, console: Console) -> str:
+        ours = partial_output.render_layout(update, console)  # first: it keeps the strips
         whole = textual_full(update, console)
-        recorded.pairs.append((whole, whole))
+        recorded.pairs.append((whole, ours))
         return whole
 
     monkeypatch.setattr(headless_driver, "HeadlessDriver", DrawingDriver)
@@ -274,8 +278,20 @@ async def test_the_monitor_looks_the_same_with_the_patch(
         for _ in range(FRAMES):
             app.ingest(source.sample())
             await pilot.pause()
+        # The app's own rendering of the screen now, as Textual would repaint it whole.
+        final = TEXTUAL_FULL(app.screen._compositor.render_update(full=True), app.console)
     assert frames.shorter > 0, "the patch never cut a chop: nothing here tests it"
     assert_same_screens(frames, size)
+    ours = pyte.Screen(*size)
+    ours_stream = pyte.Stream(ours)
+    for _, written in frames.pairs:
+        ours_stream.feed(written)
+    expected = pyte.Screen(*size)
+    pyte.Stream(expected).feed(final)
+    assert cells(ours) == cells(expected), "the terminal does not show the app's screen"
+    theirs_bytes = sum(len(theirs) for theirs, _ in frames.pairs[1:])
+    ours_bytes = sum(len(written) for _, written in frames.pairs[1:])
+    assert ours_bytes * 2 < theirs_bytes, (ours_bytes, theirs_bytes)
 
 
 # --- when the patch is in place ------------------------------------------------------
@@ -321,3 +337,123 @@ def test_another_textual_major_version_is_left_alone(
     monkeypatch.setattr(partial_output, "TEXTUAL_MAJOR", partial_output.TEXTUAL_MAJOR + 1)
     assert not partial_output.install()
     assert ChopsUpdate.render_segments is textual_writer
+
+
+# --- the bytes of one change ---------------------------------------------------------
+
+RED = Style(color="#e06c75", bold=True)
+GREEN = Style(color="#98c379")
+BLUE_ON_GREY = Style(color="#61afef", bgcolor="#282c34")
+SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def styled_line(value: str) -> Strip:
+    return Strip(
+        [
+            Segment("GPU0 ", RED),
+            Segment(value, GREEN),
+            Segment(" mem ", GREEN),
+            Segment("▁▂▃▄漢", BLUE_ON_GREY),
+            Segment(" end", None),
+        ]
+    )
+
+
+def draw_line(console: Console, strip: Strip, width: int = 40) -> str:
+    """Repaint the whole (one-line) screen, as Textual does first."""
+    update = LayoutUpdate([[strip.adjust_cell_length(width)]], Region(0, 0, width, 1))
+    return partial_output.render_layout(update, console)
+
+
+def change_line(console: Console, strip: Strip, x1: int, x2: int, width: int = 40) -> str:
+    """A partial update of columns x1..x2 of the line, which now holds ``strip``."""
+    update = ChopsUpdate([{0: strip.adjust_cell_length(width)}], [(0, x1, x2)], [[width]])
+    return partial_output.render_segments(update, console)
+
+
+def terminal(*writes: str, width: int = 40) -> list[list[Cell]]:
+    screen = pyte.Screen(width, 1)
+    stream = pyte.Stream(screen)
+    for written in writes:
+        stream.feed(written)
+    return cells(screen)
+
+
+def test_one_changed_cell_is_a_cursor_move_and_that_cell() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    first = draw_line(console, styled_line("45%"))
+    # The widget repaints the whole value and everything after it; one cell changed.
+    changed = change_line(console, styled_line("46%"), 5, 40)
+    assert re.fullmatch(r"\x1b\[1;7H(\x1b\[[0-9;]*m)?6(\x1b\[0m)?", changed), repr(changed)
+    assert len(SGR.findall(changed)) <= 2  # the cell's style, and one reset at the end
+    assert terminal(first, changed) == terminal(TEXTUAL_FULL(
+        LayoutUpdate([[styled_line("46%").adjust_cell_length(40)]], Region(0, 0, 40, 1)), console
+    ))
+
+
+def test_an_unchanged_line_writes_nothing() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    draw_line(console, styled_line("45%"))
+    assert change_line(console, styled_line("45%"), 0, 40) == ""
+
+
+def test_a_style_is_sent_once_per_change_and_reset_once() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    whole = draw_line(console, styled_line("45%"))
+    # GPU0 (red bold), 45% + mem (one green), sparkline, plain text: three styles, one reset.
+    assert len(SGR.findall(whole)) == 4, repr(whole)
+    assert whole.count("\x1b[0m") == 1  # before the plain text; nothing after it to reset
+    assert whole.endswith(" end" + " " * 17)
+
+
+def test_only_the_attributes_that_change_are_sent() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=20)
+    bold = Style(color="#e06c75", bold=True)
+    bold_italic = Style(color="#e06c75", bold=True, italic=True)
+    written = draw_line(console, Strip([Segment("ab", bold), Segment("cd", bold_italic)]), 20)
+    assert "ab\x1b[3mcd" in written, repr(written)
+
+
+def test_cells_between_two_changes_are_resent_when_that_is_shorter() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    first = draw_line(console, styled_line("45%"))
+    changed = change_line(console, styled_line("56%"), 5, 40)
+    # Two adjacent cells: one run, not two cursor moves.
+    assert changed.count("\x1b[") - len(SGR.findall(changed)) == 1, repr(changed)
+    assert terminal(first, changed) == terminal(draw_line(Console(width=40), styled_line("56%")))
+
+
+def test_a_wide_character_is_never_cut() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    first = draw_line(console, styled_line("45%"))
+    line = Strip(
+        [
+            Segment("GPU0 ", RED),
+            Segment("45%", GREEN),
+            Segment(" mem ", GREEN),
+            Segment("▁▂▃▄", BLUE_ON_GREY),
+            Segment("ab", BLUE_ON_GREY),
+            Segment(" end", None),
+        ]
+    )
+    changed = change_line(console, line, 18, 19)  # the right half of 漢 only
+    assert terminal(first, changed) == terminal(draw_line(Console(width=40), line))
+    # And the other way: a span that starts in the right half of a new wide character.
+    again = change_line(console, styled_line("45%"), 18, 19)
+    assert terminal(first, changed, again) == terminal(first)
+
+
+def test_after_forget_every_cell_of_a_span_is_written_again() -> None:
+    """The driver forgets the screen when it (re)starts: someone else may have drawn on it."""
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    draw_line(console, styled_line("45%"))
+    partial_output.forget()
+    again = change_line(console, styled_line("45%"), 0, 40)
+    assert SGR.sub("", again).endswith("GPU0 45% mem ▁▂▃▄漢 end" + " " * 17), repr(again)
+
+
+def test_a_new_size_forgets_the_screen() -> None:
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    draw_line(console, styled_line("45%"))
+    again = change_line(console, styled_line("45%"), 0, 30, width=30)
+    assert "GPU0" in again
