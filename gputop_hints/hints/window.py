@@ -124,11 +124,17 @@ class Window:
         return _mean(known)
 
     def allowed_cores_busy_latest(self, ticks: int) -> float | None:
-        """Mean busy % of the allowed cores over just the latest ``ticks`` ticks."""
-        cores = self.history.cores
+        """Mean busy % of the allowed cores over just the latest ``ticks`` ticks (once
+        per window: it does not depend on the process asking)."""
         n = max(1, min(ticks, self.ticks))
-        means = [cores[i].mean(n) for i in self.latest.host.allowed_cores if i < len(cores)]
-        return _mean([m for m in means if m is not None])
+
+        def compute() -> float | None:
+            cores = self.history.cores
+            allowed = self.latest.host.allowed_cores
+            means = [cores[i].mean(n) for i in allowed if i < len(cores)]
+            return _mean([m for m in means if m is not None])
+
+        return self.derived(("cores_busy_latest", n), compute)
 
     @cached_property
     def iowait_percent(self) -> float | None:

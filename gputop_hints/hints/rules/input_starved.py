@@ -199,8 +199,9 @@ def _slow_reads(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool
     if win.window_s <= t.general.window_s or sm >= c.storage_sm_below_percent:
         return False
     iowait = win.iowait_percent
-    reads = win.process_d_state_fraction(proc) >= c.d_state_fraction
-    return reads or (iowait is not None and iowait >= c.iowait_above_percent)
+    if iowait is not None and iowait >= c.iowait_above_percent:
+        return True
+    return win.process_d_state_fraction(proc) >= c.d_state_fraction
 
 
 def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool:
