@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -51,6 +50,8 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
 from textual.strip import SGR_STYLES, Strip
+
+from gputop_hints.tui.textual_version import textual_major
 
 TEXTUAL_MAJOR = 8
 """The Textual major version whose ``ChopsUpdate`` this module was checked against."""
@@ -450,12 +451,7 @@ def render_layout(update: Any, console: Console) -> str:
 
 def textual_is_supported() -> bool:
     """Whether the installed Textual is the major version this module was checked against."""
-    try:
-        installed = version("textual")
-    except PackageNotFoundError:
-        return False
-    major = installed.split(".", 1)[0]
-    return major.isdigit() and int(major) == TEXTUAL_MAJOR
+    return textual_major() == TEXTUAL_MAJOR
 
 
 def _update_class(name: str, fields: tuple[str, ...]) -> Any | None:
