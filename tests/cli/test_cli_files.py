@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,21 +13,12 @@ from typing import Any
 import pytest
 
 from tests.support.ci import IN_CI
+from tests.support.cli import run_cli
 from tests.support.paths import TRACES
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,23 +20,14 @@ from gputop_hints.model import Snapshot
 from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import MAX_LINE_BYTES, count_ticks
 from gputop_hints.sources.demo import DemoSource
+from tests.support.cli import run_cli
 
 TICKS = 12
 
 
 def cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess[str]:
     """The installed command line, as a user runs it (no config from the environment)."""
-    env = dict(os.environ)
-    env.pop("GPUTOP_HINTS_CONFIG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "gputop_hints", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 def report_json(path: Path) -> dict[str, Any]:
