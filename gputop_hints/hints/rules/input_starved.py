@@ -10,8 +10,9 @@ loader waits on storage (``storage-bound``), or else there are too few workers
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from gputop_hints.hints.attribution import host_works_while_idle
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
@@ -139,7 +140,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         for w in _windows(win, t, proc):
             seen = _starved(w, t, proc)
             if seen is not None:
-                out.append(_finding(w, t, proc, *seen))
+                out.append(_finding(w, t, proc, seen))
                 break
     return out
 
@@ -162,10 +163,23 @@ def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:
     return [win] if reaches_into_warm_up(win, slow, t, proc) else [win, slow]
 
 
-def _starved(
-    win: Window, t: Thresholds, proc: GpuProcess
-) -> tuple[float, Scope, list[Evidence], Gaps, Scope] | None:
-    """The condition on one window: (mean SM, its scope, notes, gaps, their scope) or None."""
+@dataclass(frozen=True, slots=True)
+class _Starved:
+    """The condition as one window shows it, and by which path it was met."""
+
+    sm: float
+    scope: Scope
+    notes: list[Evidence]
+    gaps: Gaps
+    gaps_scope: Scope
+    path: Literal["sawtooth", "slow-reads", "blocked"]
+    """``sawtooth``: mean SM under 50 % with idle gaps; ``slow-reads``: the same gaps
+    over the slow window with reads showing, the mean up to 80 %; ``blocked``: the
+    loader blocked on reads, no gaps asked for."""
+
+
+def _starved(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
+    """The condition on one window, or None."""
     c = t.input_starved
     sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
@@ -174,9 +188,13 @@ def _starved(
         # Batches arrive as fast as reads finish: the GPU idles in stalls too short
         # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.
         gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
-        return sm, scope, notes, gaps or Gaps(0.0, 0, sm, False), gaps_scope
-    if sm >= c.sm_mean_below_percent and not _slow_reads(win, t, proc, sm):
-        return None
+        gaps = gaps or Gaps(0.0, 0, sm, False)
+        return _Starved(sm, scope, notes, gaps, gaps_scope, "blocked")
+    path: Literal["sawtooth", "slow-reads"] = "sawtooth"
+    if sm >= c.sm_mean_below_percent:
+        if not _slow_reads(win, t, proc, sm):
+            return None
+        path = "slow-reads"
     gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
     if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
         return None
@@ -187,7 +205,7 @@ def _starved(
         return None  # copies, not input, are the bottleneck: pcie-thrash says so
     if not _loading(win, t, proc):
         return None  # an idle host side waits on a person, not on an input pipeline
-    return sm, scope, notes, gaps, gaps_scope
+    return _Starved(sm, scope, notes, gaps, gaps_scope, path)
 
 
 def _slow_reads(win: Window, t: Thresholds, proc: GpuProcess, sm: float) -> bool:
@@ -237,21 +255,13 @@ def _loading(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
     return cpu >= busy or (win.process_busy_workers_mean(proc) or 0.0) >= 0.5
 
 
-def _finding(
-    win: Window,
-    t: Thresholds,
-    proc: GpuProcess,
-    sm: float,
-    scope: Scope,
-    notes: list[Evidence],
-    gaps: Gaps,
-    gaps_scope: Scope,
-) -> Finding:
+def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Finding:
     c = t.input_starved
+    sm, scope, gaps_scope = seen.sm, seen.scope, seen.gaps_scope
     loader = _loader(win, t, proc)
-    diagnosis = _diagnose(loader, gaps, t)
+    diagnosis = _diagnose(loader, seen.gaps, t)
     evidence = (
-        *_gpu_evidence(t, sm, scope, notes, gaps, gaps_scope),
+        *_gpu_evidence(t, seen),
         *_host_evidence(t, loader),
         *diagnosis.evidence,
     )
@@ -305,13 +315,17 @@ def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
     )
 
 
-def _gpu_evidence(
-    t: Thresholds, sm: float, scope: Scope, notes: list[Evidence], gaps: Gaps, gaps_scope: Scope
-) -> list[Evidence]:
+def _gpu_evidence(t: Thresholds, seen: _Starved) -> list[Evidence]:
     """The condition itself: low mean SM, time in gaps, how many gaps."""
     c = t.input_starved
-    if sm >= c.sm_mean_below_percent or gaps.count < c.min_gaps:
-        # Only the storage path gets here (blocked reads; no sawtooth asked for).
+    sm, scope, notes, gaps, gaps_scope = (
+        seen.sm,
+        seen.scope,
+        seen.notes,
+        seen.gaps,
+        seen.gaps_scope,
+    )
+    if seen.path == "blocked":  # no sawtooth asked for
         return [
             Evidence(
                 "SM % (mean)",
@@ -327,11 +341,21 @@ def _gpu_evidence(
                 "",
                 gaps_scope,
                 met=None,
+            )
+            if gaps.count == 0
+            else dataclasses.replace(
+                gaps_evidence(gaps, "not asked for: the loader is blocked on reads", gaps_scope),
+                met=None,
             ),
             *notes,
         ]
+    bar = (
+        f"< {c.sm_mean_below_percent:g}"
+        if seen.path == "sawtooth"
+        else f"< {c.storage_sm_below_percent:g} with reads over the slow window"
+    )
     return [
-        Evidence("SM % (mean)", sm, f"< {c.sm_mean_below_percent:g}", "%", scope),
+        Evidence("SM % (mean)", sm, bar, "%", scope),
         gaps_evidence(
             gaps,
             f">= {c.min_gap_fraction * 100:g} % of the window, gaps >= {c.min_gap_s:g} s",
