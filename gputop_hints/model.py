@@ -157,6 +157,16 @@ def not_answering_text(seconds: float) -> str:
     )
 
 
+PROFILING_FIELDS = (
+    "sm_active_percent",
+    "sm_occupancy_percent",
+    "tensor_active_percent",
+    "dram_active_percent",
+)
+"""The :class:`GpuSample` profiling percentages (DCGM fields, NVML GPM), in the order
+every reader and writer of them uses (the recording's ``profiling`` column)."""
+
+
 @dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one tick."""

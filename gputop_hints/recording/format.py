@@ -29,6 +29,7 @@ from typing import Any
 
 from gputop_hints import __version__
 from gputop_hints.model import (
+    PROFILING_FIELDS,
     GpuProcess,
     GpuSample,
     HostSample,
@@ -103,13 +104,6 @@ H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
     G_NOT_ANSWERING,
     G_PROFILING,
 ) = range(14)
-PROFILING_FIELDS = (
-    "sm_active_percent",
-    "sm_occupancy_percent",
-    "tensor_active_percent",
-    "dram_active_percent",
-)
-"""The ``profiling`` column's values, in order."""
 P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
 
 GPU_STATIC_FIELDS = (

@@ -14,9 +14,10 @@ from typing import Any
 
 from gputop_hints import __version__
 from gputop_hints.hints.findings import Evidence
+from gputop_hints.model import PROFILING_FIELDS
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
-from gputop_hints.outputs.report.stats import PROFILING_NAMES, PercentStats
+from gputop_hints.outputs.report.stats import PercentStats
 from gputop_hints.text import visible_lines
 from gputop_hints.units import duration_text, human_bytes, human_rate
 
@@ -188,7 +189,7 @@ def _profiling_table(report: Report) -> list[str]:
         f"{'tensor mean/p95':>15}  {'DRAM active mean/p95':>20}   (DCGM profiling)"
     ]
     for g in report.gpus:
-        cells = [_pair(g.profiling[name]) for name in PROFILING_NAMES]
+        cells = [_pair(g.profiling[name]) for name in PROFILING_FIELDS]
         lines.append(
             f"{g.index:>3}  {cells[0]:>18}  {cells[1]:>18}  {cells[2]:>15}  {cells[3]:>20}"
         )

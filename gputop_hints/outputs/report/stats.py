@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop_hints.model import GpuSample, Snapshot
+from gputop_hints.model import PROFILING_FIELDS, GpuSample, Snapshot
 from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
@@ -122,14 +122,6 @@ class RateStats(_BinnedStats):
         return self.peak
 
 
-PROFILING_NAMES = (
-    "sm_active_percent",
-    "sm_occupancy_percent",
-    "tensor_active_percent",
-    "dram_active_percent",
-)
-
-
 @dataclass
 class GpuStats:
     """One GPU's statistics over a recording."""
@@ -145,7 +137,7 @@ class GpuStats:
     pcie_rx: RateStats = field(default_factory=RateStats)
     pcie_tx: RateStats = field(default_factory=RateStats)
     profiling: dict[str, PercentStats] = field(
-        default_factory=lambda: {name: PercentStats() for name in PROFILING_NAMES}
+        default_factory=lambda: {name: PercentStats() for name in PROFILING_FIELDS}
     )
     """DCGM profiling percentages (SM active, occupancy, tensor, DRAM active) by the
     model's field name; counted only where a source has them."""
@@ -237,25 +229,17 @@ class GpuTable:
         return [self.gpus[k] for k in sorted(self.gpus)]
 
 
-class _Running:
-    """Count, mean and peak without bins (a process table may hold thousands)."""
+class _Running(_BinnedStats):
+    """Count, mean and peak without bins or quantiles (a process table may hold
+    thousands)."""
 
-    __slots__ = ("count", "peak", "total")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total = 0.0
-        self.peak: float | None = None
+    __slots__ = ()
 
     def add(self, value: float) -> None:
         self.count += 1
         self.total += value
-        if self.peak is None or value > self.peak:
-            self.peak = value
-
-    @property
-    def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
+        if value > self._peak:
+            self._peak = value
 
     def to_dict(self) -> dict[str, float | int | None]:
         return {"mean": self.mean, "max": self.peak, "samples": self.count}

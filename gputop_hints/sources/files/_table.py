@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, HostSample, Snapshot
+from gputop_hints.model import (
+    CLOCK_EVENT_REASONS,
+    PROFILING_FIELDS,
+    GpuSample,
+    HostSample,
+    Snapshot,
+)
 from gputop_hints.sources.files import _values as v
 from gputop_hints.streams import (
     ALL_METRICS,
@@ -72,7 +78,7 @@ class Row:
     rest of the row kept."""
 
 
-PROFILING_ROLES = ("sm_active", "sm_occupancy", "tensor_active", "dram_active")
+PROFILING_ROLES = tuple(name.removesuffix("_percent") for name in PROFILING_FIELDS)
 """Roles of DCGM profiling ratios, as percentages: GpuSample's ``<role>_percent``."""
 
 IDENTITY_ROLES = frozenset({"time", "date", "gpu"})

@@ -22,13 +22,14 @@ from typing import Any
 import pynvml
 from nvitop.api import libnvml
 
-METRICS: tuple[tuple[int, str], ...] = (
-    (getattr(pynvml, "NVML_GPM_METRIC_SM_UTIL", 2), "sm_active_percent"),
-    (getattr(pynvml, "NVML_GPM_METRIC_SM_OCCUPANCY", 3), "sm_occupancy_percent"),
-    (getattr(pynvml, "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 5), "tensor_active_percent"),
-    (getattr(pynvml, "NVML_GPM_METRIC_DRAM_BW_UTIL", 10), "dram_active_percent"),
+METRICS: tuple[int, ...] = (
+    getattr(pynvml, "NVML_GPM_METRIC_SM_UTIL", 2),
+    getattr(pynvml, "NVML_GPM_METRIC_SM_OCCUPANCY", 3),
+    getattr(pynvml, "NVML_GPM_METRIC_ANY_TENSOR_UTIL", 5),
+    getattr(pynvml, "NVML_GPM_METRIC_DRAM_BW_UTIL", 10),
 )
-"""GPM metric id -> the GpuSample field it fills (a percentage 0-100), in order."""
+"""The GPM metric ids, in :data:`~gputop_hints.model.PROFILING_FIELDS` order (SM active,
+occupancy, tensor, DRAM bandwidth): each fills that GpuSample field, a percentage."""
 
 Profiling = tuple[float | None, float | None, float | None, float | None]
 UNKNOWN: Profiling = (None, None, None, None)
@@ -79,7 +80,7 @@ class GpmReader:
             request.numMetrics = len(METRICS)
             request.sample1 = previous
             request.sample2 = current
-            for i, (metric, _) in enumerate(METRICS):
+            for i, metric in enumerate(METRICS):
                 request.metrics[i].metricId = metric
             libnvml.nvmlGpmMetricsGet(request)
         except libnvml.NVMLError_GpuIsLost:
