@@ -310,7 +310,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         sm_clock_mhz=g[G_SM_CLOCK],
         max_sm_clock_mhz=static.get("max_sm_clock_mhz"),
         default_power_limit_watts=static.get("default_power_limit_watts"),
-        profiling_unavailable=_text_or_none(static.get("profiling_unavailable")),
+        profiling_unavailable=static.get("profiling_unavailable"),
         throttle_reasons=None if throttle is None else tuple(throttle),
         sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
         lost=len(g) > G_LOST and g[G_LOST] is True,
@@ -337,10 +337,6 @@ def _profiling(g: list[Any]) -> tuple[float | None, float | None, float | None, 
         float(x) if x.__class__ in (int, float) and 0 <= x <= 100 else None for x in values
     )
     return a, o, t, d
-
-
-def _text_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _not_answering(g: list[Any]) -> float | None:

@@ -109,6 +109,8 @@ class GpmReader:
             raise
         except libnvml.NVMLError as exc:
             self._give_up(exc)
+            if self.reason is None:  # a transient error: probe again next tick
+                self._probed = False
 
     def _give_up(self, exc: Exception) -> None:
         reason = _UNAVAILABLE.get(type(exc).__name__)

@@ -93,3 +93,20 @@ def test_a_value_gpm_cannot_mean_is_unknown() -> None:
         finally:
             source.close()
     assert gpu.sm_active_percent is None and gpu.tensor_active_percent == pytest.approx(25.0)
+
+
+def test_a_transient_error_when_probing_is_asked_again() -> None:
+    """An Unknown error on the first support query is not taken for "no GPM"."""
+    gpu = hopper()
+    gpu.fail_next("nvmlGpmQueryDeviceSupport", pynvml.NVML_ERROR_UNKNOWN)
+    with FakeNvml([gpu]) as nvml:
+        source = LiveSource()
+        try:
+            snaps = [source.sample() for _ in range(2)]
+            time.sleep(0.1)
+            snaps.append(source.sample())
+        finally:
+            source.close()
+    assert nvml.calls["nvmlGpmQueryDeviceSupport"] == 2
+    assert snaps[-1].gpus[0].profiling_unavailable is None
+    assert snaps[-1].gpus[0].sm_active_percent == pytest.approx(80.0)
