@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.rules import ALL_RULES, RuleSpec
-from gputop_hints.hints.rules.low_utilization import LEVEL_SAMPLES
+from gputop_hints.hints.rules.signals import LEVEL_SAMPLES
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import DEFAULT_WINDOW_S, History
 from gputop_hints.model import Snapshot

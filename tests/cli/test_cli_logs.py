@@ -88,4 +88,4 @@ def test_report_on_a_log_without_timestamps_shows_elapsed_time(tmp_path: Path) -
     out = cli("report", str(log)).stdout
     assert "1970" not in out
     assert "+0:00:00 -> +0:01:59" in out
-    assert "low-utilization/duty-cycle" in out and "compute-bound" not in out.split("not ev")[0]
+    assert "input-starved/cause-unknown" in out and "compute-bound" not in out.split("not ev")[0]

@@ -87,7 +87,7 @@ def _duty_cycle_log(model: GpuModel, seed: int, on: float, off: float) -> Case:
         live,
         1.0,
         Verdict(
-            top=expect("low-utilization/duty-cycle", gpu=0),
+            top=expect("input-starved", gpu=0),
             must_not=(expect("compute-bound"),),
             why=f"{on:g} s bursts at full speed between {off:g} s waits for the next batch: the "
             "input-stall signature in a GPU-only log; its cause needs host data.",

@@ -83,8 +83,11 @@ ALL_RULES: tuple[RuleSpec, ...] = (
 
 RULES_BY_ID: dict[str, RuleSpec] = {spec.id: spec for spec in ALL_RULES}
 
-RULE_NEEDS: dict[str, tuple[str, ...]] = {spec.id: spec.needs for spec in ALL_RULES}
-"""The metrics each rule reads; a rule whose metric a file lacks is "not evaluated"."""
+RULE_NEEDS: dict[str, tuple[str, ...]] = {spec.id: spec.needs for spec in ALL_RULES} | {
+    f"{spec.id} (cause)": spec.cause_needs for spec in ALL_RULES if spec.cause_needs
+}
+"""The metrics each rule reads; a rule whose metric a file lacks is "not evaluated".
+"<id> (cause)": what its subtype reads besides, where the rule runs without it."""
 
 LOW_UTILIZATION = low_utilization.SPEC.id
 """The vague rule the engine drops where a rule in LOW_UTILIZATION_EXPLAINED_BY holds."""

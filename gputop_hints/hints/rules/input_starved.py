@@ -25,10 +25,16 @@ from gputop_hints.hints.rules.shared import (
     sm_evidence,
 )
 from gputop_hints.hints.rules.signals import (
+    MIN_SAMPLES,
+    DutyCycle,
+    gpu_level,
+    holder,
+    level_window,
     link_thrashing,
     loader_workers,
     offloading,
     reaches_into_warm_up,
+    stalled_duty_cycle,
     warming_up,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
@@ -142,7 +148,72 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             if seen is not None:
                 out.append(_finding(w, t, proc, seen))
                 break
+    if win.allowed_cores_busy_percent is None:
+        starved = {f.subject.gpu_index for f in out}
+        out.extend(f for f in _gpu_only(win, t) if f.subject.gpu_index not in starved)
     return out
+
+
+def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
+    """Without host data, a GPU in use whose trace is a bimodal duty cycle -- idle gaps
+    between full bursts -- is starved, its cause unknown: NVML's utilization is the share
+    of its ~1 s sample period in which a kernel ran, so a GPU that waits for each batch
+    and then runs it at full speed reads near 0 or near 100 in turn. Judged at GPU level
+    over low-utilization's level window, whatever the mean."""
+    out: list[Finding] = []
+    win = level_window(win, t)
+    for gpu in win.latest.gpus:
+        level = gpu_level(win, t, gpu.index)
+        if level is None or level[2] < MIN_SAMPLES:
+            continue
+        duty = stalled_duty_cycle(win, t, gpu.index)
+        why = holder(win, t, gpu) if duty is not None else None
+        if duty is not None and why is not None:
+            out.append(_duty_cycle_finding(gpu.index, level[0], why, duty, t))
+    return out
+
+
+def _duty_cycle_finding(index: int, sm: float, why: str, duty: DutyCycle, t: Thresholds) -> Finding:
+    """GPU ``index`` alternates between idle gaps and full bursts, and the data has no
+    host side: the input-stall signature, its cause unknown."""
+    c = t.input_starved
+    return Finding(
+        rule=ID,
+        subject=Subject(index),
+        severity=Severity.WARNING,
+        label="starved? (no host data)",
+        summary=(
+            f"GPU {index} alternates between idle gaps ({duty.gaps} in the window, "
+            f"{duty.idle_share * 100:.0f} % of the time) and full bursts while {why}: the "
+            "input-stall signature -- batches arrive more slowly than the GPU consumes them, "
+            "so the bursts are not the GPU setting the pace. The cause is unknown without host "
+            "data (process CPU, DataLoader workers, iowait)."
+        ),
+        advice=(
+            "Watch the job live with gputop-hints on its node (or record it with "
+            "'gputop-hints record -o run.jsonl.gz'): the host side tells num_workers, a "
+            "CPU-bound pipeline and slow storage apart.",
+            "Meanwhile check the DataLoader: num_workers (0 loads in the training process), "
+            "pin_memory and prefetch_factor, and how fast the dataset is read.",
+        ),
+        evidence=(
+            Evidence("SM % (mean)", sm, "for context", met=None),
+            Evidence(
+                "time in idle gaps",
+                duty.idle_share * 100,
+                f">= {c.min_gap_fraction * 100:g} % (SM < {c.gap_sm_below_percent:g} % "
+                f"for >= {c.min_gap_s:g} s)",
+            ),
+            Evidence("idle gaps", duty.gaps, f">= {c.min_gaps}", ""),
+            Evidence(
+                "readings in full bursts",
+                duty.busy_share * 100,
+                f">= {c.min_gap_fraction * 100:g} % "
+                f"at >= {t.compute_bound.sm_above_percent:g} % SM",
+            ),
+        ),
+        subtype="cause-unknown",
+    )
 
 
 def _threaded_host_step(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
@@ -561,6 +632,8 @@ SPEC = RuleSpec(
         "storage, or too few workers."
     ),
     subject="process",
-    needs=(METRIC_SM, METRIC_PROCESSES, METRIC_HOST_CPU),
+    # Without processes or host data only the GPU-level duty cycle (cause-unknown) is looked for.
+    needs=(METRIC_SM,),
+    cause_needs=(METRIC_PROCESSES, METRIC_HOST_CPU),
     explains_low_utilization=True,
 )

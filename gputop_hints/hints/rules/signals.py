@@ -9,6 +9,7 @@ view of SM stay in ``shared``.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
-from gputop_hints.hints.rules.shared import multi_gpu_jobs, sm_evidence
+from gputop_hints.hints.rules.shared import gib_text, multi_gpu_jobs, sm_evidence
 from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 
@@ -223,6 +224,91 @@ def _duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
     if busy < c.min_gap_fraction or busy + idle < BIMODAL_SHARE:
         return None
     return DutyCycle(gaps.fraction, gaps.count, busy)
+
+
+# low-utilization: the level a GPU runs at, over enough readings
+
+
+LEVEL_SAMPLES = 30
+"""A level is judged over at least this many readings, whatever the log's interval: the
+mean of n readings of a training job (spread ~25 points) is known to about 25/sqrt(n),
+so 30 readings pin it within ~±9 points (2 standard errors). At 1 s that is inside the
+60 s window; a 5 s log needs 150 s, a one-a-minute log 30 minutes."""
+MIN_SAMPLES = 3
+"""Fewer readings than this give no spread to judge a level by (two snapshots 14 s
+apart cannot show a GPU underused)."""
+INDEPENDENT_INTERVAL_S = 2.0
+"""Readings at least this far apart are taken as independent draws of the duty cycle
+(a training step lasts well under that, so each reading catches an unrelated phase), and
+their standard error bounds the level. Closer readings are correlated (a periodic
+pattern is deterministic, not noise): the window's span judges them instead."""
+
+
+def in_use_level(
+    sm: list[float | None], vram: list[float | None], in_use_bytes: float | None
+) -> tuple[float, float, int] | None:
+    """(mean, standard error, readings) of the SM readings taken while the GPU was in use
+    (``in_use_bytes`` None: every reading): the stretches of an imported log between jobs,
+    nothing loaded, are not the job's level."""
+    values = [
+        s
+        for s, v in zip(sm, vram, strict=True)
+        if s is not None and (in_use_bytes is None or v is None or v >= in_use_bytes)
+    ]
+    n = len(values)
+    if n == 0:
+        return None
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.inf, n
+    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    return mean, math.sqrt(var / n), n
+
+
+def _plain_level(win: Window, index: int) -> tuple[float, float, int] | None:
+    """The window's mean SM (cached, shared with other rules) where no readings are left
+    out and no standard error is needed: 1 s data with process rows."""
+    sm = win.gpu_sm_mean(index)
+    return None if sm is None else (sm, 0.0, win.ticks)
+
+
+def level_window(win: Window, t: Thresholds) -> Window:
+    """The window a GPU's level is judged over: a minute (``window_s``), stretched to hold
+    LEVEL_SAMPLES readings of a coarse log. A checkpoint save or an evaluation pause of
+    10-30 s is a phase of a busy job, not a job that leaves its GPU idle."""
+    return win.longer(max(t.low_utilization.window_s, LEVEL_SAMPLES * win.interval_s))
+
+
+def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int] | None:
+    """(mean SM, standard error, readings) of GPU ``index`` over ``win`` (a level window),
+    counting only the readings taken while it was in use; None without readings."""
+    gh = win.history.gpus.get(index)
+    if gh is None:
+        return None
+    in_use = t.low_utilization.in_use_vram_gib * GIB if not win.latest.processes else None
+    if win.interval_s < INDEPENDENT_INTERVAL_S and in_use is None:
+        return _plain_level(win, index)
+    return in_use_level(gh.sm_percent.last(win.ticks), gh.vram_used_bytes.last(win.ticks), in_use)
+
+
+def holder(win: Window, t: Thresholds, gpu: GpuSample) -> str | None:
+    """Who holds ``gpu``, in words ("2 process(es) hold 30.0 GiB"), or None when nothing
+    shows it in use (then it is idle, not underused)."""
+    c = t.low_utilization
+    procs = [p for p in win.processes() if p.gpu_index == gpu.index]
+    if procs:
+        held = float(sum(p.vram_bytes or 0 for p in procs))
+        return f"{len(procs)} process(es) hold {gib_text(held)}"
+    if not win.latest.processes and (gpu.vram_used_bytes or 0) >= c.in_use_vram_gib * GIB:
+        return f"{gib_text(gpu.vram_used_bytes)} of VRAM in use (no per-process data)"
+    if no_process_data(win) and gpu.vram_used_bytes is None:
+        return "the logged run holds it (VRAM use not in this log)"
+    return None
+
+
+def no_process_data(win: Window) -> bool:
+    """Imported logs (nvidia-smi, W&B) have no per-process rows at all."""
+    return not win.latest.processes and win.latest.source == "replay"
 
 
 # throttled: clocks held down for power or heat

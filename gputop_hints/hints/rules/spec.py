@@ -49,6 +49,9 @@ class RuleSpec:
     needs: tuple[str, ...]
     """The ``METRIC_*`` names (gputop_hints.model) it reads: a log lacking one of them
     cannot evaluate the rule, and a report says so."""
+    cause_needs: tuple[str, ...] = ()
+    """Metrics only its subtype (the cause) reads: without them the rule still runs on
+    ``needs`` and names no cause, and a report says the cause was not evaluated."""
     explains_low_utilization: bool = False
     """True when its finding on a GPU (or a process on it) already says why that GPU is
     underused, so the engine drops the vaguer low-utilization finding there."""

@@ -9,7 +9,7 @@ No Textual here.
 
 from __future__ import annotations
 
-from gputop_hints.hints.rules.low_utilization import LEVEL_SAMPLES
+from gputop_hints.hints.rules.signals import LEVEL_SAMPLES
 from gputop_hints.outputs.report.model import Report
 from gputop_hints.units import duration_text
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 import pytest
 
 from gputop_hints.hints.findings import Scope, Severity
-from gputop_hints.hints.rules import input_starved, warm_up
+from gputop_hints.hints.rules import compute_bound, input_starved, low_utilization, warm_up
+from gputop_hints.history import History
 from tests.hints.windows import (
     CPU_BOUND,
     D_STATE,
@@ -31,6 +32,7 @@ from tests.hints.windows import (
     check_case,
     cycle,
     one_gpu,
+    shown,
 )
 
 RULE = input_starved.SPEC
@@ -394,3 +396,37 @@ def test_slow_reads_starve_a_gpu_that_averages_above_half() -> None:
     # The same cycle with the host doing nothing while the GPU waits (no reads, no
     # iowait): a pause, not a storage-bound loader -- no starvation above 50 % SM.
     assert apply(RULE, Run().feed(_fetch_then_compute("S", 0.0)).history) == []
+
+
+# Without host data: the GPU-level duty cycle, its cause unknown
+
+
+def gpu_only_trace(sm: list[float]) -> History:
+    """A headerless utilization.gpu column replayed: one GPU row a second, nothing else."""
+    ticks = [
+        Tick((G(sm=v, vram_gib=11.0),), procs=(), host=H(busy=None), source="replay") for v in sm
+    ]
+    return Run().feed(ticks).history
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [[0.0, 100.0], [100.0] * 4 + [0.0] * 4, [100.0] * 6 + [0.0] * 4],
+    ids=["alternating-1s", "4s-on-4s-off", "mean-60"],
+)
+def test_bimodal_duty_cycle_is_an_input_stall_not_compute_bound(pattern: list[float]) -> None:
+    history = gpu_only_trace(cycle(pattern, 60))
+    [f] = apply(RULE, history)
+    assert f.subtype == "cause-unknown" and f.subject.pid is None
+    assert f.label == "starved? (no host data)"
+    assert "input-stall signature" in f.summary and "unknown without host data" in f.summary
+    assert not apply(compute_bound.SPEC, history)
+    assert [s.rule for s in shown(history)] == ["input-starved"]
+
+
+def test_one_pause_in_a_busy_trace_is_no_duty_cycle() -> None:
+    # a checkpoint save of 8 s in a minute of full load: one gap, not a sawtooth
+    history = gpu_only_trace([100.0] * 40 + [0.0] * 8 + [100.0] * 12)
+    assert not apply(RULE, history)
+    assert not apply(low_utilization.SPEC, history)
+    assert apply(compute_bound.SPEC, history)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gputop_hints.hints.findings import Severity
-from gputop_hints.hints.rules import compute_bound, low_utilization
+from gputop_hints.hints.rules import low_utilization
 from gputop_hints.history import History
 from tests.hints.windows import (
     G0,
@@ -13,7 +13,6 @@ from tests.hints.windows import (
     Case,
     Expect,
     G,
-    H,
     P,
     Run,
     Tick,
@@ -22,7 +21,6 @@ from tests.hints.windows import (
     check_case,
     cycle,
     one_gpu,
-    shown,
 )
 
 RULE = low_utilization.SPEC
@@ -86,33 +84,3 @@ def test_imported_log_says_the_data_cannot_tell_why() -> None:
     [f] = apply(RULE, imported_log(40.0))
     assert "cannot tell" in f.summary
     assert any("gputop-hints record" in a for a in f.advice)
-
-
-def gpu_only_trace(sm: list[float]) -> History:
-    """A headerless utilization.gpu column replayed: one GPU row a second, nothing else."""
-    ticks = [
-        Tick((G(sm=v, vram_gib=11.0),), procs=(), host=H(busy=None), source="replay") for v in sm
-    ]
-    return Run().feed(ticks).history
-
-
-@pytest.mark.parametrize(
-    "pattern",
-    [[0.0, 100.0], [100.0] * 4 + [0.0] * 4, [100.0] * 6 + [0.0] * 4],
-    ids=["alternating-1s", "4s-on-4s-off", "mean-60"],
-)
-def test_bimodal_duty_cycle_is_an_input_stall_not_compute_bound(pattern: list[float]) -> None:
-    history = gpu_only_trace(cycle(pattern, 60))
-    [f] = apply(RULE, history)
-    assert f.subtype == "duty-cycle"
-    assert f.label == "input stall? (no host data)"
-    assert "input-stall signature" in f.summary and "unknown without host data" in f.summary
-    assert not apply(compute_bound.SPEC, history)
-    assert [s.rule for s in shown(history)] == ["low-utilization"]
-
-
-def test_one_pause_in_a_busy_trace_is_no_duty_cycle() -> None:
-    # a checkpoint save of 8 s in a minute of full load: one gap, not a sawtooth
-    history = gpu_only_trace([100.0] * 40 + [0.0] * 8 + [100.0] * 12)
-    assert not apply(RULE, history)
-    assert apply(compute_bound.SPEC, history)
