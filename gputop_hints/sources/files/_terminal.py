@@ -45,12 +45,18 @@ class Screen:
         self.moved = False
         """The last escape sequence moved the cursor (parking it ends a redraw)."""
         self._pending = ""  # an escape sequence cut at the end of a chunk
+        self._text: list[str | None] = [None] * rows
+        """Each row as :meth:`lines` gives it, None when it changed since."""
 
     # --- reading ----------------------------------------------------------------
 
     def lines(self) -> list[str]:
         """The screen's rows, trailing blanks removed."""
-        return ["".join(r).rstrip() for r in self.grid]
+        text = self._text
+        for r, cached in enumerate(text):
+            if cached is None:
+                text[r] = "".join(self.grid[r]).rstrip()
+        return [t or "" for t in text]
 
     def feed(self, text: str) -> Iterator[list[str]]:
         """Interpret ``text``; yield the screen's rows at the end of each redraw."""
@@ -99,6 +105,7 @@ class Screen:
             self._line_feed()
         self.wrap_pending = False
         self.grid[self.row][self.col] = ch
+        self._text[self.row] = None
         self.last_char = ch
         self.dirty = True
         if self.col == self.cols - 1:
@@ -125,17 +132,22 @@ class Screen:
         elif self.row < self.rows - 1:
             self.row += 1
 
+    def _changed(self) -> None:
+        """Something beyond one cell changed: every row is read again."""
+        self._text = [None] * self.rows
+        self.dirty = True
+
     def _scroll_up(self, top: int, bottom: int, count: int) -> None:
         for _ in range(count):
             del self.grid[top]
             self.grid.insert(bottom, [" "] * self.cols)
-        self.dirty = True
+        self._changed()
 
     def _scroll_down(self, top: int, bottom: int, count: int) -> None:
         for _ in range(count):
             del self.grid[bottom]
             self.grid.insert(top, [" "] * self.cols)
-        self.dirty = True
+        self._changed()
 
     # --- escape sequences ------------------------------------------------------------
 
@@ -222,17 +234,17 @@ class Screen:
         elif final == "X":
             for c in range(self.col, min(self.cols, self.col + count)):
                 self.grid[self.row][c] = " "
-            self.dirty = True
+            self._changed()
         elif final == "P":
             line = self.grid[self.row]
             del line[self.col : self.col + count]
             line.extend([" "] * (self.cols - len(line)))
-            self.dirty = True
+            self._changed()
         elif final == "@":
             line = self.grid[self.row]
             line[self.col : self.col] = [" "] * count
             del line[self.cols :]
-            self.dirty = True
+            self._changed()
         elif final == "L" and self.top <= self.row <= self.bottom:
             self._scroll_down(self.row, self.bottom, count)
         elif final == "M" and self.top <= self.row <= self.bottom:
@@ -262,7 +274,7 @@ class Screen:
             self._erase_line(1)
             for r in range(self.row):
                 self.grid[r] = [" "] * self.cols
-        self.dirty = True
+        self._changed()
 
     def _erase_line(self, how: int) -> None:
         line = self.grid[self.row]
@@ -274,4 +286,4 @@ class Screen:
             span = range(self.cols)
         for c in span:
             line[c] = " "
-        self.dirty = True
+        self._changed()

@@ -186,11 +186,26 @@ def text(cell: str) -> str | None:
     return value
 
 
+_MINUTES: dict[tuple[int, int, int, int, int], float] = {}
+"""local_time's start of each minute seen lately (``time.mktime`` is slow next to a dict)."""
+_MINUTES_ZONE: list[object] = [None]
+"""The ``time.tzname`` the cache is for: ``time.tzset()`` with another ``TZ`` empties it."""
+
+
 def local_time(year: int, month: int, day: int, h: int, m: int, s: int, frac: str | None) -> float:
     """A wall-clock time of the logging machine, read in the local zone (``TZ``)."""
-    datetime(year, month, day, h, m, min(s, 59))  # validates (ValueError)
-    base = time.mktime((year, month, day, h, m, s, 0, 0, -1))
-    return base + (float(frac) if frac else 0.0)
+    if time.tzname is not _MINUTES_ZONE[0]:
+        _MINUTES.clear()
+        _MINUTES_ZONE[0] = time.tzname
+    key = (year, month, day, h, m)
+    base = _MINUTES.get(key)
+    if base is None:
+        datetime(year, month, day, h, m)  # validates (ValueError); s is 0-99 digits
+        base = time.mktime((year, month, day, h, m, 0, 0, 0, -1))
+        if len(_MINUTES) >= 4096:
+            _MINUTES.clear()
+        _MINUTES[key] = base
+    return base + s + (float(frac) if frac else 0.0)
 
 
 def epoch_number(value: float) -> tuple[float, bool]:

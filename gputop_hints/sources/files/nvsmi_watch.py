@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gputop_hints.model import Snapshot
+from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._nvsmi_parser import TableReader
 from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
@@ -94,6 +95,44 @@ def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None,
     return reader.finish() or found, problems
 
 
+class FrameReader:
+    """:func:`read_frame` for one capture, remembering the last frame read.
+
+    Most redraws change only the clock: the frame's lines other than its date
+    lines are then the same as the last frame's, and so is what the table reader
+    makes of them except the time -- which is taken from the new date line
+    instead of reading the whole table again."""
+
+    def __init__(self, cols: int) -> None:
+        self.cols = cols
+        self._key: list[str | bool] | None = None
+        self._last: tuple[TableSnapshot | None, list[str]] = (None, [])
+
+    def read(self, screen_rows: list[str]) -> tuple[TableSnapshot | None, list[str]]:
+        lines = table_lines(screen_rows, self.cols)
+        key: list[str | bool] = []
+        stamps: dict[int, float] = {}
+        for number, line in enumerate(lines, start=1):
+            text = line.strip()
+            if text and text[0] not in "|+":
+                # what TableReader makes of it: a date line (its value aside) or nothing
+                stamp = dates.date_line(text)
+                key.append(stamp is not None)
+                if stamp is not None:
+                    stamps[number] = stamp
+            else:
+                key.append(line)
+        key.append(str(any("Processes:" in r for r in screen_rows)))  # read_frame's expectation
+        if key == self._key:
+            table, problems = self._last
+            if table is not None and table.timestamp is not None:
+                table = replace(table, timestamp=stamps[table.line])
+            return table, list(problems)
+        table, problems = read_frame(screen_rows, self.cols)
+        self._key, self._last = key, (table, list(problems))
+        return table, problems
+
+
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
     text = head.text
     if "\x1b[" not in text:
@@ -104,13 +143,16 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
     plan = WatchPlan(rows, cols)
     source = TextSource(head.path, newline="")
     screen = Screen(rows, cols)
+    frames = FrameReader(cols)
     try:
         for piece in source.chunks():
             for frame in screen.feed(piece):
-                table, _problems = read_frame(frame, cols)
+                table, _problems = frames.read(frame)
                 if table is not None:
                     plan.frames.append(table)
                 plan.processes_shown = plan.processes_shown or any("Processes:" in r for r in frame)
+                if len(plan.frames) >= 16:
+                    break
             if len(plan.frames) >= 16:
                 break
     finally:
@@ -134,12 +176,13 @@ def open_watch(
     def reader(source: TextSource) -> Iterator[Snapshot]:
         maker = SnapshotMaker(counters, interval, detail)
         screen = Screen(plan.rows, plan.cols)
+        frames = FrameReader(plan.cols)
         counts = {"frames": 0, "incomplete": 0}
         counters.found.update(frames=0, incomplete_frames=0, noise_characters=0)
         for piece in source.chunks():
             for frame in screen.feed(piece):
                 counts["frames"] += 1
-                table, problems = read_frame(frame, plan.cols)
+                table, problems = frames.read(frame)
                 for reason in problems:
                     note_bad_line(
                         counters, counts["frames"], f"watch frame {counts['frames']}: {reason}"
