@@ -50,6 +50,8 @@ class Seen:
     subject: Subject
     worst: Severity
     first_s: float
+    last_s: float = 0.0
+    """When it was last visible."""
     visible_s: float = 0.0
     flips: int = 0
     subtypes: dict[str, float] = field(default_factory=dict)
@@ -96,6 +98,12 @@ class CaseResult:
         return [s for s in self.seen if s.worst >= Severity.WARNING]
 
 
+FORBIDDEN_GRACE_S = 10.0
+"""A finding forbidden from an onset (``must_not`` with ``onset_s``) may stay this long after
+it: the rules' 6 s window still holds the time before the change, plus a few ticks. The
+same finding before the onset is right (healthy training before a hang)."""
+
+
 def top_finding(seen: Iterable[Seen]) -> Seen | None:
     """Highest worst severity, then longest visible, then first seen."""
     scored = [s for s in seen if s.rule not in NOT_SCORED]
@@ -116,6 +124,7 @@ def _track(snapshots_findings: Iterable[tuple[float, float, tuple[Finding, ...]]
             if s is None:
                 s = seen[key] = Seen(f.rule, f.subject, f.severity, t)
             s.worst = max(s.worst, f.severity)
+            s.last_s = t
             s.visible_s += dt
             s.subtypes[f.subtype or ""] = s.subtypes.get(f.subtype or "", 0.0) + dt
         for key in before - now:
@@ -149,7 +158,11 @@ def judge(case: Case, seen: list[Seen], ticks: int) -> CaseResult:
             problems.append(f"top {top.describe()}, expected {v.top}")
     problems.extend(f"never showed {e}" for e in v.must_show if not any(s.matches(e) for s in seen))
     for e in v.must_not:
-        problems.extend(f"showed forbidden {s.describe()}" for s in seen if s.matches(e))
+        problems.extend(
+            f"showed forbidden {s.describe()}"
+            for s in seen
+            if s.matches(e) and (e.onset_s == 0.0 or s.last_s >= e.onset_s + FORBIDDEN_GRACE_S)
+        )
     if v.healthy:
         problems.extend(f"warning on healthy: {s.describe()}" for s in seen if s.worst >= 1)
     detect: dict[str, float | None] = {}

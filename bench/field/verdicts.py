@@ -8,7 +8,8 @@ A verdict is written from the situation, not from what the rules do today:
 * ``healthy`` -- no warning or critical may be visible at any time.
 * ``must_show`` -- findings that must be visible at some time (a warm-up label
   beside a healthy top finding, an idle co-tenant beside a starved job).
-* ``must_not`` -- findings that must never be visible, at any severity.
+* ``must_not`` -- findings that must never be visible, at any severity (with ``onset_s``: from
+  that onset on, after a grace of a window; before it the same finding can be right).
 * ``accept`` -- other top findings the evidence supports equally well.
 """
 

@@ -51,6 +51,7 @@ class HintEngine:
             spec.id: spec.hysteresis(self.thresholds) if hysteresis else (0.0, 0.0)
             for spec in rules
         }
+        self._contradicted = {spec.id: spec.contradicted for spec in rules if spec.contradicted}
         self.active: tuple[Finding, ...] = ()
         self.last_cost_s = 0.0
         self._gpu_active_at: dict[int, float] = {}
@@ -110,7 +111,12 @@ class HintEngine:
             if key in raw:
                 continue
             _, clear_after = self._timing[track.finding.rule]
-            if not track.active or now - track.last_true >= clear_after - 1e-9:
+            contradicted = self._contradicted.get(track.finding.rule)
+            if (
+                not track.active
+                or now - track.last_true >= clear_after - 1e-9
+                or (contradicted is not None and contradicted(win, self.thresholds, key[1]))
+            ):
                 del self._tracks[key]
 
         visible = [t.finding.with_start(t.first_true) for t in self._tracks.values() if t.active]

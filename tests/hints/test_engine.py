@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from gputop_hints.hints.engine import HintEngine
-from gputop_hints.hints.rules import vram_near_limit
+from gputop_hints.hints.rules import compute_bound, vram_near_limit
 from tests.hints.windows import (
     PEGGED,
     SAWTOOTH,
@@ -126,3 +126,20 @@ def test_a_checkpoint_pause_neither_starves_nor_hides_compute_bound() -> None:
 
 
 # --- real-trace-modelled windows (/work/shared/traces/README.md) -------------------------
+
+
+def test_a_finding_the_data_now_contradicts_goes_at_once() -> None:
+    # Healthy training, then every rank spins in a collective: 100 % "busy" at 5 % of the
+    # power limit. compute-bound ("healthy") must not outlive the truth by its 20 s
+    # clear_after_s: the spin contradicts it, and it goes once the window shows the spin.
+    engine, run = HintEngine(THRESHOLDS, rules=(compute_bound.SPEC,)), Run()
+    working = Tick((G(sm=98.0, power=320.0),))
+    spinning = Tick((G(sm=100.0, power=20.0),))
+    assert _visible(engine, run, [working] * 10)[-1]
+    after = _visible(engine, run, [spinning] * 12)
+    assert THRESHOLDS.compute_bound.hysteresis.clear_after_s == 20
+    assert not any(after[int(THRESHOLDS.general.window_s) :])  # gone within one window
+    # without the contradiction (a GPU that merely dips) it waits out clear_after_s
+    engine, run = HintEngine(THRESHOLDS, rules=(compute_bound.SPEC,)), Run()
+    _visible(engine, run, [working] * 10)
+    assert all(_visible(engine, run, [Tick((G(sm=50.0, power=320.0),))] * 12))

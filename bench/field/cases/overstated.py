@@ -80,7 +80,8 @@ def _hang(model: GpuModel, seed: int, n: int, hung: int | None) -> Case:
         scenario(gpus, procs, duration, 1.0, seed, name, host=HostSpec(cores=8 * n)),
         Verdict(
             top=subject,
-            must_not=(expect("compute-bound"),) if hung is None else (),
+            # Training is healthy (compute-bound) until the hang; from it, never.
+            must_not=(expect("compute-bound", onset_s=hang_at),) if hung is None else (),
             why=(
                 f"From {hang_at:.0f} s rank {hung} stops arriving: every other rank spins in the "
                 "all-reduce at 100 % and near-idle power; the rank to look at is the one that is "

@@ -111,4 +111,5 @@ SPEC = RuleSpec(
     ),
     subject="gpu",
     needs=(METRIC_SM,),
+    contradicted=lambda win, t, subject: spinning_without_work(win, t, subject.gpu_index),
 )

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.findings import Finding, Subject
 from gputop_hints.hints.thresholds_base import Hysteresis
 from gputop_hints.hints.window import Window
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # thresholds imports every rule for its section: only for ann
 
 Rule = Callable[[Window, "Thresholds"], list[Finding]]
 """A rule's check: the findings whose condition holds now, pure and deterministic."""
+
+Contradiction = Callable[[Window, "Thresholds", Subject], bool]
+"""Whether the window now shows a visible finding of the rule on a subject to be false."""
 
 
 class RuleThresholds(Protocol):
@@ -49,6 +52,10 @@ class RuleSpec:
     needs: tuple[str, ...]
     """The ``METRIC_*`` names (gputop_hints.model) it reads: a log lacking one of them
     cannot evaluate the rule, and a report says so."""
+    contradicted: Contradiction | None = None
+    """Evidence that a visible finding is now false, not merely no longer shown (a
+    "healthy" GPU that spins without work): the engine clears it at once instead of
+    after ``clear_after_s``, which is there against flicker, not to outlive the truth."""
     cause_needs: tuple[str, ...] = ()
     """Metrics only its subtype (the cause) reads: without them the rule still runs on
     ``needs`` and names no cause, and a report says the cause was not evaluated."""
