@@ -128,7 +128,7 @@ async def test_key_flood_is_dropped_and_the_app_stays_responsive() -> None:
     async with app.run_test(size=SIZE) as pilot:
         app.ingest(source.sample())
         await pilot.pause()
-        flood = ["t", "s", "question_mark", "p", "enter", "escape", "x", "n"] * 1280
+        flood = ["c", "s", "question_mark", "p", "enter", "escape", "x", "n"] * 1280
         keys_in_one_read(app, *flood)
         await pilot.pause()
         await pilot.pause()
