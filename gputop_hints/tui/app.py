@@ -103,7 +103,7 @@ class GputopApp(PlaybackControls):
         Binding("c", "cycle_theme", "Theme"),
         # Signals to the selected process, each after a confirmation (nvitop's keys).
         Binding("I", "signal('SIGINT')", "Interrupt", show=False),
-        Binding("T", "signal('SIGTERM')", "Terminate", key_display="I/T/K"),
+        Binding("T", "signal('SIGTERM')", "Signal", key_display="I/T/K"),
         Binding("K", "signal('SIGKILL')", "Kill", show=False),
         # Like any terminal program: stop, back to the shell; `fg` resumes.
         Binding("ctrl+z", "suspend_process", "Suspend", show=False),
@@ -578,6 +578,12 @@ class GputopApp(PlaybackControls):
         position = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(position + steps) % len(names)]
         self.notify(f"Theme: {self.theme}", timeout=2)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The tree and the signals act on the process table: not from the screens over it.
+        if action in ("toggle_tree", "signal") and not isinstance(self.screen, MainScreen):
+            return False
+        return super().check_action(action, parameters)
 
     def action_toggle_tree(self) -> None:
         """``t``: the process tree (launcher, ranks, workers) or the flat table."""

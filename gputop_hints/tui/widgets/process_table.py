@@ -480,7 +480,6 @@ class ProcessTable(StripWidget, can_focus=True):
             ranks = [proc for proc in self.rows if proc.launcher_pid == row.pid]
             vram = [proc.vram_bytes for proc in ranks if proc.vram_bytes is not None]
             by_key["user"] = visible_text(row.launcher.user or UNKNOWN)[:9]
-            by_key["gpu"] = str(len({proc.gpu_index for proc in ranks}))
             by_key["vram"] = human_bytes(sum(vram)) if vram else UNKNOWN
             by_key["cpu"] = percent(row.launcher.cpu_percent)
             by_key["workers"] = count_text(row.children, "rank")
