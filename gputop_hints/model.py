@@ -309,6 +309,10 @@ class GpuProcess:
     create_time: float | None = None
     in_job: bool | None = None
     """Whether the process belongs to the attached job (None: no job, or unknown)."""
+    launcher_pid: int | None = None
+    """The nearest ancestor that launched it as one rank of a job (torchrun, deepspeed,
+    accelerate launch, mpirun, srun): a pid in :attr:`Snapshot.launchers`. None: not
+    started by a known launcher, or not known (a log without process trees)."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -329,6 +333,22 @@ class GpuProcess:
             for w in self.workers
             if w.cpu_percent is not None and w.cpu_percent > threshold_percent
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Launcher:
+    """A process that started GPU processes as ranks of one job (``torchrun``,
+    ``python -m torch.distributed.run``, ``deepspeed``, ``accelerate launch``,
+    ``mpirun``, ``srun``). It usually holds no GPU context itself."""
+
+    pid: int
+    kind: str
+    """Which launcher: "torchrun", "deepspeed", "accelerate", "mpirun", "srun"."""
+    user: str | None = None
+    name: str | None = None
+    command: str = ""
+    cpu_percent: float | None = None
+    """Its own CPU, % of one core (None: not measured)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +404,8 @@ class Snapshot:
     """Ground truth for simulated data: the bottlenecks the demo scenario models."""
     job: JobInfo | None = None
     """The SLURM job this view is about, when attached to one."""
+    launchers: tuple[Launcher, ...] = ()
+    """The launchers named by the processes' :attr:`GpuProcess.launcher_pid`."""
 
     def gpu(self, index: int) -> GpuSample | None:
         for g in self.gpus:
@@ -463,7 +485,15 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         sample_duration_s=data.get("sample_duration_s"),
         labels=tuple(data.get("labels", ())),
         job=_job_from_dict(data.get("job")),
+        launchers=_launchers_from_dict(data.get("launchers")),
     )
+
+
+def _launchers_from_dict(data: Any) -> tuple[Launcher, ...]:
+    if not data:
+        return ()
+    keys = {f.name for f in fields(Launcher)}
+    return tuple(Launcher(**{k: v for k, v in item.items() if k in keys}) for item in data)
 
 
 def _job_from_dict(data: Mapping[str, Any] | None) -> JobInfo | None:

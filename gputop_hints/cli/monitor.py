@@ -119,6 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="seconds to sample for --once/--json (default 2)",
     )
+    out.add_argument(
+        "--readonly",
+        action="store_true",
+        help="never send signals: the I/T/K keys (SIGINT/SIGTERM/SIGKILL) are off",
+    )
     add_config_arg(parser)
     add_look_args(out)
     return parser
@@ -242,6 +247,7 @@ def run_tui(
             color=color,
             thresholds=thresholds,
             sampler=sampler,
+            readonly=args.readonly,
         )
         app.exit_on_signals = True
         app.run()

@@ -51,6 +51,7 @@ from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
+from gputop_hints.sources.live.signals import SignalResult, SignalTarget, refusal, send_signal
 from gputop_hints.text import visible, visible_lines
 from gputop_hints.tui import glyphs, input_decoding, partial_output
 from gputop_hints.tui.layout import choose_layout
@@ -98,7 +99,12 @@ class GputopApp(PlaybackControls):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
-        Binding("t", "cycle_theme", "Theme"),
+        Binding("t", "toggle_tree", "Tree"),
+        Binding("c", "cycle_theme", "Theme"),
+        # Signals to the selected process, each after a confirmation (nvitop's keys).
+        Binding("I", "signal('SIGINT')", "Interrupt", show=False),
+        Binding("T", "signal('SIGTERM')", "Signal", key_display="I/T/K"),
+        Binding("K", "signal('SIGKILL')", "Kill", show=False),
         # Like any terminal program: stop, back to the shell; `fg` resumes.
         Binding("ctrl+z", "suspend_process", "Suspend", show=False),
         # Replay only (check_action hides them otherwise). Arrows, home and end
@@ -125,6 +131,7 @@ class GputopApp(PlaybackControls):
         thresholds: Thresholds | None = None,
         start_paused: bool = False,
         sampler: Sampler | None = None,
+        readonly: bool = False,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
@@ -132,7 +139,8 @@ class GputopApp(PlaybackControls):
         ``start_paused``: a replay opens on its first tick and waits for ``space``.
         ``sampler``: one already sampling ``source``, made without callbacks (the
         CLI starts it before importing Textual); the app attaches to it on mount
-        instead of starting its own."""
+        instead of starting its own. ``readonly`` (``--readonly``): the signal keys
+        send nothing and say so."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -146,6 +154,9 @@ class GputopApp(PlaybackControls):
         self.interval_s = interval_s
         self.window_s = window_s
         self.autostart = autostart
+        self.readonly = readonly
+        self.last_signal_result: SignalResult | None = None
+        """What the latest confirmed signal did (for tests)."""
         self.thresholds = thresholds if thresholds is not None else Thresholds.defaults()
         self.diagnoser = Diagnoser(self.thresholds, interval_s=interval_s, window_s=window_s)
         """The history behind every sparkline and the hints run over it."""
@@ -422,6 +433,11 @@ class GputopApp(PlaybackControls):
             proc.key: engine.worst_for_process(proc.pid, proc.gpu_index)
             for proc in snapshot.processes
         }
+        rank_findings = (
+            {proc.key: engine.for_process(proc.pid, proc.gpu_index) for proc in snapshot.processes}
+            if self.process_table.tree_view
+            else None
+        )
         with self.batch_update():
             self.gpu_area.show_gpus([gpu.index for gpu in snapshot.gpus])
             self.header.update_from(snapshot)
@@ -441,7 +457,9 @@ class GputopApp(PlaybackControls):
                 if snapshot.gpu_unavailable_reason
                 else ""
             )
-            table.update_from(snapshot.processes, hints, snapshot.job)
+            table.update_from(
+                snapshot.processes, hints, snapshot.job, snapshot.launchers, rank_findings
+            )
             self._apply_layout()
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
@@ -521,7 +539,7 @@ class GputopApp(PlaybackControls):
 
     def _coalesce(self, what: str) -> None:
         """Count a press of a costly toggle (sort, theme) and apply them all once, after
-        every key already read: a burst of ``s`` and ``t`` costs one re-sort and one
+        every key already read: a burst of ``s`` and ``c`` costs one re-sort and one
         restyle of every widget, not one per key, and a ``q`` behind them is reached
         at once. (Floods of pasted keys are cut down before they get here:
         :mod:`.input_decoding`.)"""
@@ -560,6 +578,59 @@ class GputopApp(PlaybackControls):
         position = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(position + steps) % len(names)]
         self.notify(f"Theme: {self.theme}", timeout=2)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # The tree and the signals act on the process table: not from the screens over it.
+        if action in ("toggle_tree", "signal") and not isinstance(self.screen, MainScreen):
+            return False
+        return super().check_action(action, parameters)
+
+    def action_toggle_tree(self) -> None:
+        """``t``: the process tree (launcher, ranks, workers) or the flat table."""
+        if not isinstance(self.screen, MainScreen):
+            return
+        table = self.process_table
+        if not table.tree_view:
+            snapshot = self.snapshot
+            table.rank_findings = (
+                {}
+                if snapshot is None
+                else {
+                    p.key: self.engine.for_process(p.pid, p.gpu_index) for p in snapshot.processes
+                }
+            )
+        table.toggle_tree()
+
+    def action_signal(self, name: str) -> None:
+        """``I`` / ``T`` / ``K``: ask, then send SIGINT / SIGTERM / SIGKILL to the
+        selected process. Refused at once with ``--readonly`` and in demo or replay."""
+        if not isinstance(self.screen, MainScreen):
+            return
+        refused = refusal(getattr(self.source, "kind", ""), self.readonly)
+        if refused is not None:
+            self.last_signal_result = SignalResult(False, refused)
+            self.notify(refused, severity="warning", timeout=5)
+            return
+        target = self.process_table.selected_target()
+        if target is None:
+            self.notify("No process selected.", timeout=3)
+            return
+        from gputop_hints.tui.screens.signal_confirm import SignalConfirmScreen
+
+        def answered(send: bool | None) -> None:
+            if send:
+                self._send_signal(target, name)
+            else:
+                self.notify(f"{name} not sent (cancelled).", timeout=3)
+
+        self.push_screen(SignalConfirmScreen(target, name), answered)
+
+    def _send_signal(self, target: SignalTarget, name: str) -> None:
+        result = send_signal(
+            target, name, source_kind=getattr(self.source, "kind", ""), readonly=self.readonly
+        )
+        self.last_signal_result = result
+        self.notify(result.message, severity="information" if result.sent else "error", timeout=6)
 
     def watch_theme(self, theme: str) -> None:
         if not self.screen_stack:

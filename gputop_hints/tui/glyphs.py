@@ -56,6 +56,10 @@ ASCII_FOR: Mapping[str, str] = {
     "‼": "!!",
     "⏎": "Ret",
     "\u00a0": " ",
+    "├": "|",
+    "└": "`",
+    "▸": ">",
+    "▾": "v",
 }
 """Plain stand-ins for the symbols the monitor draws (longer ones only where width allows)."""
 

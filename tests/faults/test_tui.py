@@ -128,7 +128,7 @@ async def test_key_flood_is_dropped_and_the_app_stays_responsive() -> None:
     async with app.run_test(size=SIZE) as pilot:
         app.ingest(source.sample())
         await pilot.pause()
-        flood = ["t", "s", "question_mark", "p", "enter", "escape", "x", "n"] * 1280
+        flood = ["c", "s", "question_mark", "p", "enter", "escape", "x", "n"] * 1280
         keys_in_one_read(app, *flood)
         await pilot.pause()
         await pilot.pause()
@@ -176,15 +176,15 @@ def test_escape_garbage_a_mouse_flood_and_a_stray_0xff_byte_never_crash(tmux: Tm
 
 
 def test_a_100_kb_paste_of_toggles_leaves_q_working(tmux: Tmux, tmp_path: Path) -> None:
-    """100 KB of ?, t and s pasted (no bracketed paste): the app stays small and q quits."""
+    """100 KB of ?, c and s pasted (no bracketed paste): the app stays small and q quits."""
     tmux.start([str(SCRIPT), "--demo"], width=120, height=40)
     tmux.wait_for("PID")
     pid = tmux.pid()
     paste = tmp_path / "paste.txt"
-    paste.write_text(("?ts" * 34000)[:100_000])
+    paste.write_text(("?cs" * 34000)[:100_000])
     tmux.run("load-buffer", str(paste))
     tmux.run("paste-buffer", "-t", "t")  # without -p: the bytes arrive as typed keys
-    tmux.wait_for("Theme:")  # the pasted t's were read (one theme change)
+    tmux.wait_for("Theme:")  # the pasted c's were read (one theme change)
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         rss_mb = int(f.read().split("VmRSS:")[1].split()[0]) / 1024
     assert rss_mb < 100

@@ -76,3 +76,16 @@ def test_starved_loader_detail_80x24(snap_compare: SnapCompare) -> None:
     source = DemoSource("starved-loader", seed=0)
     app = GputopApp(source, autostart=False, theme="dark")
     assert snap_compare(app, terminal_size=(80, 24), run_before=feed(app, source), press=["enter"])
+
+
+def test_straggler_tree_160x50(snap_compare: SnapCompare) -> None:
+    """``t`` on a DDP job: torchrun, its four ranks, the straggler's hints rolled up on it;
+    ``right`` on the first rank unfolds its DataLoader workers."""
+    source = DemoSource("straggler", seed=0)
+    app = GputopApp(source, autostart=False, theme="dark")
+    assert snap_compare(
+        app,
+        terminal_size=(160, 50),
+        run_before=feed(app, source),
+        press=["t", "home", "down", "right"],
+    )

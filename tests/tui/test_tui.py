@@ -232,14 +232,14 @@ async def test_pause_stops_a_running_sampler() -> None:
     assert source.closed
 
 
-async def test_t_cycles_themes_and_back() -> None:
+async def test_c_cycles_themes_and_back() -> None:
     app, source = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         feed(app, source, 2)
         assert app.theme == "dark"
         seen = [app.theme]
         for _ in range(len(app.theme_names)):
-            await pilot.press("t")
+            await pilot.press("c")
             seen.append(app.theme)
         assert set(seen) >= {"dark", "light", "high-contrast", "monochrome"}
         assert seen[-1] == "dark"
@@ -249,7 +249,7 @@ async def test_no_color_forces_monochrome() -> None:
     app, _ = make_app(color=False)
     async with app.run_test(size=(80, 24)) as pilot:
         assert app.theme == "monochrome"
-        await pilot.press("t")
+        await pilot.press("c")
         assert app.theme == "monochrome"
 
 

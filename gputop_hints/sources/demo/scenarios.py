@@ -44,6 +44,7 @@ import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from gputop_hints.model import Launcher
 from gputop_hints.sources.demo.loop import LoopSpec
 
 MIB = 2**20
@@ -109,6 +110,8 @@ class ProcessSetup:
     """Conditions that hold once the warm-up is over."""
     ddp_leader_pid: int | None = None
     """For a DDP rank: the pid of the rank that sets the job's pace (the straggler)."""
+    launcher: Launcher | None = None
+    """The torchrun that started it (DDP ranks, and the mixed scene's healthy job)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,6 +520,7 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
     if name == "mixed":
         models = dict.fromkeys(models, H100)
     procs: list[ProcessSetup] = []
+    ranks = sum(1 for *_, leader, _port in placement.kinds if leader is not None)
     for ordinal, (gpu, kind_name, start_s, user, extra, leader, port) in enumerate(placement.kinds):
         kind = KINDS[kind_name]
         pid = FIRST_PID + PID_STRIDE * ordinal
@@ -532,12 +536,18 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
             loop = _STRAGGLER_LEADER_LOOP
         elif leader is not None:
             loop = _STRAGGLER_PEER_LOOP
+        command = kind.command.format(user=user, port=port)
+        launcher = None
+        if leader is not None:
+            launcher = _torchrun(FIRST_PID - LAUNCHER_PID_OFFSET, user, ranks, command)
+        elif kind_name == "healthy":
+            launcher = _torchrun(pid - LAUNCHER_PID_OFFSET, user, 1, command)
         procs.append(
             ProcessSetup(
                 pid=pid,
                 gpu_index=gpu,
                 user=user,
-                command=kind.command.format(user=user, port=port),
+                command=command,
                 loop=loop,
                 vram_bytes=int(kind.vram_gib * GIB * scale),
                 rss_bytes=int(kind.rss_gib * GIB),
@@ -547,6 +557,7 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
                 cores_available=share,
                 labels=labels,
                 ddp_leader_pid=leader_pid,
+                launcher=launcher,
             )
         )
     gpus = tuple(
@@ -564,6 +575,23 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
         node_cores=placement.node_cores,
         allowed_cores=allowed,
         memory_total_bytes=placement.node_cores * 16 * GIB,
+    )
+
+
+LAUNCHER_PID_OFFSET = 100
+"""A torchrun's pid: this far below its first rank's (between two jobs' worker pids)."""
+
+
+def _torchrun(pid: int, user: str, ranks: int, command: str) -> Launcher:
+    """The ``torchrun`` process that started ``ranks`` copies of ``command``."""
+    script = command.removeprefix("python ")
+    return Launcher(
+        pid=pid,
+        kind="torchrun",
+        user=user,
+        name="torchrun",
+        command=f"torchrun --nproc-per-node={ranks} {script}",
+        cpu_percent=0.3,
     )
 
 

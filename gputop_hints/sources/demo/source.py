@@ -28,7 +28,7 @@ import hashlib
 import math
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -37,6 +37,7 @@ from gputop_hints.model import (
     GpuSample,
     HostSample,
     JobInfo,
+    Launcher,
     Snapshot,
     UtilizationSample,
     WorkerProcess,
@@ -149,6 +150,11 @@ class DemoSource:
         self._noise = [noise_rng.gauss(0.0, 1.0) for _ in range(_NOISE_TABLE_SIZE)]
         self._noise_i = 0
         self._procs = self._compile(seed)
+        self._launchers: dict[int, Launcher] = {
+            p.setup.launcher.pid: p.setup.launcher
+            for p in self._procs
+            if p.setup.launcher is not None
+        }
         self._by_gpu: list[list[_Proc]] = [[] for _ in self.scene.gpus]
         for p in self._procs:
             self._by_gpu[p.setup.gpu_index].append(p)
@@ -349,9 +355,17 @@ class DemoSource:
             sample_duration_s=time.perf_counter() - started,
             labels=tuple(dict.fromkeys(labels)),
             job=self.job,
+            launchers=self._launchers_of(processes),
         )
 
     # --- pieces of a tick -------------------------------------------------------
+
+    def _launchers_of(self, processes: Sequence[GpuProcess]) -> tuple[Launcher, ...]:
+        """The torchruns of the processes running this tick."""
+        running = {proc.launcher_pid for proc in processes}
+        return tuple(
+            launcher for pid, launcher in sorted(self._launchers.items()) if pid in running
+        )
 
     def _n(self) -> float:
         """The next value of the seeded noise table (standard normal)."""
@@ -542,6 +556,7 @@ class DemoSource:
                     name="python",
                     command=s.command,
                     create_time=self.start_time + s.start_s,
+                    launcher_pid=None if s.launcher is None else s.launcher.pid,
                 )
             )
 

@@ -46,6 +46,7 @@ from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.host import HostCpu, sample_host
 from gputop_hints.sources.live.job_view import JobView
+from gputop_hints.sources.live.launchers import LauncherFinder
 from gputop_hints.sources.live.nvml import NvmlGpus, unavailable_reason
 from gputop_hints.sources.live.nvml_processes import NvmlProcess
 from gputop_hints.sources.live.processes import ProcessTracker, gpu_process_rows
@@ -94,6 +95,7 @@ class LiveSource:
         self._host_cpu = HostCpu()
         self._processes = ProcessTracker()
         self._scanner = procfs.ProcScanner()
+        self._launchers = LauncherFinder()
         self._gpus = NvmlGpus(interval_s)
         self.gpu_unavailable_reason: str | None = None
         try:
@@ -137,6 +139,7 @@ class LiveSource:
             if job_view is not None and table is not None:
                 members = job_view.members(table)
             processes = gpu_process_rows(self._processes, raw_processes, table, members)
+            processes, launchers = self._launchers.attach(processes)
             job: JobInfo | None = None
             if job_view is not None:
                 gpus, processes, job = job_view.narrow(
@@ -169,6 +172,7 @@ class LiveSource:
                 gpu_unavailable_reason=reason,
                 sample_duration_s=time.perf_counter() - started,
                 job=job,
+                launchers=launchers,
             )
 
     def close(self) -> None:

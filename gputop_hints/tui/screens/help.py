@@ -117,13 +117,41 @@ def replay_help() -> str:
     return "\n".join(lines) + "\n"
 
 
+def keys_help() -> str:
+    """The "Process tree and signals" section: ``t``, the fold keys and I/T/K."""
+    lines = [
+        "## Process tree and signals",
+        "",
+        "| key | does |",
+        "|---|---|",
+        "| `t` | process tree on / off: GPU processes under the launcher that started them "
+        "(torchrun, `python -m torch.distributed.run`, deepspeed, accelerate launch, mpirun, "
+        "srun), DataLoader workers under each rank |",
+        "| `→` / `←` | in the tree: unfold / fold the selected row; `←` on a child goes to "
+        "its parent; `Enter` on a launcher folds or unfolds it |",
+        "| `c` | next colour theme |",
+        "| `I` / `T` / `K` | send SIGINT / SIGTERM / SIGKILL to the selected row's process |",
+        "",
+        "A launcher row's HINT cell rolls up its ranks' own findings: the worst, and "
+        "`N on M` when there are N findings on M ranks.",
+        "",
+        "A signal is never sent on one key press: a confirmation names the pid, the user "
+        "and the command, and only `y` sends it (`n` or `Esc` cancels). The result is "
+        "shown: sent, *not permitted* (another user's process, as the OS decides), or "
+        "*no such process*. With `--readonly` signals are disabled entirely and the keys "
+        "say so; in the demo and in replay they are refused too, since those pids are "
+        "not this machine's processes.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def help_text(replay: bool = False) -> str:
     """Everything ``?`` shows: the metrics guide, the replay keys, then the hints
     (the replay keys first when replaying)."""
     metrics = load_metrics_doc().rstrip("\n") + "\n\n"
     if replay:
-        return replay_help() + "\n" + metrics + hints_help()
-    return metrics + replay_help() + "\n" + hints_help()
+        return replay_help() + "\n" + metrics + keys_help() + "\n" + hints_help()
+    return metrics + keys_help() + "\n" + replay_help() + "\n" + hints_help()
 
 
 class HelpScreen(Screen[None]):

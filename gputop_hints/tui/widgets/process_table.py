@@ -11,7 +11,7 @@ way on a narrow terminal is in :mod:`.process_columns`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.style import Style
@@ -21,9 +21,12 @@ from textual.message import Message
 from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
-from gputop_hints.model import GpuProcess, JobInfo, WorkerProcess
+from gputop_hints.model import GpuProcess, JobInfo, Launcher, WorkerProcess
+from gputop_hints.outputs.process_tree import RowKey, TreeRow, build_tree
+from gputop_hints.sources.live.signals import SignalTarget
+from gputop_hints.text import visible as visible_text
 from gputop_hints.tui.glyphs import shown as shown_text
-from gputop_hints.tui.hint_text import SEVERITY_STYLE
+from gputop_hints.tui.hint_text import SEVERITY_MARK, SEVERITY_STYLE
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line
 from gputop_hints.tui.widgets.base import StripWidget
@@ -38,7 +41,10 @@ from gputop_hints.tui.widgets.process_columns import (
     sort_processes,
     visible_columns,
 )
-from gputop_hints.units import UNKNOWN, count_text, percent
+from gputop_hints.units import UNKNOWN, count_text, human_bytes, percent
+
+RankFindings = Mapping[ProcessKey, Sequence[Finding]]
+"""Each process's own findings, for a launcher row's roll-up (tree view)."""
 
 
 class ProcessTable(StripWidget, can_focus=True):
@@ -59,6 +65,8 @@ class ProcessTable(StripWidget, can_focus=True):
         Binding("home", "first", "First", show=False),
         Binding("end", "last", "Last", show=False),
         Binding("enter", "open", "Details"),
+        Binding("right", "expand", "Expand", show=False),
+        Binding("left", "collapse", "Collapse", show=False),
     ]
 
     class Opened(Message):
@@ -85,6 +93,14 @@ class ProcessTable(StripWidget, can_focus=True):
         """Shown instead of rows when there are none (e.g. why there are no GPUs)."""
         self.job: JobInfo | None = None
         """The attached job: its processes first; with ``--all`` the others marked."""
+        self.tree_view = False
+        """Tree view (``t``): processes under their launcher, workers under each."""
+        self.launchers: tuple[Launcher, ...] = ()
+        self.rank_findings: RankFindings = {}
+        self.toggled: set[RowKey] = set()
+        """Tree rows the user folded or unfolded (see process_tree.is_expanded)."""
+        self.tree_rows: list[TreeRow] = []
+        self._selected_row_key: RowKey | None = None
 
     # --- data ---------------------------------------------------------------
 
@@ -93,6 +109,8 @@ class ProcessTable(StripWidget, can_focus=True):
         processes: Sequence[GpuProcess],
         hints: Hints | None = None,
         job: JobInfo | None = None,
+        launchers: Sequence[Launcher] = (),
+        rank_findings: RankFindings | None = None,
     ) -> None:
         """Take a tick's processes and the finding to show beside each (from the engine).
 
@@ -104,10 +122,54 @@ class ProcessTable(StripWidget, can_focus=True):
         shown = {key: f for key, f in (hints or {}).items() if f is not None}
         self.hints = shown
         self.job = job
+        self.launchers = tuple(launchers)
+        self.rank_findings = rank_findings or {}
         self.rows = sort_processes(processes, self.sort_key, shown, job_first=job is not None)
         self._cells = {p.key: self._cells_of(p) for p in self.rows}
+        self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
+
+    def _rebuild_tree(self) -> None:
+        if self.tree_view:
+            self.tree_rows = build_tree(
+                self.rows, self.launchers, self.rank_findings, self.toggled
+            )
+        else:
+            self.tree_rows = []
+
+    def toggle_tree(self) -> bool:
+        """Switch between the flat table and the tree view (``t``); returns tree on/off.
+
+        The selected process stays selected."""
+        chosen = self.selected
+        self.tree_view = not self.tree_view
+        self._rebuild_tree()
+        if chosen is not None:
+            self._selected_key = chosen.key
+            self._selected_row_key = ("process", chosen.pid, chosen.gpu_index, 0)
+        self._restore_selection()
+        self.invalidate()
+        return self.tree_view
+
+    def set_expanded(self, expanded: bool) -> bool:
+        """Unfold or fold the selected tree row (right / left, or Enter on a launcher);
+        on a row that cannot fold, left goes to its parent. Returns whether it changed."""
+        row = self.selected_row
+        if row is None:
+            return False
+        if row.children and row.expanded != expanded:
+            self.toggled ^= {row.key}
+            self._rebuild_tree()
+            self._restore_selection()
+            self.invalidate()
+            return True
+        if not expanded and row.depth > 0:
+            for i in range(self.cursor - 1, -1, -1):
+                if self.tree_rows[i].depth < row.depth:
+                    self._step(i - self.cursor)
+                    break
+        return False
 
     def _cells_of(self, proc: GpuProcess) -> tuple[str, ...]:
         finding = self.hints.get(proc.key)
@@ -120,6 +182,7 @@ class ProcessTable(StripWidget, can_focus=True):
         self.rows = sort_processes(
             self.rows, self.sort_key, self.hints, job_first=self.job is not None
         )
+        self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
         return self.sort_key
@@ -129,14 +192,47 @@ class ProcessTable(StripWidget, can_focus=True):
         return COLUMN_BY_KEY[self.sort_key].title
 
     @property
+    def row_count(self) -> int:
+        """Lines of rows: processes, or in the tree view every row shown."""
+        return len(self.tree_rows) if self.tree_view else len(self.rows)
+
+    @property
     def selected(self) -> GpuProcess | None:
+        """The selected GPU process (None on a launcher or worker row of the tree)."""
+        if self.tree_view:
+            row = self.selected_row
+            return row.process if row is not None and row.kind == "process" else None
         if 0 <= self.cursor < len(self.rows):
             return self.rows[self.cursor]
         return None
 
+    @property
+    def selected_row(self) -> TreeRow | None:
+        """The selected row of the tree view (None in the flat table)."""
+        if self.tree_view and 0 <= self.cursor < len(self.tree_rows):
+            return self.tree_rows[self.cursor]
+        return None
+
+    def selected_target(self) -> SignalTarget | None:
+        """What a signal key would be sent to: the selected row's process, whatever its kind."""
+        row = self.selected_row
+        if row is not None:
+            create_time = row.process.create_time if row.kind == "process" and row.process else None
+            return SignalTarget(row.pid, row.user, row.command, create_time)
+        proc = self.selected
+        if proc is None:
+            return None
+        return SignalTarget(proc.pid, proc.user, proc.command or proc.name or "", proc.create_time)
+
     def _restore_selection(self) -> None:
         """Keep the same process selected across re-sorts and ticks."""
-        if self._selected_key is not None:
+        if self.tree_view:
+            if self._selected_row_key is not None:
+                for i, row in enumerate(self.tree_rows):
+                    if row.key == self._selected_row_key:
+                        self.cursor = i
+                        break
+        elif self._selected_key is not None:
             for i, proc in enumerate(self.rows):
                 if proc.key == self._selected_key:
                     self.cursor = i
@@ -144,19 +240,28 @@ class ProcessTable(StripWidget, can_focus=True):
         self._move_to(self.cursor)
 
     def _move_to(self, row: int) -> None:
-        if not self.rows:
+        count = self.row_count
+        if not count:
             self.cursor = 0
             self.top = 0
             self._selected_key = None
+            self._selected_row_key = None
             return
-        self.cursor = max(0, min(len(self.rows) - 1, row))
-        self._selected_key = self.rows[self.cursor].key
+        self.cursor = max(0, min(count - 1, row))
+        if self.tree_view:
+            chosen = self.tree_rows[self.cursor]
+            self._selected_row_key = chosen.key
+            if chosen.kind == "process" and chosen.process is not None:
+                self._selected_key = chosen.process.key
+        else:
+            self._selected_key = self.rows[self.cursor].key
+            self._selected_row_key = ("process", *self._selected_key, 0)
         visible = max(1, self.size.height - 1)
         if self.cursor < self.top:
             self.top = self.cursor
         elif self.cursor >= self.top + visible:
             self.top = self.cursor - visible + 1
-        self.top = max(0, min(self.top, max(0, len(self.rows) - visible)))
+        self.top = max(0, min(self.top, max(0, count - visible)))
 
     # --- keys and mouse -----------------------------------------------------
 
@@ -177,19 +282,31 @@ class ProcessTable(StripWidget, can_focus=True):
         self._step(max(1, self.size.height - 2))
 
     def action_first(self) -> None:
-        self._step(-len(self.rows))
+        self._step(-self.row_count)
 
     def action_last(self) -> None:
-        self._step(len(self.rows))
+        self._step(self.row_count)
+
+    def action_expand(self) -> None:
+        self.set_expanded(True)
+
+    def action_collapse(self) -> None:
+        self.set_expanded(False)
 
     def action_open(self) -> None:
+        row = self.selected_row
+        if row is not None and row.kind == "launcher":
+            self.set_expanded(not row.expanded)  # a launcher has no detail screen
+            return
         proc = self.selected
+        if row is not None and row.kind == "worker":
+            proc = row.process  # a worker's details are its rank's
         if proc is not None:
             self.post_message(self.Opened(proc.pid, proc.gpu_index))
 
     def on_click(self, event: events.Click) -> None:
         row = self.top + event.y - 1
-        if event.y >= 1 and 0 <= row < len(self.rows):
+        if event.y >= 1 and 0 <= row < self.row_count:
             self._move_to(row)
             self.invalidate()
             if event.chain >= 2:
@@ -220,6 +337,8 @@ class ProcessTable(StripWidget, can_focus=True):
             if self.job is not None and self.job.processes:
                 lines.extend(self._job_lines(self.job, width, height - 2, base, palette))
             return lines
+        if self.tree_view:
+            return lines + self._tree_lines(columns, indices, width, height, base, palette)
         seen: dict[ProcessKey, tuple[tuple[str, ...], tuple[bool, bool], Strip]] = {}
         for row in range(self.top, min(len(self.rows), self.top + max(0, height - 1))):
             proc = self.rows[row]
@@ -283,12 +402,14 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add_text(text[: column.width], style).add(" ")
         line.add("COMMAND", p.label)
         shown = f"sort: {self.sort_title} (s)  {count_text(len(self.rows), 'process')}"
+        if self.tree_view:
+            shown = f"tree (t)  {count_text(len(self.launchers), 'launcher')}  " + shown
         job = self.job
         if job is not None and not job.filtered:
             in_job = sum(1 for proc in self.rows if proc.in_job)
             shown = f"{in_job} in job {job.job_id} first, others dimmed  " + shown
-        if self.rows and len(self.rows) > max(1, self.size.height - 1):
-            last = min(len(self.rows), self.top + max(1, self.size.height - 1))
+        if self.rows and self.row_count > max(1, self.size.height - 1):
+            last = min(self.row_count, self.top + max(1, self.size.height - 1))
             shown += f"  {self.top + 1}-{last}"
         if width - line.cells - 4 >= len(shown):
             line.pad_to(width - len(shown) - 1).add(shown, p.muted)
@@ -331,3 +452,105 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add_text(aligned_cell(text, column), style).add(" ")
         line.add_text(proc.command or proc.name or "", p.muted if foreign else p.text)
         return line.strip(width, base)
+
+    # --- the tree view ------------------------------------------------------
+
+    def _tree_lines(
+        self,
+        columns: list[Column],
+        indices: list[int],
+        width: int,
+        height: int,
+        base: Style,
+        p: Palette,
+    ) -> list[Strip]:
+        """The tree view's rows on screen (drawn each time: a tree is a short list)."""
+        lines: list[Strip] = []
+        for index in range(self.top, min(len(self.tree_rows), self.top + max(0, height - 1))):
+            row = self.tree_rows[index]
+            selected = index == self.cursor
+            lines.append(self._tree_row(row, columns, indices, selected, width, base, p))
+        return lines
+
+    def _tree_cells(self, row: TreeRow) -> tuple[str, ...]:
+        if row.kind == "process" and row.process is not None:
+            return self._cells.get(row.process.key) or self._cells_of(row.process)
+        by_key: dict[str, str] = {"pid": str(row.pid)}
+        if row.kind == "launcher" and row.launcher is not None:
+            ranks = [proc for proc in self.rows if proc.launcher_pid == row.pid]
+            vram = [proc.vram_bytes for proc in ranks if proc.vram_bytes is not None]
+            by_key["user"] = visible_text(row.launcher.user or UNKNOWN)[:9]
+            by_key["vram"] = human_bytes(sum(vram)) if vram else UNKNOWN
+            by_key["cpu"] = percent(row.launcher.cpu_percent)
+            by_key["workers"] = count_text(row.children, "rank")
+            by_key["hint"] = _rollup_text(row)
+        elif row.worker is not None:
+            by_key["cpu"] = percent(row.worker.cpu_percent)
+            by_key["workers"] = f"worker {row.worker.state or '?'}"
+            by_key["rss"] = human_bytes(row.worker.rss_bytes)
+        return tuple(shown_text(by_key.get(c.key, "")) for c in COLUMNS)
+
+    def _tree_row(
+        self,
+        row: TreeRow,
+        columns: list[Column],
+        indices: list[int],
+        selected: bool,
+        width: int,
+        base: Style,
+        p: Palette,
+    ) -> Strip:
+        cells = self._tree_cells(row)
+        command = shown_text(_tree_prefix(row)) + row.command
+        line = Line()
+        if selected:
+            row_style = p.selected
+            line.add(" ", row_style)
+            for column, index in zip(columns, indices, strict=True):
+                line.add_text(aligned_cell(cells[index], column), row_style).add(" ", row_style)
+            line.add_text(command, row_style)
+            return line.pad_to(width, row_style).strip(width, row_style)
+        proc = row.process if row.kind == "process" else None
+        foreign = proc is not None and self._foreign(proc)
+        line.add(shown_text("·") if foreign else " ", p.muted)
+        finding: Finding | None = None
+        if proc is not None:
+            finding = self.hints.get(proc.key)
+        elif row.rollup is not None:
+            finding = row.rollup.worst
+        for column, index in zip(columns, indices, strict=True):
+            text = cells[index]
+            style: Style
+            if foreign or row.kind == "worker":
+                style = p.muted
+            elif column.severity_styled and finding is not None:
+                style = getattr(p, SEVERITY_STYLE[finding.severity])
+            else:
+                style = getattr(p, column.style)
+            if text == UNKNOWN:
+                style = p.muted
+            line.add_text(aligned_cell(text, column), style).add(" ")
+        command_style = p.header_accent if row.kind == "launcher" else p.text
+        line.add_text(command, p.muted if foreign or row.kind == "worker" else command_style)
+        return line.strip(width, base)
+
+
+def _rollup_text(row: TreeRow) -> str:
+    """A launcher's HINT cell: its ranks' worst finding and how many there are."""
+    rollup = row.rollup
+    if rollup is None or rollup.worst is None:
+        return ""
+    worst = rollup.worst
+    mark = SEVERITY_MARK[worst.severity]
+    if rollup.findings == 1:
+        return f"{mark} {worst.label}"
+    return f"{mark} {rollup.findings} on {rollup.ranks_with_findings}: {worst.label}"
+
+
+def _tree_prefix(row: TreeRow) -> str:
+    """Indent, branch and fold mark before the command: ``├─▸ python train.py``."""
+    fold = ("▾ " if row.expanded else "▸ ") if row.children else ""
+    if row.depth == 0:
+        return fold or ""
+    branch = "└─" if row.last else "├─"
+    return "  " * (row.depth - 1) + branch + (fold or " ")

@@ -1,0 +1,118 @@
+"""Launchers found by walking real parent pids; signals sent to real processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputop_hints.model import GpuProcess
+from gputop_hints.sources.live.launchers import LauncherFinder
+from gputop_hints.sources.live.signals import SignalTarget, send_signal
+
+LAUNCHER_SCRIPT = """\
+import subprocess, sys
+child = subprocess.Popen(["sleep", "60"])
+print(child.pid, flush=True)
+child.wait()
+"""
+
+
+@pytest.fixture
+def torchrun_tree(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    """A process whose script is named ``torchrun`` and its ``sleep`` child: (launcher, rank)."""
+    script = tmp_path / "torchrun"
+    script.write_text(LAUNCHER_SCRIPT)
+    launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
+    try:
+        assert launcher.stdout is not None
+        rank = int(launcher.stdout.readline())
+        yield launcher.pid, rank
+    finally:
+        for proc in psutil.Process(launcher.pid).children():
+            proc.kill()
+        launcher.kill()
+        launcher.wait()
+
+
+def test_a_rank_is_grouped_under_the_torchrun_that_started_it(
+    torchrun_tree: tuple[int, int],
+) -> None:
+    launcher_pid, rank_pid = torchrun_tree
+    rank = GpuProcess(pid=rank_pid, gpu_index=0, create_time=psutil.Process(rank_pid).create_time())
+    finder = LauncherFinder()
+    processes, launchers = finder.attach([rank])
+    assert processes[0].launcher_pid == launcher_pid
+    assert [(launcher.pid, launcher.kind) for launcher in launchers] == [
+        (launcher_pid, "torchrun")
+    ]
+    finder.attach([rank])
+    assert finder.walks == 1  # the walk is made once per process
+
+
+def test_a_process_without_a_launcher_stays_on_its_own() -> None:
+    me = psutil.Process()
+    processes, launchers = LauncherFinder().attach(
+        [GpuProcess(pid=me.pid, gpu_index=0, create_time=me.create_time())]
+    )
+    assert processes[0].launcher_pid is None and launchers == ()
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+def target_of(proc: subprocess.Popen[bytes]) -> SignalTarget:
+    real = psutil.Process(proc.pid)
+    return SignalTarget(proc.pid, real.username(), "sleep 60", real.create_time())
+
+
+def test_sigint_is_sent_to_a_live_process(sleeper: subprocess.Popen[bytes]) -> None:
+    result = send_signal(target_of(sleeper), "SIGINT", source_kind="live", readonly=False)
+    assert result.sent
+    assert sleeper.wait(timeout=30) == -2
+
+
+def test_an_exited_process_is_no_such_process(sleeper: subprocess.Popen[bytes]) -> None:
+    target = target_of(sleeper)
+    sleeper.kill()
+    sleeper.wait()
+    result = send_signal(target, "SIGTERM", source_kind="live", readonly=False)
+    assert not result.sent and "no such process" in result.message
+
+
+def test_a_reused_pid_is_not_signalled(sleeper: subprocess.Popen[bytes]) -> None:
+    target = target_of(sleeper)
+    assert target.create_time is not None
+    older = SignalTarget(target.pid, target.user, target.command, target.create_time - 3600)
+    result = send_signal(older, "SIGKILL", source_kind="live", readonly=False)
+    assert not result.sent and "another process" in result.message
+    assert sleeper.poll() is None
+
+
+@pytest.mark.parametrize(("kind", "readonly"), [("demo", False), ("replay", False), ("live", True)])
+def test_demo_replay_and_readonly_never_signal(
+    sleeper: subprocess.Popen[bytes], kind: str, readonly: bool
+) -> None:
+    result = send_signal(target_of(sleeper), "SIGKILL", source_kind=kind, readonly=readonly)
+    assert not result.sent
+    assert sleeper.poll() is None
+
+
+@pytest.mark.skipif(psutil.Process().uids().effective == 0, reason="root may signal anyone")
+def test_another_users_process_is_not_permitted() -> None:
+    init = psutil.Process(1)
+    target = SignalTarget(1, init.username(), "init", init.create_time())
+    result = send_signal(target, "SIGTERM", source_kind="live", readonly=False)
+    assert not result.sent and "not permitted" in result.message
