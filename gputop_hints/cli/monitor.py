@@ -247,7 +247,7 @@ def run_tui(
             color=color,
             thresholds=thresholds,
             sampler=sampler,
-            readonly=args.readonly,
+            readonly=getattr(args, "readonly", False),  # replay has no --readonly: it never signals
         )
         app.exit_on_signals = True
         app.run()
