@@ -438,18 +438,7 @@ class ProcessTable(StripWidget, can_focus=True):
         foreign = self._foreign(proc)
         line.add(shown_text("·") if foreign else " ", p.muted)
         finding = self.hints.get(proc.key)
-        for column, index in zip(columns, indices, strict=True):
-            text = cells[index]
-            style: Style
-            if foreign:
-                style = p.muted
-            elif column.severity_styled and finding is not None:
-                style = getattr(p, SEVERITY_STYLE[finding.severity])
-            else:
-                style = getattr(p, column.style)
-            if text == UNKNOWN:
-                style = p.muted
-            line.add_text(aligned_cell(text, column), style).add(" ")
+        _add_cells(line, columns, indices, cells, finding, foreign, p)
         line.add_text(proc.command or proc.name or "", p.muted if foreign else p.text)
         return line.strip(width, base)
 
@@ -518,18 +507,7 @@ class ProcessTable(StripWidget, can_focus=True):
             finding = self.hints.get(proc.key)
         elif row.rollup is not None:
             finding = row.rollup.worst
-        for column, index in zip(columns, indices, strict=True):
-            text = cells[index]
-            style: Style
-            if foreign or row.kind == "worker":
-                style = p.muted
-            elif column.severity_styled and finding is not None:
-                style = getattr(p, SEVERITY_STYLE[finding.severity])
-            else:
-                style = getattr(p, column.style)
-            if text == UNKNOWN:
-                style = p.muted
-            line.add_text(aligned_cell(text, column), style).add(" ")
+        _add_cells(line, columns, indices, cells, finding, foreign or row.kind == "worker", p)
         command_style = p.header_accent if row.kind == "launcher" else p.text
         line.add_text(command, p.muted if foreign or row.kind == "worker" else command_style)
         return line.strip(width, base)
@@ -554,3 +532,28 @@ def _tree_prefix(row: TreeRow) -> str:
         return fold or ""
     branch = "└─" if row.last else "├─"
     return "  " * (row.depth - 1) + branch + (fold or " ")
+
+
+def _add_cells(
+    line: Line,
+    columns: Sequence[Column],
+    indices: Sequence[int],
+    cells: Sequence[str],
+    finding: Finding | None,
+    muted: bool,
+    p: Palette,
+) -> None:
+    """One row's cells in their columns' styles: muted rows (another job's, a worker) and
+    unknown values in the muted style, the HINT column in its finding's severity."""
+    for column, index in zip(columns, indices, strict=True):
+        text = cells[index]
+        style: Style
+        if muted:
+            style = p.muted
+        elif column.severity_styled and finding is not None:
+            style = getattr(p, SEVERITY_STYLE[finding.severity])
+        else:
+            style = getattr(p, column.style)
+        if text == UNKNOWN:
+            style = p.muted
+        line.add_text(aligned_cell(text, column), style).add(" ")
