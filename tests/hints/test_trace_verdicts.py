@@ -35,8 +35,6 @@ from field.verdicts import Verdict, load_trace_verdicts
 VERDICTS = load_trace_verdicts()
 
 STILL_WRONG = {
-    "nvsmi_table_checkin_384.log": "VRAM held by idle processes near the card's size reads "
-    "as vram-near-limit (critical), which the verdict forbids; idle-holding-vram is not top",
     "nvsmi_table_groupederag_565.log": "a table log has processes but no host CPU: bursty "
     "jobs read as input-starved, short idle stretches inside jobs as idle-holding-vram",
     "nvsmi_table_mag_545.log": "a table log has no process start times, so a flat "

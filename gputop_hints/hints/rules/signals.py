@@ -487,7 +487,37 @@ DOCUMENTED_SHARES: tuple[tuple[str, float], ...] = (
     ("JAX's default XLA_PYTHON_CLIENT_MEM_FRACTION 0.75", 0.75),
 )
 """Default pool sizes frameworks document (docs.vllm.ai engine args; jax.readthedocs.io
-"GPU memory allocation"). TensorFlow's "nearly all" has no fixed share to match."""
+"GPU memory allocation"). TensorFlow's "nearly all" has no fixed share: it is matched by
+what it leaves free (:func:`tf_reserve_left`)."""
+
+MIB = 1024.0 * 1024.0
+
+TF_RESERVE_MIN_BYTES = 200 * MIB
+"""The least TensorFlow leaves free when its BFC allocator maps the card: it takes the
+free memory it finds minus ``MinSystemMemory`` (tensorflow/core/common_runtime/gpu/
+gpu_device.cc), 225 MiB when under 2 GiB is free -- less a little the driver and other
+contexts take afterwards."""
+
+TF_RESERVE_FIXED_BYTES = 1800 * MIB
+"""The largest fixed reserve of that function: by compute capability 500 MiB (<= 6.x),
+1050 MiB (7.x), 1536 MiB (8.x), 1800 MiB (9.x and later)."""
+
+TF_RESERVE_SHARE = 0.05
+"""Older releases reserve max(300 MiB, 5 % of the free memory) instead."""
+
+TF_RESERVE_SLACK_BYTES = 256 * MIB
+"""Other processes' contexts and the driver's own reservation move it by this much."""
+
+
+def tf_reserve_left(gpu: GpuSample) -> bool:
+    """Whether the card's free VRAM is what TensorFlow leaves when it maps a card: a card
+    filled to within that reserve by a pool taken at start, not by a job's growth."""
+    total, used = gpu.vram_total_bytes, gpu.vram_used_bytes
+    if not total or used is None:
+        return False
+    free = total - used
+    top = max(TF_RESERVE_FIXED_BYTES, TF_RESERVE_SHARE * total) + TF_RESERVE_SLACK_BYTES
+    return TF_RESERVE_MIN_BYTES <= free <= top
 
 SHARE_MATCH = 0.03
 """A plateau within this share of the card of a documented default: the context, the
@@ -518,6 +548,8 @@ class Preallocation:
     """The framework the command line names ("vLLM" ...), None when it cannot be told."""
     steady: bool
     """Held flat for ``vram_preallocated.steady_for_s`` (the note waits for it)."""
+    reserve: bool = False
+    """The card's free VRAM is TensorFlow's reserve (:func:`tf_reserve_left`): its pool."""
 
 
 def requested_share(command: str | None, framework: str | None) -> float | None:
@@ -555,14 +587,21 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
     framework = server_name(proc)
     flat = win.now - since >= c.steady_for_s
     started = proc.create_time
+    reserve = tf_reserve_left(gpu)
     if (
         started is not None
         and rise >= c.min_jump_share * total
         and since - started <= c.reached_within_s
     ):
-        return Preallocation(share, True, framework, flat)
-    if since > ph.first_seen + win.interval_s or not flat:
+        return Preallocation(share, True, framework, flat, reserve)
+    if since > ph.first_seen + win.interval_s:
         return None  # it grew while watched: a caching allocator, not a pool
+    if reserve:
+        # Never seen to move and the card left with TensorFlow's reserve: its pool even
+        # from one reading (a daily snapshot) -- a job that grows there is seen growing.
+        return Preallocation(share, False, framework, flat, True)
+    if not flat:
+        return None
     asked = requested_share(proc.command, framework)
     if asked is not None:
         fits = share <= asked + SHARE_MATCH

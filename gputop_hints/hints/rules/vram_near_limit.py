@@ -2,9 +2,13 @@
 
 A card filled by a pool the framework is known to reserve (signals.preallocation:
 the command line names vLLM/SGLang/TGI..., or a plateau never seen to grow sits at a
-documented default share) is full by design: vram-preallocated says so instead. A
-one-step fill by an unnamed process still warns: TensorFlow's default pool cannot
-be told from a PyTorch job that filled the card as fast from VRAM alone.
+documented default share) is full by design: vram-preallocated says so instead.
+TensorFlow's default pool is told by what it leaves free: its allocator maps all the
+free memory it finds but ``MinSystemMemory`` (signals.tf_reserve_left), so a card
+left with that reserve whose processes were never seen to grow is its pool -- also
+when TensorFlow started beside another job and took the rest. A job that fills the
+card by growing is seen growing and still warns, as does one leaving less than the
+smallest reserve.
 """
 
 from __future__ import annotations
@@ -14,11 +18,15 @@ from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
-from gputop_hints.hints.rules.signals import preallocation
+from gputop_hints.hints.rules.signals import (
+    TF_RESERVE_SLACK_BYTES,
+    preallocation,
+    tf_reserve_left,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
-from gputop_hints.hints.window import Window
-from gputop_hints.model import METRIC_VRAM
+from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window
+from gputop_hints.model import METRIC_VRAM, GpuSample
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -36,6 +44,11 @@ class VramNearLimit:
     critical_fraction_above: float = field(
         metadata=threshold(0, 1, "", "critical at or above this")
     )
+    settled_for_s: float = field(
+        metadata=threshold(
+            0, 86400, "s", "not when every process has held its level this long (peaks fit)"
+        )
+    )
     hysteresis: Hysteresis
 
 
@@ -50,6 +63,14 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         pool_bar = t.vram_preallocated.min_share * (gpu.vram_total_bytes or 0)
         if pool_bar and _pooled(win, t, gpu.index) >= pool_bar:
             continue  # a framework's pool fills the card: by design (vram-preallocated)
+        held = _held(win, gpu.index)
+        never_grew = bool(held) and all(since <= first + win.interval_s for since, first in held)
+        if never_grew and (
+            win.interval_s >= c.settled_for_s or (tf_reserve_left(gpu) and _accounted(win, gpu))
+        ):
+            continue  # one snapshot of many; or TensorFlow mapped what the others left
+        if held and all(win.now - since >= c.settled_for_s for since, _ in held):
+            continue  # its peaks have fitted for many steps: full, not at risk
         critical = frac >= c.critical_fraction_above
         out.append(
             Finding(
@@ -83,8 +104,33 @@ def _pooled(win: Window, t: Thresholds, index: int) -> float:
     out = 0.0
     for p in win.processes():
         pool = preallocation(win, t, p) if p.gpu_index == index else None
-        if pool is not None and (pool.framework is not None or not pool.seen):
+        if pool is not None and (pool.framework is not None or not pool.seen or pool.reserve):
             out += float(p.vram_bytes or 0)
+    return out
+
+
+def _accounted(win: Window, gpu: GpuSample) -> bool:
+    """Whether the processes listed on ``gpu`` hold what it has in use (a pool is a
+    process's memory; VRAM no process accounts for is nobody's pool)."""
+    held = sum(float(p.vram_bytes or 0) for p in win.processes() if p.gpu_index == gpu.index)
+    return held >= (gpu.vram_used_bytes or 0) - TF_RESERVE_SLACK_BYTES
+
+
+def _held(win: Window, index: int) -> list[tuple[float, float]]:
+    """(since, first seen) of each process's VRAM level on GPU ``index``; empty when a
+    process's level is unknown (or none is listed): nothing can be said of how it got
+    there."""
+    gpu = win.gpu(index)
+    tolerance = VRAM_STEADY_SHARE * float(gpu.vram_total_bytes or 0) if gpu else 0.0
+    out: list[tuple[float, float]] = []
+    for p in win.processes():
+        if p.gpu_index != index:
+            continue
+        steady = win.vram_steady(p, tolerance)
+        ph = win.process_history(p)
+        if steady is None or ph is None:
+            return []
+        out.append((steady[1], ph.first_seen))
     return out
 
 

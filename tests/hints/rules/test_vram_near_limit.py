@@ -11,6 +11,9 @@ from tests.hints.windows import (
     Case,
     Expect,
     G,
+    P,
+    Run,
+    Tick,
     case,
     check_case,
     one_gpu,
@@ -33,6 +36,44 @@ CASES: list[Case] = [
     case(
         "vram/near-miss-94.9-percent",
         lambda: one_gpu([95.0] * 4, gpu=G(vram_gib=75.92)),
+        None,
+    ),
+    case(
+        # Flat from first seen, its process holding it all, 2 GiB of 80 left: TensorFlow's
+        # MinSystemMemory reserve -- its pool, not a job about to run out.
+        "vram/near-miss-tensorflow-reserve-left",
+        lambda: one_gpu([95.0] * 4, (P(vram_gib=77.9),), gpu=G(vram_gib=78.0)),
+        None,
+    ),
+    case(
+        # The same level reached by growing while watched: a job filling the card warns.
+        "vram/grown-into-the-reserve-band",
+        lambda: (
+            Run()
+            .feed(
+                [
+                    Tick((G(sm=95.0, vram_gib=70.0 + i),), (P(vram_gib=69.9 + i),))
+                    for i in range(9)
+                ]
+            )
+            .history
+        ),
+        Expect(G0, Severity.WARNING, evidence={"VRAM used / total": 97.5}),
+    ),
+    case(
+        # Under TensorFlow's smallest reserve free: not its pool, whatever the history.
+        "vram/under-the-smallest-reserve",
+        lambda: one_gpu([95.0] * 4, (P(vram_gib=79.85),), gpu=G(vram_gib=79.9)),
+        Expect(G0, Severity.CRITICAL, evidence={"VRAM used / total": 99.9}),
+    ),
+    case(
+        # Held flat for over settled_for_s (1800 s): its peaks have fitted; not at risk.
+        "vram/near-miss-settled-for-half-an-hour",
+        lambda: (
+            Run(interval_s=60.0, history_s=3600.0)
+            .feed([Tick((G(sm=95.0, vram_gib=77.0),), (P(vram_gib=20.0),))] * 32)
+            .history
+        ),
         None,
     ),
 ]
