@@ -16,6 +16,7 @@ from gputop_hints.hints.rules.signals import (
     gpu_level,
     holder,
     level_window,
+    no_host_data,
     no_process_data,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
@@ -61,10 +62,11 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     c = t.low_utilization
     out: list[Finding] = []
     win = level_window(win, t)
-    # Without per-process rows the specific rules cannot run, so a higher bar says
-    # "underused, and this data cannot say why".
+    # Without per-process rows or host readings the specific rules cannot name a cause,
+    # so a higher bar says "underused, and this data cannot say why".
     without_rows = no_process_data(win)
-    limit = c.without_process_data_below_percent if without_rows else c.sm_mean_below_percent
+    without_host = without_rows or no_host_data(win)
+    limit = c.without_process_data_below_percent if without_host else c.sm_mean_below_percent
     for gpu in win.latest.gpus:
         level = gpu_level(win, t, gpu.index)
         if level is None:
@@ -89,9 +91,11 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 summary=(
                     f"GPU {gpu.index} runs kernels {sm:.0f} % of the time while {why}{host}: "
                     + (
-                        "this data has no per-process or host-side rows, so it cannot tell "
-                        "input starvation from a small batch or CPU-side work."
-                        if without_rows
+                        "this data has no "
+                        + ("per-process or " if without_rows else "")
+                        + "host-side rows, so it cannot tell input starvation from a small "
+                        "batch or CPU-side work."
+                        if without_host
                         else "the job's time goes elsewhere, and no more specific pattern "
                         "(input gaps, small batch, copies) was found to say where."
                     )
@@ -103,7 +107,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                             "-o run.jsonl.gz'): its per-process and host-side data tell input "
                             "starvation, a small batch and CPU-side work apart.",
                         )
-                        if without_rows
+                        if without_host
                         else ()
                     ),
                     "Profile a few steps (torch.profiler, or py-spy top on the main process) "
@@ -117,7 +121,14 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     Evidence(
                         "SM % (mean)",
                         sm,
-                        f"< {limit:g}" + (" (no process data)" if without_rows else ""),
+                        f"< {limit:g}"
+                        + (
+                            " (no process data)"
+                            if without_rows
+                            else " (no host data)"
+                            if without_host
+                            else ""
+                        ),
                     ),
                     Evidence(
                         "host cores busy (mean)", cores, "for context", "%", Scope.HOST, met=None

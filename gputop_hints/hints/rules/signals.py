@@ -311,6 +311,12 @@ def no_process_data(win: Window) -> bool:
     return not win.latest.processes and win.latest.source == "replay"
 
 
+def no_host_data(win: Window) -> bool:
+    """Imported logs without host CPU readings (an nvidia-smi table with its process
+    box): the host-side causes (workers, cores, storage) cannot be told."""
+    return win.latest.source == "replay" and win.allowed_cores_busy_percent is None
+
+
 # throttled: clocks held down for power or heat
 
 
