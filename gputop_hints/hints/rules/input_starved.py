@@ -348,7 +348,9 @@ def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Fi
                 met=None,
             ),
         )
-    severity = Severity.CRITICAL if sm < c.critical_sm_below_percent else Severity.WARNING
+    # A cause the data cannot show is never critical: the GPU-only path says the same.
+    critical = sm < c.critical_sm_below_percent and diagnosis.subtype != "cause-unknown"
+    severity = Severity.CRITICAL if critical else Severity.WARNING
     return Finding(
         rule=ID,
         subtype=diagnosis.subtype,
