@@ -602,9 +602,9 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
         return Preallocation(share, True, framework, flat, reserve)
     if since > ph.first_seen + win.interval_s:
         return None  # it grew while watched: a caching allocator, not a pool
-    if reserve:
-        # Never seen to move and the card left with TensorFlow's reserve: its pool even
-        # from one reading (a daily snapshot) -- a job that grows there is seen growing.
+    if reserve and win.latest.source == "replay":
+        # A log (its start not watched), never seen to move, the card left with
+        # TensorFlow's reserve: its pool even from one reading (a daily snapshot).
         return Preallocation(share, False, framework, flat, True)
     if not flat:
         return None

@@ -66,7 +66,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         held = _held(win, gpu.index)
         never_grew = bool(held) and all(since <= first + win.interval_s for since, first in held)
         if never_grew and (
-            win.interval_s >= c.settled_for_s or (tf_reserve_left(gpu) and _accounted(win, gpu))
+            win.interval_s >= c.settled_for_s
+            or (win.latest.source == "replay" and tf_reserve_left(gpu) and _accounted(win, gpu))
         ):
             continue  # one snapshot of many; or TensorFlow mapped what the others left
         if held and all(win.now - since >= c.settled_for_s for since, _ in held):
@@ -104,7 +105,8 @@ def _pooled(win: Window, t: Thresholds, index: int) -> float:
     out = 0.0
     for p in win.processes():
         pool = preallocation(win, t, p) if p.gpu_index == index else None
-        if pool is not None and (pool.framework is not None or not pool.seen or pool.reserve):
+        reserve = pool is not None and pool.reserve and win.latest.source == "replay"
+        if pool is not None and (pool.framework is not None or not pool.seen or reserve):
             out += float(p.vram_bytes or 0)
     return out
 

@@ -39,13 +39,6 @@ CASES: list[Case] = [
         None,
     ),
     case(
-        # Flat from first seen, its process holding it all, 2 GiB of 80 left: TensorFlow's
-        # MinSystemMemory reserve -- its pool, not a job about to run out.
-        "vram/near-miss-tensorflow-reserve-left",
-        lambda: one_gpu([95.0] * 4, (P(vram_gib=77.9),), gpu=G(vram_gib=78.0)),
-        None,
-    ),
-    case(
         # The same level reached by growing while watched: a job filling the card warns.
         "vram/grown-into-the-reserve-band",
         lambda: (
