@@ -20,6 +20,7 @@ from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
 from gputop_hints.hints.rules.shared import gib_text, multi_gpu_jobs, sm_evidence
 from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
+from gputop_hints.units import MIB
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -496,7 +497,6 @@ DOCUMENTED_SHARES: tuple[tuple[str, float], ...] = (
 "GPU memory allocation"). TensorFlow's "nearly all" has no fixed share: it is matched by
 what it leaves free (:func:`tf_reserve_left`)."""
 
-MIB = 1024.0 * 1024.0
 
 TF_RESERVE_MIN_BYTES = 200 * MIB
 """The least TensorFlow leaves free when its BFC allocator maps the card: it takes the
@@ -515,11 +515,14 @@ TF_RESERVE_SLACK_BYTES = 256 * MIB
 """Other processes' contexts and the driver's own reservation move it by this much."""
 
 
-def tf_reserve_left(gpu: GpuSample) -> bool:
+def tf_reserve_left(win: Window, gpu: GpuSample) -> bool:
     """Whether the card's free VRAM is what TensorFlow leaves when it maps a card: a card
-    filled to within that reserve by a pool taken at start, not by a job's growth."""
+    filled to within that reserve by a pool taken at start, not by a job's growth.
+
+    Judged in imported logs only: live, a PyTorch job that fills the card in one step at
+    start leaves the same free memory, and the start is watched there."""
     total, used = gpu.vram_total_bytes, gpu.vram_used_bytes
-    if not total or used is None:
+    if win.latest.source != "replay" or not total or used is None:
         return False
     free = total - used
     top = max(TF_RESERVE_FIXED_BYTES, TF_RESERVE_SHARE * total) + TF_RESERVE_SLACK_BYTES
@@ -555,7 +558,7 @@ class Preallocation:
     steady: bool
     """Held flat for ``vram_preallocated.steady_for_s`` (the note waits for it)."""
     reserve: bool = False
-    """The card's free VRAM is TensorFlow's reserve (:func:`tf_reserve_left`): its pool."""
+    """In a log, the card's free VRAM is TensorFlow's reserve (:func:`tf_reserve_left`)."""
 
 
 def requested_share(command: str | None, framework: str | None) -> float | None:
@@ -593,7 +596,7 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
     framework = server_name(proc)
     flat = win.now - since >= c.steady_for_s
     started = proc.create_time
-    reserve = tf_reserve_left(gpu)
+    reserve = tf_reserve_left(win, gpu)
     if (
         started is not None
         and rise >= c.min_jump_share * total
@@ -602,9 +605,9 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
         return Preallocation(share, True, framework, flat, reserve)
     if since > ph.first_seen + win.interval_s:
         return None  # it grew while watched: a caching allocator, not a pool
-    if reserve and win.latest.source == "replay":
-        # A log (its start not watched), never seen to move, the card left with
-        # TensorFlow's reserve: its pool even from one reading (a daily snapshot).
+    if reserve:
+        # Never seen to move, the card left with TensorFlow's reserve: its pool even
+        # from one reading (a daily snapshot).
         return Preallocation(share, False, framework, flat, True)
     if not flat:
         return None

@@ -3,7 +3,7 @@
 A card filled by a pool the framework is known to reserve (signals.preallocation:
 the command line names vLLM/SGLang/TGI..., or a plateau never seen to grow sits at a
 documented default share) is full by design: vram-preallocated says so instead.
-TensorFlow's default pool is told by what it leaves free: its allocator maps all the
+In a log, TensorFlow's default pool is told by what it leaves free: its allocator maps all the
 free memory it finds but ``MinSystemMemory`` (signals.tf_reserve_left), so a card
 left with that reserve whose processes were never seen to grow is its pool -- also
 when TensorFlow started beside another job and took the rest. A job that fills the
@@ -67,7 +67,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         never_grew = bool(held) and all(since <= first + win.interval_s for since, first in held)
         if never_grew and (
             win.interval_s >= c.settled_for_s
-            or (win.latest.source == "replay" and tf_reserve_left(gpu) and _accounted(win, gpu))
+            or (tf_reserve_left(win, gpu) and _accounted(win, gpu))
         ):
             continue  # one snapshot of many; or TensorFlow mapped what the others left
         if held and all(win.now - since >= c.settled_for_s for since, _ in held):
@@ -105,8 +105,7 @@ def _pooled(win: Window, t: Thresholds, index: int) -> float:
     out = 0.0
     for p in win.processes():
         pool = preallocation(win, t, p) if p.gpu_index == index else None
-        reserve = pool is not None and pool.reserve and win.latest.source == "replay"
-        if pool is not None and (pool.framework is not None or not pool.seen or reserve):
+        if pool is not None and (pool.framework is not None or not pool.seen or pool.reserve):
             out += float(p.vram_bytes or 0)
     return out
 
