@@ -34,12 +34,8 @@ from field.verdicts import Verdict, load_trace_verdicts
 
 VERDICTS = load_trace_verdicts()
 
-STILL_WRONG = {
-    "nvsmi_table_groupederag_565.log": "a table log has processes but no host CPU: short "
-    "idle stretches (2-4 readings 5 s apart) inside jobs read as idle-holding-vram",
-    "nvsmi_table_mag_545.log": "a table log has no process start times, so a flat "
-    "pre-allocation cannot be told from a job that grew there (no vram-preallocated)",
-}
+STILL_WRONG: dict[str, str] = {}
+"""Shared traces whose documented verdict is not reached yet (none since issue 23)."""
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,11 @@ class IdleHoldingVram:
         metadata=threshold(0, 1024, "GiB", "only processes holding at least this")
     )
     idle_for_s: float = field(metadata=threshold(1, 86400, "s", "idle for at least this long"))
+    idle_for_s_without_host: float = field(
+        metadata=threshold(
+            1, 86400, "s", "... this long where no host CPU is known (a checkpoint save is unseen)"
+        )
+    )
     critical_after_s: float = field(
         metadata=threshold(1, 604800, "s", "escalate to critical after this long")
     )
@@ -50,12 +55,15 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if vram < c.min_vram_gib * GIB or proc.key in hung or is_server(proc):
             continue  # a hung rank is collective-hang's; a server's idling is serving-idle's
         idle_s = win.process_idle_for_s(proc, c.sm_below_percent)
-        if idle_s < c.idle_for_s:
+        cpu = win.process_cpu_mean(proc)
+        # Without the host side, a checkpoint save, an evaluation on the CPU or a dataset
+        # load (tens of seconds to minutes) cannot be told from idleness: wait longer.
+        needed = c.idle_for_s if cpu is not None else c.idle_for_s_without_host
+        if idle_s < needed:
             continue
         if _working_on_host(win, t, proc):
             continue
         own = win.process_sm_mean(proc)
-        cpu = win.process_cpu_mean(proc)
         # Critical when the whole GPU has been idle that long: nobody gets any use of it.
         # Beside a co-tenant that runs kernels, only the memory is held back: a warning.
         critical = (
@@ -84,7 +92,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     Evidence(
                         "no kernel of its own for",
                         idle_s,
-                        f">= {c.idle_for_s:g} s below {c.sm_below_percent:g} %",
+                        f">= {needed:g} s below {c.sm_below_percent:g} %",
                         "s",
                         Scope.DEVICE,
                     ),

@@ -49,6 +49,13 @@ CASES: list[Case] = [
         None,
     ),
     case(
+        "idle-vram/near-miss-no-host-cpu-idle-60s",
+        # A GPU-only log (no host CPU): 60 s at 0 % may be a checkpoint save; not yet.
+        lambda: one_gpu([90.0] * 4 + [0.0] * 60, [P(vram_gib=40.0, cpu=None)]),
+        None,
+        engine=["low-utilization"],
+    ),
+    case(
         "idle-vram/near-miss-holds-0.99-GiB",
         lambda: one_gpu([0.0] * 12, [P(vram_gib=0.99, cpu=1.0)]),
         None,
@@ -109,3 +116,17 @@ def test_idle_holding_vram_turns_critical_with_the_monitors_default_history() ->
     [f] = [f for f in engine.active if f.rule == "idle-holding-vram"]
     assert f.severity is Severity.CRITICAL
     assert f.label == "idle 7 min, holds 40G"
+
+
+def test_idle_holding_vram_waits_idle_for_s_without_host_where_no_host_cpu_is_known() -> None:
+    wait = THRESHOLDS.idle_holding_vram.idle_for_s_without_host
+    assert wait == 120
+    run = Run(history_s=600.0)
+    proc = (P(vram_gib=40.0, cpu=None),)
+    run.feed([Tick((G(sm=95.0),), proc)] * 5)
+    run.feed([Tick((G(sm=0.0),), proc)] * 119)
+    assert apply(RULE, run.history) == []
+    run.tick(Tick((G(sm=0.0),), proc))
+    [f] = apply(RULE, run.history)
+    assert f.severity is Severity.WARNING
+    assert evidence(f, "no kernel of its own for") == 120

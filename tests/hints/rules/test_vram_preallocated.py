@@ -9,6 +9,7 @@ from gputop_hints.hints.rules import vram_preallocated
 from tests.hints.windows import PID, Case, Expect, G, P, Run, Tick, case, check_case, one_gpu
 
 RULE = vram_preallocated.SPEC
+_JAX = "/home/u/.conda/envs/jax/bin/python train.py"
 
 
 def _growing() -> Run:
@@ -102,6 +103,36 @@ CASES: list[Case] = [
             gpu=G(vram_gib=73.0),
         ),
         Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 90}),
+    ),
+    case(
+        "prealloc/jax-named-two-snapshots-14s-apart",
+        # A table log, two snapshots 14 s apart: a python from a conda env named jax at
+        # 74.7 % of the card both times. Fewer than four readings span steady_for_s, so two
+        # at the share the command's framework documents are all the log can show.
+        lambda: (
+            Run(interval_s=14.0)
+            .feed(
+                [Tick((G(sm=0.0, vram_gib=60.5),), (P(vram_gib=59.8, command=_JAX),))] * 2
+            )
+            .history
+        ),
+        Expect(Subject(0, PID), Severity.INFO, evidence={"VRAM share of the card": 74.75}),
+    ),
+    case(
+        "prealloc/near-miss-unnamed-two-snapshots-14s-apart",
+        # The same two readings from an unnamed python: 14 s is not flat for 30 s.
+        lambda: (
+            Run(interval_s=14.0)
+            .feed([Tick((G(sm=0.0, vram_gib=60.5),), (P(vram_gib=59.8),))] * 2)
+            .history
+        ),
+        None,
+    ),
+    case(
+        "prealloc/near-miss-jax-named-live-for-5s",
+        # Live at 1 Hz the full steady_for_s applies even to a named framework.
+        lambda: one_gpu([95.0] * 5, [P(vram_gib=59.8, command=_JAX)], gpu=G(vram_gib=60.5)),
+        None,
     ),
     case(
         "prealloc/near-miss-half-the-card",
