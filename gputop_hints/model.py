@@ -286,6 +286,10 @@ WORKER_COMMAND_MAX = 512
 """Longest worker command line kept: enough to name the program, bounded per tick."""
 
 
+FRAMEWORKS = ("jax", "tensorflow", "torch")
+"""What :attr:`GpuProcess.frameworks` may hold."""
+
+
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     """A process holding a context on one GPU, with its host-side picture."""
@@ -309,6 +313,10 @@ class GpuProcess:
     create_time: float | None = None
     in_job: bool | None = None
     """Whether the process belongs to the attached job (None: no job, or unknown)."""
+    frameworks: tuple[str, ...] = ()
+    """The ML frameworks whose CUDA libraries the process has mapped ("jax", "tensorflow",
+    "torch"), read from /proc/PID/maps when it was first seen on a GPU; () when none
+    was found or it could not be read (another user's process, an imported log)."""
     launcher_pid: int | None = None
     """The nearest ancestor that launched it as one rank of a job (torchrun, deepspeed,
     accelerate launch, mpirun, srun): a pid in :attr:`Snapshot.launchers`. None: not

@@ -73,6 +73,8 @@ class ProcessSpec:
     created_before_s: float = 0.0
     worker_command: str | None = None
     """Its children's command line; None: the main process's (a DataLoader worker is a fork)."""
+    frameworks: tuple[str, ...] = ()
+    """The frameworks a live monitor finds in its /proc/PID/maps (GpuProcess.frameworks)."""
     """How long before it is first seen the process started (the monitor started later)."""
 
 
@@ -361,4 +363,5 @@ def _process(p: ProcessSpec, t: float, scenario: Scenario, rng: random.Random) -
         name=p.name,
         command=p.command,
         create_time=START_TIME + p.start_s - 5.0 - p.created_before_s,
+        frameworks=p.frameworks,
     )

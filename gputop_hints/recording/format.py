@@ -29,6 +29,7 @@ from typing import Any
 
 from gputop_hints import __version__
 from gputop_hints.model import (
+    FRAMEWORKS,
     PROFILING_FIELDS,
     GpuProcess,
     GpuSample,
@@ -118,6 +119,8 @@ GPU_STATIC_FIELDS = (
     "profiling_unavailable",
 )
 PROCESS_STATIC_FIELDS = ("user", "name", "command", "create_time")
+"""Compared each tick to tell a changed process; its ``frameworks`` are read once, when
+it is first seen, and never change for one (pid, create_time)."""
 META_FIELDS = (
     "interval_s",
     "source",
@@ -185,6 +188,7 @@ def process_static(proc: GpuProcess) -> dict[str, Any]:
         "name": proc.name,
         "command": proc.command,
         "create_time": _num(proc.create_time),
+        "frameworks": list(proc.frameworks),
     }
 
 
@@ -378,6 +382,7 @@ def _decode_process(
         name=static.get("name"),
         command=static.get("command") or "",
         create_time=static.get("create_time"),
+        frameworks=tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
     )
 
 

@@ -305,7 +305,11 @@ def record_problem(record: dict[str, Any]) -> str | None:
     if kind == "gpu":
         return _gpu_problem(record)
     if kind == "process":
-        return _ints_problem(record, "pid", "gpu_index") or _kinds_problem(record, _PROCESS_KINDS)
+        return (
+            _ints_problem(record, "pid", "gpu_index")
+            or _kinds_problem(record, _PROCESS_KINDS)
+            or _list_problem(record.get("frameworks"), "frameworks", frozenset({str}))
+        )
     if kind == "worker":
         return _ints_problem(record, "pid") or _kinds_problem(
             record, {"name": _TEXT_OR_NONE, "command": _TEXT_OR_NONE}

@@ -103,6 +103,8 @@ class P:
     command: str = "python train.py"
     in_job: bool | None = None
     started_s: float | None = None
+    frameworks: tuple[str, ...] = ()
+    """What its /proc/PID/maps names (GpuProcess.frameworks)."""
     """How long before the first tick the process started (its create time); None: unknown."""
 
 
@@ -178,6 +180,7 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
             user=p.user,
             name="python",
             command=p.command,
+            frameworks=p.frameworks,
             in_job=p.in_job,
             create_time=None if p.started_s is None else T0 - p.started_s,
         )

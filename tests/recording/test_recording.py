@@ -132,6 +132,27 @@ def test_worker_command_lines_round_trip_and_older_records_read_as_unknown(
     ]
 
 
+def test_frameworks_round_trip_and_unknown_names_from_a_file_are_dropped(
+    tmp_path: Path,
+) -> None:
+    snapshots = [
+        dataclasses.replace(
+            s,
+            processes=tuple(
+                dataclasses.replace(p, frameworks=("tensorflow",)) for p in s.processes
+            ),
+        )
+        for s in demo_snapshots(3, "healthy")
+    ]
+    path = tmp_path / "run.jsonl"
+    write(path, snapshots)
+    assert list(open_recording(path)) == snapshots
+    # A file naming something else (or from before frameworks) reads as none known.
+    text = path.read_text().replace('"tensorflow"', '"\\u001b[31mevil"')
+    path.write_text(text)
+    assert all(p.frameworks == () for s in open_recording(path) for p in s.processes)
+
+
 def test_profiling_percentages_round_trip_and_stay_out_of_files_without_them(
     tmp_path: Path,
 ) -> None:

@@ -87,13 +87,23 @@ def _server(
 
 
 def _preallocating_training(
-    name: str, model: GpuModel, seed: int, fraction: float, command: str
+    name: str, model: GpuModel, seed: int, fraction: float, command: str, framework: str
 ) -> Case:
     full = f"{FAMILY}/{name}/{model.tag}-s{seed}"
     loop = TrainLoop(step_gpu_s=0.3, batch_cpu_s=1.0, workers=6, main_cpu=90.0)
     total = model.vram_total_bytes
     vram = [VramPoint(0.0, 500 * 2**20), VramPoint(4.0, int(fraction * total))]
-    p = process(7200, 0, full, 300, lambda b, r: loop.run(b, r, 300), vram, command, workers=6)
+    p = process(
+        7200,
+        0,
+        full,
+        300,
+        lambda b, r: loop.run(b, r, 300),
+        vram,
+        command,
+        workers=6,
+        frameworks=(framework,),
+    )
     return Case(
         full,
         FAMILY,
@@ -201,6 +211,7 @@ def cases() -> list[Case]:
             0.975,
             "python -m official.vision.train --experiment=resnet_imagenet --mode=train "
             "--model_dir=/ckpt/resnet",
+            "tensorflow",
         ),
         _preallocating_training(
             "jax-prealloc",
@@ -208,5 +219,6 @@ def cases() -> list[Case]:
             1,
             0.75,
             "python -m big_vision.train --config big_vision/configs/vit_i1k.py --workdir /ckpt/vit",
+            "jax",
         ),
     ]

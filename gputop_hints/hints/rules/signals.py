@@ -519,10 +519,15 @@ def tf_reserve_left(win: Window, gpu: GpuSample) -> bool:
     """Whether the card's free VRAM is what TensorFlow leaves when it maps a card: a card
     filled to within that reserve by a pool taken at start, not by a job's growth.
 
-    Judged in imported logs only: live, a PyTorch job that fills the card in one step at
-    start leaves the same free memory, and the start is watched there."""
+    Live, only where a process on the card has TensorFlow's libraries mapped
+    (GpuProcess.frameworks): a PyTorch job that fills the card in one step leaves the same
+    free memory. An imported log cannot tell; there the free memory alone decides."""
     total, used = gpu.vram_total_bytes, gpu.vram_used_bytes
-    if win.latest.source != "replay" or not total or used is None:
+    if not total or used is None:
+        return False
+    if win.latest.source != "replay" and not any(
+        "tensorflow" in p.frameworks for p in win.latest.processes if p.gpu_index == gpu.index
+    ):
         return False
     free = total - used
     top = max(TF_RESERVE_FIXED_BYTES, TF_RESERVE_SHARE * total) + TF_RESERVE_SLACK_BYTES

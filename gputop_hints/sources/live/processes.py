@@ -57,6 +57,29 @@ class ProcessReading:
     name: str | None = None
     command: str = ""
     create_time: float | None = None
+    frameworks: tuple[str, ...] = ()
+
+
+_FRAMEWORK_LIBRARIES: tuple[tuple[bytes, str], ...] = (
+    (b"xla_extension", "jax"),  # jaxlib's XLA client (jaxlib/xla_extension.so)
+    (b"jax_cuda", "jax"),  # the jax-cuda12-plugin's PJRT plugin
+    (b"libtensorflow_framework", "tensorflow"),
+    (b"_pywrap_tensorflow_internal", "tensorflow"),
+    (b"libtorch_cuda", "torch"),
+)
+"""Shared objects that name the framework a process runs: by the time NVML lists a
+process it has a CUDA context, which the framework's own CUDA library created."""
+
+
+def mapped_frameworks(pid: int) -> tuple[str, ...]:
+    """The ML frameworks whose libraries ``pid`` has mapped, from /proc/PID/maps; () when
+    none, or when the file cannot be read (another user's process: ptrace rules)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            maps = f.read()
+    except OSError:
+        return ()
+    return tuple(sorted({name for lib, name in _FRAMEWORK_LIBRARIES if lib in maps}))
 
 
 class _Tracked:
@@ -67,6 +90,7 @@ class _Tracked:
         "command",
         "cpu_s",
         "create_time",
+        "frameworks",
         "name",
         "proc",
         "reading",
@@ -87,6 +111,7 @@ class _Tracked:
         self.user: str | None = None
         self.command: str | None = None
         self.create_time: float | None = None
+        self.frameworks: tuple[str, ...] = ()
         self.static_level = 0
         """0: nothing read yet; 1: name; 2: name, user, command line, creation time."""
         self.seen = -1
@@ -180,6 +205,7 @@ class ProcessTracker:
             entry.create_time = proc.create_time()
         with contextlib.suppress(*_PROCESS_GONE):
             entry.user = proc.username()
+        entry.frameworks = mapped_frameworks(pid)  # once per GPU process
 
     @staticmethod
     def _fill_static(entry: _Tracked, reading: ProcessReading, details: bool) -> None:
@@ -188,6 +214,7 @@ class ProcessTracker:
         if details:
             reading.user = entry.user
             reading.create_time = entry.create_time
+            reading.frameworks = entry.frameworks
 
     def _read_with_psutil(
         self, pid: int, entry: _Tracked | None, details: bool
@@ -275,6 +302,7 @@ def gpu_process_rows(
                 name=reading.name,
                 command=reading.command,
                 create_time=reading.create_time,
+                frameworks=reading.frameworks,
                 in_job=in_job,
             )
         )

@@ -60,6 +60,21 @@ CASES: list[Case] = [
         Expect(G0, Severity.CRITICAL, evidence={"VRAM used / total": 99.9}),
     ),
     case(
+        # Live, TensorFlow's libraries in the process's maps, the card left with its
+        # reserve (2 GiB free of 80): its pool, not a job about to run out of memory.
+        "vram/near-miss-tensorflow-pool-live",
+        lambda: one_gpu(
+            [95.0] * 40, (P(vram_gib=77.6, frameworks=("tensorflow",)),), gpu=G(vram_gib=78.0)
+        ),
+        None,
+    ),
+    case(
+        # The same card and process without TensorFlow mapped: a PyTorch job there warns.
+        "vram/same-level-live-without-tensorflow",
+        lambda: one_gpu([95.0] * 40, (P(vram_gib=77.6),), gpu=G(vram_gib=78.0)),
+        Expect(G0, Severity.WARNING, evidence={"VRAM used / total": 97.5}),
+    ),
+    case(
         # Held flat for over settled_for_s (1800 s): its peaks have fitted; not at risk.
         "vram/near-miss-settled-for-half-an-hour",
         lambda: (

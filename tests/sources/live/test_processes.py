@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 import pytest
@@ -228,3 +229,50 @@ def test_processes_that_exit_or_never_existed_do_not_break_the_tick(
     # Once NVML drops it, so do we, and the CPU cache forgets it too.
     assert set(final) == {survivor.pid, ghost}
     assert tracked == 1
+
+
+_MAPS_A_LIBRARY = """
+import mmap, sys
+with open(sys.argv[1], "r+b") as f:
+    m = mmap.mmap(f.fileno(), 0)
+    print("mapped", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize(
+    ("library", "expected"),
+    [
+        ("libtensorflow_framework.so.2", ("tensorflow",)),
+        ("libtorch_cuda.so", ("torch",)),
+        ("libcudart.so.12", ()),
+    ],
+)
+def test_a_gpu_process_names_the_framework_whose_library_it_has_mapped(
+    tmp_path: Path, library: str, expected: tuple[str, ...]
+) -> None:
+    # A real process maps a file named like the framework's CUDA library; the live
+    # source reads its /proc/PID/maps when NVML first lists it.
+    lib = str(tmp_path / library)
+    with open(lib, "wb") as f:
+        f.write(b"\0" * 4096)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _MAPS_A_LIBRARY, lib],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "mapped"
+        with FakeNvml(make_gpus(1, [[child.pid]])):
+            _, snapshot = two_ticks(LiveSource(), 0.2)
+        [row] = snapshot.processes
+        assert row.pid == child.pid
+        assert row.frameworks == expected
+    finally:
+        child.kill()
+        child.wait(timeout=5)
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                stream.close()
