@@ -371,6 +371,7 @@ class Assembler:
         self._time: float | None = None
         self._index_of: dict[str, int] = {}
         self.driver: str | None = None
+        self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample]] = {}
 
     def _index(self, key: int | str | None) -> int:
         if key is None:
@@ -405,15 +406,28 @@ class Assembler:
         self._rows.append((index, row.fields))
         return out
 
+    def _sample(self, index: int, f: dict[str, Any]) -> GpuSample:
+        """gpu_sample, handing back the GPU's last sample when its row read the same
+        (a frozen value: equal ones can be shared; idle GPUs repeat row after row)."""
+        key = (index, *f.items())
+        last = self._last_samples.get(index)
+        if last is not None and last[0] == key:
+            return last[1]
+        sample = gpu_sample(index, f)
+        if len(self._last_samples) >= 4096:
+            self._last_samples.clear()
+        self._last_samples[index] = (key, sample)
+        return sample
+
     def flush(self) -> Snapshot | None:
         if not self._rows:
             return None
         t = self.clock.next(self._time)
         rows = self._rows
         if len(rows) == 1:
-            gpus: tuple[GpuSample, ...] = (gpu_sample(*rows[0]),)
+            gpus: tuple[GpuSample, ...] = (self._sample(*rows[0]),)
         else:
-            gpus = tuple(sorted((gpu_sample(i, f) for i, f in rows), key=lambda g: g.index))
+            gpus = tuple(sorted((self._sample(i, f) for i, f in rows), key=lambda g: g.index))
         driver = next((f.get("driver") for _, f in rows if f.get("driver")), None)
         self._rows = []
         self._indices = set()

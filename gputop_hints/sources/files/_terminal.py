@@ -19,9 +19,12 @@ something.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 ESC = "\x1b"
+_CURSOR_TO = re.compile(r"\x1b\[([0-9]{1,3});([0-9]{1,3})H")
+"""Cursor positioning, the sequence curses sends most: read without :meth:`Screen._csi`."""
 
 
 class Screen:
@@ -67,6 +70,16 @@ class Screen:
         while i < n:
             ch = data[i]
             if ch == ESC:
+                m = _CURSOR_TO.match(data, i)
+                if m is not None:  # what _csi does with "H" and two numbers
+                    self.wrap_pending = False
+                    self.moved = True
+                    self.row = min(self.rows, max(1, int(m.group(1)))) - 1
+                    self.col = min(self.cols, max(1, int(m.group(2)))) - 1
+                    i = m.end()
+                    if self.row == self.rows - 1 and self.col == self.cols - 1:
+                        yield from self._frame_end()
+                    continue
                 self.moved = False
                 end = self._escape(data, i)
                 if end < 0:

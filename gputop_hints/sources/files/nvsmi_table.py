@@ -20,13 +20,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputop_hints.model import HostSample, Snapshot
+from gputop_hints.model import GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _nvsmi_rows as rows
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._nvsmi_parser import TableReader
-from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
+from gputop_hints.sources.files._nvsmi_rows import TableGpu, TableSnapshot
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
@@ -90,11 +90,34 @@ class SnapshotMaker:
         self.fan_peak: dict[str, float] = {}
         self.process_kinds: dict[str, int] = {}
         self.mig_devices = 0
+        self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample]] = {}
         counters.found.update(
             perf_states=self.perf_states,
             fan_percent_peak=self.fan_peak,
             process_kinds=self.process_kinds,
         )
+
+    def _sample(self, gpu: TableGpu) -> GpuSample:
+        """rows.gpu_sample, handing back the GPU's last sample when it read the same
+        (a frozen value: equal ones can be shared)."""
+        key = (
+            gpu.index,
+            gpu.name,
+            gpu.sm_percent,
+            gpu.vram_used_bytes,
+            gpu.vram_total_bytes,
+            gpu.temperature_c,
+            gpu.power_watts,
+            gpu.power_limit_watts,
+        )
+        last = self._last_samples.get(gpu.index)
+        if last is not None and last[0] == key:
+            return last[1]
+        sample = rows.gpu_sample(gpu)
+        if len(self._last_samples) >= 4096:
+            self._last_samples.clear()
+        self._last_samples[gpu.index] = (key, sample)
+        return sample
 
     def make(self, table: TableSnapshot) -> Snapshot:
         for g in table.gpus:
@@ -109,7 +132,7 @@ class SnapshotMaker:
         if table.mig_devices > self.mig_devices:
             self.mig_devices = table.mig_devices
             self.counters.found["mig_devices"] = table.mig_devices
-        gpus = tuple(sorted((rows.gpu_sample(g) for g in table.gpus), key=lambda g: g.index))
+        gpus = tuple(sorted((self._sample(g) for g in table.gpus), key=lambda g: g.index))
         self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=self.clock.next(table.timestamp),

@@ -69,17 +69,30 @@ def table_lines(screen_rows: list[str], cols: int) -> list[str]:
     """Screen rows -> nvidia-smi's lines: a table row continues on the next screen
     row when that row does not start a line of its own (a bar or a corner)."""
     out: list[str] = []
+    append = out.append
+    last = len(screen_rows) - 1
     i = 0
-    while i < len(screen_rows):
+    while i < last:
         row = screen_rows[i]
-        nxt = screen_rows[i + 1] if i + 1 < len(screen_rows) else ""
-        if row[:1] in ("|", "+") and nxt.strip() and nxt[:1] not in ("|", "+"):
-            out.append(row.ljust(cols) + nxt)
-            i += 2
-            continue
-        out.append(row)
+        if row[:1] in _STARTS:
+            nxt = screen_rows[i + 1]
+            if nxt[:1] not in _STARTS and nxt.strip():
+                append(row.ljust(cols) + nxt)
+                i += 2
+                continue
+        append(row)
         i += 1
+    if i == last:
+        append(screen_rows[i])
     return out
+
+
+_STARTS = ("|", "+")
+
+
+def shows_processes(screen_rows: list[str]) -> bool:
+    """Whether the screen shows the Processes box's title."""
+    return "Processes:" in "\n".join(screen_rows)
 
 
 def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None, list[str]]:
@@ -87,7 +100,7 @@ def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None,
     problems: list[str] = []
     reader = TableReader(
         lambda _n, reason: problems.append(reason),
-        expect_processes=any("Processes:" in r for r in screen_rows),
+        expect_processes=shows_processes(screen_rows),
     )
     found: TableSnapshot | None = None
     for number, line in enumerate(table_lines(screen_rows, cols), start=1):
@@ -105,32 +118,66 @@ class FrameReader:
 
     def __init__(self, cols: int) -> None:
         self.cols = cols
-        self._key: list[str | bool] | None = None
+        self._lines: list[str] | None = None
+        """The last frame's lines; ``_marks`` says what each is (the table line
+        itself, or whether a non-table line is a date line) and ``_stamps`` the
+        time of each date line -- kept up to date line by line."""
+        self._marks: list[str | bool] = []
+        self._stamps: dict[int, float] = {}
+        self._processes = False
+        self._valid = False
+        """Whether ``_last`` was read from lines marked as ``_marks`` now are."""
         self._last: tuple[TableSnapshot | None, list[str]] = (None, [])
 
     def read(self, screen_rows: list[str]) -> tuple[TableSnapshot | None, list[str]]:
         lines = table_lines(screen_rows, self.cols)
-        key: list[str | bool] = []
-        stamps: dict[int, float] = {}
-        for number, line in enumerate(lines, start=1):
-            text = line.strip()
-            if text and text[0] not in "|+":
-                # what TableReader makes of it: a date line (its value aside) or nothing
-                stamp = dates.date_line(text)
-                key.append(stamp is not None)
+        processes = shows_processes(screen_rows)  # read_frame's expectation
+        same = self._valid and processes == self._processes
+        before = self._lines
+        if before is not None and len(before) == len(lines):
+            marks, stamps = self._marks, self._stamps
+            for i, line in enumerate(lines):
+                if line == before[i]:
+                    continue
+                mark, stamp = _mark(line)
                 if stamp is not None:
-                    stamps[number] = stamp
-            else:
-                key.append(line)
-        key.append(str(any("Processes:" in r for r in screen_rows)))  # read_frame's expectation
-        if key == self._key:
+                    stamps[i + 1] = stamp
+                else:
+                    stamps.pop(i + 1, None)
+                if mark != marks[i]:
+                    same = False
+                    marks[i] = mark
+        else:
+            same = False
+            marks, stamps = [], {}
+            for i, line in enumerate(lines):
+                mark, stamp = _mark(line)
+                if stamp is not None:
+                    stamps[i + 1] = stamp
+                marks.append(mark)
+            self._marks, self._stamps = marks, stamps
+        self._lines = lines
+        self._processes = processes
+        if same:
             table, problems = self._last
             if table is not None and table.timestamp is not None:
                 table = replace(table, timestamp=stamps[table.line])
             return table, list(problems)
         table, problems = read_frame(screen_rows, self.cols)
-        self._key, self._last = key, (table, list(problems))
+        self._valid = True
+        self._last = (table, list(problems))
         return table, problems
+
+
+def _mark(line: str) -> tuple[str | bool, float | None]:
+    """What TableReader makes of a line as far as FrameReader tells frames apart -- a
+    table line is itself, any other line a date line (its value aside) or nothing --
+    and the time of a date line."""
+    text = line.strip()
+    if text and text[0] not in "|+":
+        stamp = dates.date_line(text)
+        return stamp is not None, stamp
+    return line, None
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
@@ -150,7 +197,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
                 table, _problems = frames.read(frame)
                 if table is not None:
                     plan.frames.append(table)
-                plan.processes_shown = plan.processes_shown or any("Processes:" in r for r in frame)
+                plan.processes_shown = plan.processes_shown or shows_processes(frame)
                 if len(plan.frames) >= 16:
                     break
             if len(plan.frames) >= 16:
