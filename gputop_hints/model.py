@@ -478,6 +478,7 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
             WorkerProcess(**{k: v for k, v in w.items() if k in worker_keys})
             for w in p.get("workers", ())
         )
+        kwargs["frameworks"] = tuple(f for f in p.get("frameworks") or () if f in FRAMEWORKS)
         processes.append(GpuProcess(**kwargs))
     return Snapshot(
         timestamp=data["timestamp"],

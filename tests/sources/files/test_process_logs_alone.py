@@ -45,7 +45,9 @@ def _json(*args: str) -> dict[str, Any]:
 
 def test_pmon_alone_gives_process_statistics_and_the_idle_finding(tmp_path: Path) -> None:
     log = tmp_path / "pmon.log"
-    _pmon(log, 120)
+    # 5 minutes: with no host CPU in the file, idle-holding-vram waits 120 s (a checkpoint
+    # save cannot be told from idleness without it).
+    _pmon(log, 300)
     # Counted from the file, not from the reader.
     rows = [x.split() for x in log.read_text().splitlines() if not x.startswith("#")]
     sm_6001 = [float(r[5]) for r in rows if r[3] == "6001"]
@@ -57,7 +59,7 @@ def test_pmon_alone_gives_process_statistics_and_the_idle_finding(tmp_path: Path
     assert by_pid[5001]["vram_peak_bytes"] == 30000 * MIB
     gpus = {g["index"]: g for g in data["gpus"]}
     # One process on GPU 0: its SM % is the GPU's. Two on GPU 1: unknown, not a sum.
-    assert gpus[0]["sm_percent"]["mean"] == 0 and gpus[0]["sm_percent"]["samples"] == 120
+    assert gpus[0]["sm_percent"]["mean"] == 0 and gpus[0]["sm_percent"]["samples"] == 300
     assert gpus[1]["sm_percent"]["samples"] == 0
     assert "sm_percent" not in data["missing"]
     idle = [f for f in data["findings"] if f["rule"] == "idle-holding-vram"]
