@@ -99,6 +99,8 @@ class GputopApp(PlaybackControls):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False),
+        Binding("a", "toggle_arguments", "Args", show=False),
         Binding("t", "toggle_tree", "Tree"),
         Binding("c", "cycle_theme", "Theme"),
         # Signals to the selected process, each after a confirmation (nvitop's keys).
@@ -564,6 +566,16 @@ class GputopApp(PlaybackControls):
 
     def action_cycle_sort(self) -> None:
         self._coalesce("sort")
+
+    def action_reverse_sort(self) -> None:
+        """``r``: the sort column's order turned round (unknown values stay last)."""
+        if isinstance(self.screen, MainScreen):
+            self.process_table.toggle_reverse()
+
+    def action_toggle_arguments(self) -> None:
+        """``a``: the COMMAND column with or without the commands' arguments."""
+        if isinstance(self.screen, MainScreen):
+            self.process_table.toggle_arguments()
 
     def action_cycle_theme(self) -> None:
         self._coalesce("theme")

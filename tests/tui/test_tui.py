@@ -19,7 +19,7 @@ from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import HeaderBar
-from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes
+from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes, without_arguments
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.units import UNKNOWN, core_ranges
 from tests.support.screen import screen_text
@@ -193,6 +193,64 @@ def test_unknown_values_sort_last_whatever_the_direction() -> None:
     ]
     assert [p.pid for p in sort_processes(procs, "sm")] == [3, 2, 1]
     assert [p.pid for p in sort_processes(procs, "pid")] == [1, 2, 3]
+
+
+def test_reverse_turns_the_order_round_and_unknown_still_sorts_last() -> None:
+    procs = [
+        GpuProcess(pid=1, gpu_index=0, sm_percent=None),
+        GpuProcess(pid=2, gpu_index=0, sm_percent=10.0),
+        GpuProcess(pid=3, gpu_index=0, sm_percent=90.0),
+        GpuProcess(pid=4, gpu_index=0, sm_percent=10.0),
+    ]
+    assert [p.pid for p in sort_processes(procs, "sm", reverse=True)] == [2, 4, 3, 1]
+    assert [p.pid for p in sort_processes(procs, "pid", reverse=True)] == [4, 3, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("command", "shown"),
+    [
+        ("/opt/conda/bin/python train.py --lr 3e-4 --batch-size 64", "python train.py"),
+        ("python3 -u /home/a/proj/train.py --cfg x.yaml", "python3 train.py"),
+        (
+            "/usr/bin/python -m torch.distributed.run --nproc-per-node 8 train.py",
+            "python -m torch.distributed.run",
+        ),
+        ("/usr/local/bin/vllm serve meta-llama/Llama-3-8B --port 8000", "vllm"),
+        ("VLLM::EngineCore", "VLLM::EngineCore"),
+    ],
+)
+def test_without_arguments_keeps_the_program_and_its_script(command: str, shown: str) -> None:
+    assert without_arguments(command) == shown
+
+
+async def test_r_reverses_the_sort_and_a_hides_the_arguments() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 4)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        await pilot.press("s", "s")
+        assert table.sort_key == "vram"
+        await pilot.press("r")
+        await pilot.pause()
+        vram = [p.vram_bytes or 0 for p in table.rows]
+        assert vram == sorted(vram) and vram[0] < vram[-1]
+        header = lines_of(table)[0]
+        assert "VRAM▲" in header and "reversed (r)" in header
+        await pilot.press("r")
+        assert [p.vram_bytes or 0 for p in table.rows] == sorted(vram, reverse=True)
+        first = table.rows[0]
+        assert " --" in first.command  # the demo's commands carry options
+        drawn = "\n".join(lines_of(table))
+        assert first.command[:60] in drawn
+        await pilot.press("a")
+        await pilot.pause()
+        drawn = "\n".join(lines_of(table))
+        assert "COMMAND (no args: a)" in drawn
+        assert without_arguments(first.command) in drawn and first.command[:60] not in drawn
+        await pilot.press("a")
+        await pilot.pause()
+        assert first.command[:60] in "\n".join(lines_of(table))
 
 
 async def test_p_pauses_and_sampler_ticks_are_dropped() -> None:

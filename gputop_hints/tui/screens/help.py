@@ -129,6 +129,9 @@ def keys_help() -> str:
         "srun), DataLoader workers under each rank |",
         "| `→` / `←` | in the tree: unfold / fold the selected row; `←` on a child goes to "
         "its parent; `Enter` on a launcher folds or unfolds it |",
+        "| `s` / `r` | next sort column / reverse the order (unknown values stay last) |",
+        "| `a` | hide / show the commands' arguments: the program and the script or `-m` "
+        "module it runs |",
         "| `c` | next colour theme |",
         "| `I` / `T` / `K` | send SIGINT / SIGTERM / SIGKILL to the selected row's process |",
         "",

@@ -19,6 +19,7 @@ the findings, testable without an app.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -172,9 +173,11 @@ def sort_processes(
     key: str,
     hints: Hints | None = None,
     job_first: bool = False,
+    reverse: bool = False,
 ) -> list[GpuProcess]:
     """Processes ordered by column ``key``; unknown values always sort last.
 
+    ``reverse`` (``r``) turns the column's own order round; unknowns stay last.
     Ties fall back to (GPU, PID) so the order never shuffles between ticks.
     ``job_first``: the attached job's processes (``in_job``) come before the
     others, each group in that order.
@@ -192,7 +195,7 @@ def sort_processes(
         else:
             known.append((value, proc))
     known.sort(key=lambda item: (item[1].gpu_index, item[1].pid))
-    known.sort(key=lambda item: item[0], reverse=column.descending)
+    known.sort(key=lambda item: item[0], reverse=column.descending != reverse)
     unknown.sort(key=lambda proc: (proc.gpu_index, proc.pid))
     ordered = [proc for _, proc in known] + unknown
     if job_first:
@@ -230,3 +233,27 @@ def aligned_cell(text: str, column: Column) -> str:
     text = fit_text(text, column.width)
     pad = " " * (column.width - cell_len(text))
     return pad + text if column.align_right else text + pad
+
+
+_INTERPRETERS = re.compile(r"^(?:python[\d.]*|pypy[\d.]*|ruby|node|perl|bash|sh|java)$")
+
+
+def without_arguments(command: str) -> str:
+    """A command line without its options (``a``): the program's name, and for an
+    interpreter the script or ``-m`` module it runs -- ``python train.py`` for
+    ``/opt/conda/bin/python train.py --lr 3e-4 --batch-size 64``."""
+    words = command.split()
+    if not words:
+        return command
+    program = words[0].rsplit("/", 1)[-1]
+    kept = [program]
+    if _INTERPRETERS.match(program):
+        rest = iter(words[1:])
+        for word in rest:
+            if word == "-m":
+                kept += [word, next(rest, "")]
+                break
+            if not word.startswith("-"):
+                kept.append(word.rsplit("/", 1)[-1])
+                break
+    return " ".join(w for w in kept if w)

@@ -40,6 +40,7 @@ from gputop_hints.tui.widgets.process_columns import (
     aligned_cell,
     sort_processes,
     visible_columns,
+    without_arguments,
 )
 from gputop_hints.units import UNKNOWN, count_text, human_bytes, percent
 
@@ -80,6 +81,10 @@ class ProcessTable(StripWidget, can_focus=True):
     def __init__(self) -> None:
         super().__init__(id="processes")
         self.sort_key = SORT_KEYS[0]
+        self.reverse_sort = False
+        """``r``: the sort column's order turned round."""
+        self.show_arguments = True
+        """``a``: the COMMAND column with its arguments, or only the program (and script)."""
         self.rows: list[GpuProcess] = []
         self.hints: dict[ProcessKey, Finding] = {}
         """Each process's HINT-cell finding (processes with nothing to say are absent)."""
@@ -124,7 +129,9 @@ class ProcessTable(StripWidget, can_focus=True):
         self.job = job
         self.launchers = tuple(launchers)
         self.rank_findings = rank_findings or {}
-        self.rows = sort_processes(processes, self.sort_key, shown, job_first=job is not None)
+        self.rows = sort_processes(
+            processes, self.sort_key, shown, job_first=job is not None, reverse=self.reverse_sort
+        )
         self._cells = {p.key: self._cells_of(p) for p in self.rows}
         self._rebuild_tree()
         self._restore_selection()
@@ -179,13 +186,36 @@ class ProcessTable(StripWidget, can_focus=True):
         """Move to the next sort key (``s``); returns its name."""
         position = SORT_KEYS.index(self.sort_key)
         self.sort_key = SORT_KEYS[(position + 1) % len(SORT_KEYS)]
+        self._resort()
+        return self.sort_key
+
+    def toggle_reverse(self) -> bool:
+        """Turn the sort order round (``r``); returns whether it is now reversed."""
+        self.reverse_sort = not self.reverse_sort
+        self._resort()
+        return self.reverse_sort
+
+    def toggle_arguments(self) -> bool:
+        """Show or hide the commands' arguments (``a``); returns whether they show."""
+        self.show_arguments = not self.show_arguments
+        self._row_cache.clear()
+        self.invalidate()
+        return self.show_arguments
+
+    def _resort(self) -> None:
         self.rows = sort_processes(
-            self.rows, self.sort_key, self.hints, job_first=self.job is not None
+            self.rows,
+            self.sort_key,
+            self.hints,
+            job_first=self.job is not None,
+            reverse=self.reverse_sort,
         )
         self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
-        return self.sort_key
+
+    def _command(self, command: str) -> str:
+        return command if self.show_arguments else without_arguments(command)
 
     @property
     def sort_title(self) -> str:
@@ -392,16 +422,18 @@ class ProcessTable(StripWidget, can_focus=True):
     def _header(self, columns: list[Column], width: int, base: Style, p: Palette) -> Strip:
         line = Line().add(" ")
         for column in columns:
+            descending = column.descending != self.reverse_sort
             title = (
-                column.title + ("▼" if column.descending else "▲")
+                column.title + ("▼" if descending else "▲")
                 if (column.key == self.sort_key)
                 else column.title
             )
             style = p.header_accent if column.key == self.sort_key else p.label
             text = title.rjust(column.width) if column.align_right else title.ljust(column.width)
             line.add_text(text[: column.width], style).add(" ")
-        line.add("COMMAND", p.label)
-        shown = f"sort: {self.sort_title} (s)  {count_text(len(self.rows), 'process')}"
+        line.add("COMMAND" if self.show_arguments else "COMMAND (no args: a)", p.label)
+        order = ", reversed (r)" if self.reverse_sort else ""
+        shown = f"sort: {self.sort_title}{order} (s)  {count_text(len(self.rows), 'process')}"
         if self.tree_view:
             shown = f"tree (t)  {count_text(len(self.launchers), 'launcher')}  " + shown
         job = self.job
@@ -432,14 +464,15 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add(" ", row_style)
             for column, index in zip(columns, indices, strict=True):
                 line.add_text(aligned_cell(cells[index], column), row_style).add(" ", row_style)
-            line.add_text(proc.command or proc.name or "", row_style)
+            line.add_text(self._command(proc.command or proc.name or ""), row_style)
             return line.pad_to(width, row_style).strip(width, row_style)
         # With --all inside a job, the other users' rows are dimmed and marked.
         foreign = self._foreign(proc)
         line.add(shown_text("·") if foreign else " ", p.muted)
         finding = self.hints.get(proc.key)
         _add_cells(line, columns, indices, cells, finding, foreign, p)
-        line.add_text(proc.command or proc.name or "", p.muted if foreign else p.text)
+        command = self._command(proc.command or proc.name or "")
+        line.add_text(command, p.muted if foreign else p.text)
         return line.strip(width, base)
 
     # --- the tree view ------------------------------------------------------
@@ -490,7 +523,7 @@ class ProcessTable(StripWidget, can_focus=True):
         p: Palette,
     ) -> Strip:
         cells = self._tree_cells(row)
-        command = shown_text(_tree_prefix(row)) + row.command
+        command = shown_text(_tree_prefix(row)) + self._command(row.command)
         line = Line()
         if selected:
             row_style = p.selected
