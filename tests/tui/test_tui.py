@@ -253,6 +253,27 @@ async def test_r_reverses_the_sort_and_a_hides_the_arguments() -> None:
         assert first.command[:60] in "\n".join(lines_of(table))
 
 
+async def test_a_click_on_a_column_title_sorts_by_it_and_again_reverses() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 4)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        header = lines_of(table)[0]
+        x = header.index("VRAM")
+        await pilot.click(ProcessTable, offset=(x, 0))
+        assert table.sort_key == "vram" and "VRAM▼" in lines_of(table)[0]
+        vram = [p.vram_bytes or 0 for p in table.rows]
+        assert vram == sorted(vram, reverse=True)
+        await pilot.click(ProcessTable, offset=(x, 0))
+        assert "VRAM▲" in lines_of(table)[0] and "reversed (r)" in lines_of(table)[0]
+        assert [p.vram_bytes or 0 for p in table.rows] == sorted(vram)
+        # A click on a row still selects it (the selection followed its process to the
+        # end, so the table has scrolled).
+        await pilot.click(ProcessTable, offset=(x, 3))
+        assert table.cursor == table.top + 2
+
+
 async def test_p_pauses_and_sampler_ticks_are_dropped() -> None:
     app, source = make_app()
     async with app.run_test(size=(160, 50)) as pilot:

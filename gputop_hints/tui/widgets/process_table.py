@@ -189,6 +189,23 @@ class ProcessTable(StripWidget, can_focus=True):
         self._resort()
         return self.sort_key
 
+    def column_at(self, x: int) -> str | None:
+        """The sortable column whose title is drawn at cell ``x`` of the header."""
+        start = 1  # the header begins with one blank cell, as every row does
+        for column in visible_columns(self.size.width):
+            if start <= x < start + column.width:
+                return column.key if column.key in SORT_KEYS else None
+            start += column.width + 1
+        return None
+
+    def sort_by(self, key: str) -> None:
+        """A click on a column title: sort by it; on the sort column, reverse the order."""
+        if key == self.sort_key:
+            self.toggle_reverse()
+            return
+        self.sort_key, self.reverse_sort = key, False
+        self._resort()
+
     def toggle_reverse(self) -> bool:
         """Turn the sort order round (``r``); returns whether it is now reversed."""
         self.reverse_sort = not self.reverse_sort
@@ -335,6 +352,11 @@ class ProcessTable(StripWidget, can_focus=True):
             self.post_message(self.Opened(proc.pid, proc.gpu_index))
 
     def on_click(self, event: events.Click) -> None:
+        if event.y == 0:
+            key = self.column_at(event.x)
+            if key is not None:
+                self.sort_by(key)
+            return
         row = self.top + event.y - 1
         if event.y >= 1 and 0 <= row < self.row_count:
             self._move_to(row)
