@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to sample for --once/--json (default 2)",
     )
     out.add_argument(
+        "--user",
+        metavar="NAME",
+        help="the monitor lists only NAME's GPU processes at first (u changes it; hints cover all)",
+    )
+    out.add_argument(
         "--readonly",
         action="store_true",
         help="never send signals: the I/T/K keys (SIGINT/SIGTERM/SIGKILL) are off",
@@ -248,6 +253,7 @@ def run_tui(
             thresholds=thresholds,
             sampler=sampler,
             readonly=getattr(args, "readonly", False),  # replay has no --readonly: it never signals
+            user=getattr(args, "user", None),
         )
         app.exit_on_signals = True
         app.run()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import os
 import signal
 import sys
@@ -101,6 +102,8 @@ class GputopApp(PlaybackControls):
         Binding("s", "cycle_sort", "Sort"),
         Binding("r", "reverse_sort", "Reverse", show=False),
         Binding("a", "toggle_arguments", "Args", show=False),
+        Binding("f", "filter", "Filter", show=False),
+        Binding("u", "cycle_user", "User", show=False),
         Binding("t", "toggle_tree", "Tree"),
         Binding("c", "cycle_theme", "Theme"),
         # Signals to the selected process, each after a confirmation (nvitop's keys).
@@ -118,6 +121,7 @@ class GputopApp(PlaybackControls):
         Binding("g", "replay_start", "Start/End", key_display="g/G"),
         Binding("G", "replay_end", "End", show=False),
         Binding("slash,colon", "replay_seek", "Seek", key_display="/"),
+        Binding("slash", "live_filter", "Filter", key_display="/", show=False),
     ]
 
     def __init__(
@@ -134,6 +138,7 @@ class GputopApp(PlaybackControls):
         start_paused: bool = False,
         sampler: Sampler | None = None,
         readonly: bool = False,
+        user: str | None = None,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
@@ -142,7 +147,8 @@ class GputopApp(PlaybackControls):
         ``sampler``: one already sampling ``source``, made without callbacks (the
         CLI starts it before importing Textual); the app attaches to it on mount
         instead of starting its own. ``readonly`` (``--readonly``): the signal keys
-        send nothing and say so."""
+        send nothing and say so. ``user`` (``--user``): only that user's processes
+        are listed at first (``u`` changes it)."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -157,6 +163,7 @@ class GputopApp(PlaybackControls):
         self.window_s = window_s
         self.autostart = autostart
         self.readonly = readonly
+        self._only_user = user
         self.last_signal_result: SignalResult | None = None
         """What the latest confirmed signal did (for tests)."""
         self.thresholds = thresholds if thresholds is not None else Thresholds.defaults()
@@ -219,6 +226,7 @@ class GputopApp(PlaybackControls):
         self.gpu_area = GpuArea()
         self.cpu_panel = CpuPanel()
         self.process_table = ProcessTable()
+        self.process_table.user = self._only_user
         yield self.header
         yield self.banner
         yield self.gpu_area
@@ -577,6 +585,33 @@ class GputopApp(PlaybackControls):
         if isinstance(self.screen, MainScreen):
             self.process_table.toggle_arguments()
 
+    def action_filter(self) -> None:
+        """``/`` (``f`` in replay, where ``/`` seeks): show only processes whose command
+        line holds a text."""
+        from gputop_hints.tui.screens.line_prompt import FilterPrompt, LinePrompt
+
+        if isinstance(self.screen, MainScreen) and not isinstance(self.screen, LinePrompt):
+            self.push_screen(FilterPrompt(self.process_table.search), self._search_for)
+
+    def action_live_filter(self) -> None:
+        self.action_filter()
+
+    def _search_for(self, text: str | None) -> None:
+        if text is not None:
+            table = self.process_table
+            table.set_filter(user=table.user, search=text)
+
+    def action_cycle_user(self) -> None:
+        """``u``: everyone's processes, then only yours, then each other user's in turn."""
+        if not isinstance(self.screen, MainScreen):
+            return
+        table = self.process_table
+        me = getpass.getuser()
+        others = sorted({p.user for p in table.all_rows if p.user and p.user != me})
+        order: list[str | None] = [None, me, *others]
+        at = order.index(table.user) if table.user in order else 0
+        table.set_filter(user=order[(at + 1) % len(order)], search=table.search)
+
     def action_cycle_theme(self) -> None:
         self._coalesce("theme")
 
@@ -595,6 +630,8 @@ class GputopApp(PlaybackControls):
         # The tree and the signals act on the process table: not from the screens over it.
         if action in ("toggle_tree", "signal") and not isinstance(self.screen, MainScreen):
             return False
+        if action == "live_filter":
+            return self.replay is None  # in replay `/` seeks (`f` filters there)
         return super().check_action(action, parameters)
 
     def action_toggle_tree(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import getpass
 
 import pytest
 
@@ -272,6 +273,45 @@ async def test_a_click_on_a_column_title_sorts_by_it_and_again_reverses() -> Non
         # end, so the table has scrolled).
         await pilot.click(ProcessTable, offset=(x, 3))
         assert table.cursor == table.top + 2
+
+
+async def test_u_cycles_users_and_slash_filters_by_command() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 4)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        everyone = list(table.rows)
+        users = sorted({p.user for p in everyone if p.user})
+        assert len(everyone) > 1 and users
+        await pilot.press("u")  # only mine: the demo's processes are not this user's
+        await pilot.pause()
+        assert table.user == getpass.getuser() and table.rows == []
+        assert f"none of {len(everyone)} processes: user {table.user} (u)" in "\n".join(
+            lines_of(table)
+        )
+        await pilot.press("u")
+        first = users[0]
+        assert table.user == first
+        assert table.rows == [p for p in everyone if p.user == first]
+        for _ in users:
+            await pilot.press("u")
+        assert table.user is None and table.rows == everyone
+        # `/` asks for a text; only the commands holding it stay, the header says so.
+        word = everyone[-1].command.split()[-1]
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*word, "enter")
+        await pilot.pause()
+        assert table.search == word
+        assert table.rows == [p for p in everyone if word.casefold() in p.command.casefold()]
+        assert 0 < len(table.rows) <= len(everyone)
+        assert f"command has '{word}' (/)" in lines_of(table)[0]
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press("ctrl+u", "enter")  # cleared: everything again
+        await pilot.pause()
+        assert table.search == "" and table.rows == everyone
 
 
 async def test_p_pauses_and_sampler_ticks_are_dropped() -> None:

@@ -132,6 +132,10 @@ def keys_help() -> str:
         "| `s` / `r` | next sort column / reverse the order (unknown values stay last) |",
         "| `a` | hide / show the commands' arguments: the program and the script or `-m` "
         "module it runs |",
+        "| `u` | list everyone's processes, only yours, or each other user's in turn "
+        "(`--user NAME` starts on one) |",
+        "| `/` (`f` in replay) | list only processes whose command line holds a text |",
+        "| mouse | click a row to select it, a column title to sort by it (again: reverse) |",
         "| `c` | next colour theme |",
         "| `I` / `T` / `K` | send SIGINT / SIGTERM / SIGKILL to the selected row's process |",
         "",

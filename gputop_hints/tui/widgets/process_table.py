@@ -86,6 +86,13 @@ class ProcessTable(StripWidget, can_focus=True):
         self.show_arguments = True
         """``a``: the COMMAND column with its arguments, or only the program (and script)."""
         self.rows: list[GpuProcess] = []
+        """The processes shown: sorted, and filtered by :attr:`user` and :attr:`search`."""
+        self.all_rows: list[GpuProcess] = []
+        """Every GPU process of the tick, sorted (the hints still cover all of them)."""
+        self.user: str | None = None
+        """``u`` / ``--user``: only this user's processes (None: everyone's)."""
+        self.search = ""
+        """``/`` (``f`` in replay): only processes whose command line holds this text."""
         self.hints: dict[ProcessKey, Finding] = {}
         """Each process's HINT-cell finding (processes with nothing to say are absent)."""
         self._cells: dict[ProcessKey, tuple[str, ...]] = {}
@@ -129,9 +136,10 @@ class ProcessTable(StripWidget, can_focus=True):
         self.job = job
         self.launchers = tuple(launchers)
         self.rank_findings = rank_findings or {}
-        self.rows = sort_processes(
+        self.all_rows = sort_processes(
             processes, self.sort_key, shown, job_first=job is not None, reverse=self.reverse_sort
         )
+        self.rows = self._filtered(self.all_rows)
         self._cells = {p.key: self._cells_of(p) for p in self.rows}
         self._rebuild_tree()
         self._restore_selection()
@@ -219,14 +227,46 @@ class ProcessTable(StripWidget, can_focus=True):
         self.invalidate()
         return self.show_arguments
 
+    def set_filter(self, *, user: str | None, search: str) -> None:
+        """Show only ``user``'s processes (None: all) whose command holds ``search``
+        (case-insensitive; "" matches all)."""
+        self.user, self.search = user, search.strip()
+        self.rows = self._filtered(self.all_rows)
+        self._cells = {p.key: self._cells.get(p.key) or self._cells_of(p) for p in self.rows}
+        self._rebuild_tree()
+        self._restore_selection()
+        self.invalidate()
+
+    def _filtered(self, processes: list[GpuProcess]) -> list[GpuProcess]:
+        user, search = self.user, self.search.casefold()
+        if user is None and not search:
+            return processes
+        return [
+            p
+            for p in processes
+            if (user is None or p.user == user)
+            and (not search or search in (p.command or p.name or "").casefold())
+        ]
+
+    @property
+    def filter_text(self) -> str:
+        """What the header says is filtered ("" when nothing is)."""
+        parts = []
+        if self.user is not None:
+            parts.append(f"user {visible_text(self.user)} (u)")
+        if self.search:
+            parts.append(f"command has '{visible_text(self.search)}' (/)")
+        return ", ".join(parts)
+
     def _resort(self) -> None:
-        self.rows = sort_processes(
-            self.rows,
+        self.all_rows = sort_processes(
+            self.all_rows,
             self.sort_key,
             self.hints,
             job_first=self.job is not None,
             reverse=self.reverse_sort,
         )
+        self.rows = self._filtered(self.all_rows)
         self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
@@ -385,6 +425,8 @@ class ProcessTable(StripWidget, can_focus=True):
         lines = [self._header(columns, width, base, palette)]
         if not self.rows:
             note = self.note or "no GPU processes"
+            if self.all_rows:
+                note = f"none of {count_text(len(self.all_rows), 'process')}: {self.filter_text}"
             lines.append(Line().add_text(f" {note}", palette.muted).strip(width, base))
             if self.job is not None and self.job.processes:
                 lines.extend(self._job_lines(self.job, width, height - 2, base, palette))
@@ -455,7 +497,12 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add_text(text[: column.width], style).add(" ")
         line.add("COMMAND" if self.show_arguments else "COMMAND (no args: a)", p.label)
         order = ", reversed (r)" if self.reverse_sort else ""
-        shown = f"sort: {self.sort_title}{order} (s)  {count_text(len(self.rows), 'process')}"
+        count = count_text(len(self.rows), "process")
+        if len(self.rows) != len(self.all_rows):
+            count = f"{len(self.rows)} of {count_text(len(self.all_rows), 'process')}"
+        shown = f"sort: {self.sort_title}{order} (s)  {count}"
+        if self.filter_text:
+            shown = f"only {self.filter_text}  " + shown
         if self.tree_view:
             shown = f"tree (t)  {count_text(len(self.launchers), 'launcher')}  " + shown
         job = self.job
@@ -465,7 +512,11 @@ class ProcessTable(StripWidget, can_focus=True):
         if self.rows and self.row_count > max(1, self.size.height - 1):
             last = min(self.row_count, self.top + max(1, self.size.height - 1))
             shown += f"  {self.top + 1}-{last}"
-        if width - line.cells - 4 >= len(shown):
+        room = width - line.cells - 4
+        if self.filter_text and room < len(shown):
+            # A filter hides rows: what it is must show even where the rest does not fit.
+            shown = f"only {self.filter_text}  {count}"
+        if room >= len(shown):
             line.pad_to(width - len(shown) - 1).add(shown, p.muted)
         return line.strip(width, base)
 
