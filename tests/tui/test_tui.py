@@ -275,6 +275,11 @@ async def test_a_click_on_a_column_title_sorts_by_it_and_again_reverses() -> Non
         assert table.cursor == table.top + 2
 
 
+def _user_of(table: ProcessTable) -> str | None:
+    """The table's user filter, read afresh (a key press changes it)."""
+    return table.user
+
+
 async def test_u_cycles_users_and_slash_filters_by_command() -> None:
     app, source = make_app()
     async with app.run_test(size=(160, 50)) as pilot:
@@ -286,17 +291,17 @@ async def test_u_cycles_users_and_slash_filters_by_command() -> None:
         assert len(everyone) > 1 and users
         await pilot.press("u")  # only mine: the demo's processes are not this user's
         await pilot.pause()
-        assert table.user == getpass.getuser() and table.rows == []
-        assert f"none of {len(everyone)} processes: user {table.user} (u)" in "\n".join(
+        assert _user_of(table) == getpass.getuser() and table.rows == []
+        assert f"none of {len(everyone)} processes: user {_user_of(table)} (u)" in "\n".join(
             lines_of(table)
         )
         await pilot.press("u")
         first = users[0]
-        assert table.user == first
+        assert _user_of(table) == first
         assert table.rows == [p for p in everyone if p.user == first]
         for _ in users:
             await pilot.press("u")
-        assert table.user is None and table.rows == everyone
+        assert _user_of(table) is None and table.rows == everyone
         # `/` asks for a text; only the commands holding it stay, the header says so.
         word = everyone[-1].command.split()[-1]
         await pilot.press("slash")
