@@ -143,6 +143,12 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
         help="inside a job, show every GPU process on the node, the job's marked",
     )
     src.add_argument(
+        "--only-visible",
+        action="store_true",
+        help="only the GPUs this shell's CUDA_VISIBLE_DEVICES names (ordinals, UUIDs or MIG "
+        "ids, read as CUDA does), and their processes",
+    )
+    src.add_argument(
         "--require-gpu",
         action="store_true",
         help="exit with status 2 instead of starting CPU-only when NVML cannot be loaded",

@@ -38,7 +38,11 @@ def open_source(args: argparse.Namespace) -> Source:
     from gputop_hints.sources.live.source import LiveSource
 
     return LiveSource(
-        args.interval, require_gpu=args.require_gpu, job=args.job, all_processes=args.all
+        args.interval,
+        require_gpu=args.require_gpu,
+        job=args.job,
+        all_processes=args.all,
+        only_visible=getattr(args, "only_visible", False),
     )
 
 

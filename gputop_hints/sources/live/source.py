@@ -36,6 +36,7 @@ This module must not import Textual.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -47,10 +48,11 @@ from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.host import HostCpu, sample_host
 from gputop_hints.sources.live.job_view import JobView
 from gputop_hints.sources.live.launchers import LauncherFinder
-from gputop_hints.sources.live.nvml import NvmlGpus, unavailable_reason
+from gputop_hints.sources.live.nvml import NvmlGpus, mig_parent, unavailable_reason
 from gputop_hints.sources.live.nvml_processes import NvmlProcess
 from gputop_hints.sources.live.processes import ProcessTracker, gpu_process_rows
 from gputop_hints.sources.live.slurm import JobContext
+from gputop_hints.sources.live.slurm.membership import cuda_visible_devices_to_nvml
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,7 @@ class LiveSource:
         all_processes: bool = False,
         detect_job: bool = True,
         environ: Mapping[str, str] | None = None,
+        only_visible: bool = False,
     ) -> None:
         self.interval_s = interval_s
         self._lock = threading.Lock()
@@ -109,6 +112,14 @@ class LiveSource:
         if self.gpu_unavailable_reason is not None and require_gpu:
             raise SourceUnavailable(self.gpu_unavailable_reason)
         self.all_processes = all_processes
+        self.visible: tuple[int, ...] | None = None
+        """``--only-visible``: the NVML indices this environment's CUDA_VISIBLE_DEVICES
+        names, the only GPUs (and their processes) sampled; None: every GPU."""
+        if only_visible:
+            env = os.environ if environ is None else environ
+            self.visible = cuda_visible_devices_to_nvml(
+                env.get("CUDA_VISIBLE_DEVICES"), self._gpus.gpu_ids(), mig_parent=mig_parent
+            )
         self._job: JobView | None = None
         if job is not None or detect_job:
             self._job = JobView.attach(job, environ, self._gpus)
@@ -127,6 +138,10 @@ class LiveSource:
             raw_processes: list[tuple[int, int, NvmlProcess]] = []
             if not self._closed:
                 gpus, raw_processes = self._gpus.sample(timestamp)
+            if self.visible is not None:
+                shown = set(self.visible)
+                gpus = [g for g in gpus if g.index in shown]
+                raw_processes = [r for r in raw_processes if r[0] in shown]
             job_view = None if self._closed else self._job
             table: procfs.ProcTable | None = None
             if raw_processes or job_view is not None:
@@ -166,7 +181,7 @@ class LiveSource:
                 gpus=tuple(gpus),
                 processes=processes,
                 source="live",
-                source_detail=self._hostname,
+                source_detail=self._hostname + self._visible_text(),
                 driver_version=self.driver_version,
                 cuda_driver_version=self.cuda_driver_version,
                 gpu_unavailable_reason=reason,
@@ -174,6 +189,12 @@ class LiveSource:
                 job=job,
                 launchers=launchers,
             )
+
+    def _visible_text(self) -> str:
+        if self.visible is None:
+            return ""
+        shown = ",".join(str(i) for i in sorted(self.visible)) or "none"
+        return f", only GPUs {shown} (CUDA_VISIBLE_DEVICES)"
 
     def close(self) -> None:
         """Drop NVML handles and process caches.
