@@ -421,6 +421,19 @@ class Snapshot:
                 return g
         return None
 
+    def unseen_processes(self) -> frozenset[tuple[int, int]]:
+        """Live: the GPU processes NVML lists that this host's /proc does not show --
+        they run in another PID namespace (this monitor is in a container without
+        ``--pid=host``, or they are in other containers) or exited just now. Imported
+        logs and the demo have none."""
+        if self.source != "live":
+            return frozenset()
+        return frozenset(
+            p.key
+            for p in self.processes
+            if p.name is None and not p.command and p.create_time is None and p.state is None
+        )
+
 
 # --- dictionary / JSON form -------------------------------------------------
 

@@ -468,7 +468,12 @@ class GputopApp(PlaybackControls):
                 else ""
             )
             table.update_from(
-                snapshot.processes, hints, snapshot.job, snapshot.launchers, rank_findings
+                snapshot.processes,
+                hints,
+                snapshot.job,
+                snapshot.launchers,
+                rank_findings,
+                snapshot.unseen_processes(),
             )
             self._apply_layout()
             screen = self.screen

@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import getpass
+import os
 
 import pytest
 
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.live.source import LiveSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.glyphs import UNICODE
 from gputop_hints.tui.messages import SnapshotReady
@@ -21,8 +23,10 @@ from gputop_hints.tui.widgets.gpu_panel import GpuPanel
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import HeaderBar
 from gputop_hints.tui.widgets.process_columns import SORT_KEYS, sort_processes, without_arguments
-from gputop_hints.tui.widgets.process_table import ProcessTable
+from gputop_hints.tui.widgets.process_table import UNSEEN_COMMAND, ProcessTable
 from gputop_hints.units import UNKNOWN, core_ranges
+from tests.sources.live.helpers import unused_pid
+from tests.support.fake_nvml import FakeNvml, make_gpus
 from tests.support.screen import screen_text
 
 BLOCKS = UNICODE.blocks
@@ -317,6 +321,27 @@ async def test_u_cycles_users_and_slash_filters_by_command() -> None:
         await pilot.press("ctrl+u", "enter")  # cleared: everything again
         await pilot.pause()
         assert table.search == "" and table.rows == everyone
+
+
+async def test_a_gpu_process_in_another_pid_namespace_says_so_and_how_to_see_it() -> None:
+    # NVML lists this test's own pid and one no process here has (a GPU job in another
+    # container, as a monitor in a container without --pid=host sees it).
+    me, ghost = os.getpid(), unused_pid()
+    with FakeNvml(make_gpus(1, [[me, ghost]])):
+        live = LiveSource(detect_job=False)
+        snap = live.sample()
+        live.close()
+    assert {p.pid for p in snap.processes} == {me, ghost}
+    app, _ = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        app.ingest(snap)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        lines = lines_of(table)
+        assert "1 in another PID namespace" in lines[0]
+        [ghost_row] = [line for line in lines[1:] if line.split()[:1] == [str(ghost)]]
+        [my_row] = [line for line in lines[1:] if line.split()[:1] == [str(me)]]
+        assert UNSEEN_COMMAND in ghost_row and UNSEEN_COMMAND not in my_row
 
 
 async def test_p_pauses_and_sampler_ticks_are_dropped() -> None:

@@ -48,6 +48,10 @@ RankFindings = Mapping[ProcessKey, Sequence[Finding]]
 """Each process's own findings, for a launcher row's roll-up (tree view)."""
 
 
+UNSEEN_COMMAND = "(in another PID namespace: run on the host, or the container with --pid=host)"
+"""The COMMAND cell of a process NVML lists but this PID namespace cannot see."""
+
+
 class ProcessTable(StripWidget, can_focus=True):
     """GPU processes, one per row, with a header naming the sort key."""
 
@@ -91,6 +95,8 @@ class ProcessTable(StripWidget, can_focus=True):
         """Every GPU process of the tick, sorted (the hints still cover all of them)."""
         self.user: str | None = None
         """``u`` / ``--user``: only this user's processes (None: everyone's)."""
+        self.unseen: frozenset[ProcessKey] = frozenset()
+        """Processes NVML lists that this PID namespace cannot see (Snapshot.unseen_processes)."""
         self.search = ""
         """``/`` (``f`` in replay): only processes whose command line holds this text."""
         self.hints: dict[ProcessKey, Finding] = {}
@@ -123,6 +129,7 @@ class ProcessTable(StripWidget, can_focus=True):
         job: JobInfo | None = None,
         launchers: Sequence[Launcher] = (),
         rank_findings: RankFindings | None = None,
+        unseen: frozenset[ProcessKey] = frozenset(),
     ) -> None:
         """Take a tick's processes and the finding to show beside each (from the engine).
 
@@ -133,6 +140,7 @@ class ProcessTable(StripWidget, can_focus=True):
         """
         shown = {key: f for key, f in (hints or {}).items() if f is not None}
         self.hints = shown
+        self.unseen = unseen
         self.job = job
         self.launchers = tuple(launchers)
         self.rank_findings = rank_findings or {}
@@ -273,6 +281,11 @@ class ProcessTable(StripWidget, can_focus=True):
 
     def _command(self, command: str) -> str:
         return command if self.show_arguments else without_arguments(command)
+
+    def _command_of(self, proc: GpuProcess) -> str:
+        if proc.key in self.unseen:
+            return UNSEEN_COMMAND
+        return self._command(proc.command or proc.name or "")
 
     @property
     def sort_title(self) -> str:
@@ -498,6 +511,8 @@ class ProcessTable(StripWidget, can_focus=True):
         line.add("COMMAND" if self.show_arguments else "COMMAND (no args: a)", p.label)
         order = ", reversed (r)" if self.reverse_sort else ""
         count = count_text(len(self.rows), "process")
+        if self.unseen:
+            count += f", {len(self.unseen)} in another PID namespace"
         if len(self.rows) != len(self.all_rows):
             count = f"{len(self.rows)} of {count_text(len(self.all_rows), 'process')}"
         shown = f"sort: {self.sort_title}{order} (s)  {count}"
@@ -537,15 +552,15 @@ class ProcessTable(StripWidget, can_focus=True):
             line.add(" ", row_style)
             for column, index in zip(columns, indices, strict=True):
                 line.add_text(aligned_cell(cells[index], column), row_style).add(" ", row_style)
-            line.add_text(self._command(proc.command or proc.name or ""), row_style)
+            line.add_text(self._command_of(proc), row_style)
             return line.pad_to(width, row_style).strip(width, row_style)
         # With --all inside a job, the other users' rows are dimmed and marked.
         foreign = self._foreign(proc)
         line.add(shown_text("·") if foreign else " ", p.muted)
         finding = self.hints.get(proc.key)
         _add_cells(line, columns, indices, cells, finding, foreign, p)
-        command = self._command(proc.command or proc.name or "")
-        line.add_text(command, p.muted if foreign else p.text)
+        command = self._command_of(proc)
+        line.add_text(command, p.muted if foreign or proc.key in self.unseen else p.text)
         return line.strip(width, base)
 
     # --- the tree view ------------------------------------------------------
