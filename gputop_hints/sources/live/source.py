@@ -35,6 +35,7 @@ This module must not import Textual.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import socket
@@ -42,7 +43,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from gputop_hints.model import GpuSample, JobInfo, Snapshot
+from gputop_hints.model import GpuSample, JobInfo, Launcher, Snapshot
 from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.host import HostCpu, sample_host
@@ -99,6 +100,8 @@ class LiveSource:
         self._processes = ProcessTracker()
         self._scanner = procfs.ProcScanner()
         self._launchers = LauncherFinder()
+        self._launcher_pids: set[int] = set()
+        """Last tick's launchers: read with the GPU processes, for their CPU %."""
         self._gpus = NvmlGpus(interval_s)
         self.gpu_unavailable_reason: str | None = None
         try:
@@ -148,13 +151,15 @@ class LiveSource:
                 # A job needs the whole host every tick; GPU processes alone
                 # need all of /proc only every few seconds (see ProcScanner).
                 table = self._scanner.scan(
-                    {pid for _, pid, _ in raw_processes}, full=job_view is not None
+                    {pid for _, pid, _ in raw_processes} | self._launcher_pids,
+                    full=job_view is not None,
                 )
             members: frozenset[int] | None = None
             if job_view is not None and table is not None:
                 members = job_view.members(table)
             processes = gpu_process_rows(self._processes, raw_processes, table, members)
             processes, launchers = self._launchers.attach(processes)
+            launchers = self._measured(launchers, table)
             job: JobInfo | None = None
             if job_view is not None:
                 gpus, processes, job = job_view.narrow(
@@ -189,6 +194,19 @@ class LiveSource:
                 job=job,
                 launchers=launchers,
             )
+
+    def _measured(
+        self, launchers: tuple[Launcher, ...], table: procfs.ProcTable | None
+    ) -> tuple[Launcher, ...]:
+        """The launchers with their own CPU % (a torchrun at 100 % of a core is news; from
+        their second tick, as every CPU %)."""
+        self._launcher_pids = {launcher.pid for launcher in launchers}
+        out = []
+        for launcher in launchers:
+            reading = self._processes.read(launcher.pid, table, details=False)
+            cpu = reading.cpu_percent if reading is not None else None
+            out.append(dataclasses.replace(launcher, cpu_percent=cpu))
+        return tuple(out)
 
     def _visible_text(self) -> str:
         if self.visible is None:

@@ -13,6 +13,9 @@ import pytest
 from gputop_hints.model import GpuProcess
 from gputop_hints.sources.live.launchers import LauncherFinder
 from gputop_hints.sources.live.signals import SignalTarget, send_signal
+from gputop_hints.sources.live.source import LiveSource
+from tests.sources.live.helpers import two_ticks
+from tests.support.fake_nvml import FakeNvml, make_gpus
 
 LAUNCHER_SCRIPT = """\
 import subprocess, sys
@@ -116,3 +119,42 @@ def test_another_users_process_is_not_permitted() -> None:
     target = SignalTarget(1, init.username(), "init", init.create_time())
     result = send_signal(target, "SIGTERM", source_kind="live", readonly=False)
     assert not result.sent and "not permitted" in result.message
+
+
+SPINNING_LAUNCHER = """\
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+print(child.pid, flush=True)
+end = time.monotonic() + 30
+while time.monotonic() < end and child.poll() is None:
+    pass  # a launcher busy on a core of its own (a log-tailing loop gone wrong)
+"""
+
+
+@pytest.mark.parametrize(
+    ("script_text", "busy"), [(SPINNING_LAUNCHER, True), (LAUNCHER_SCRIPT, False)]
+)
+def test_the_live_source_measures_each_launchers_own_cpu(
+    tmp_path: Path, script_text: str, busy: bool
+) -> None:
+    script = tmp_path / "torchrun"
+    script.write_text(script_text)
+    launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
+    try:
+        assert launcher.stdout is not None
+        rank = int(launcher.stdout.readline())
+        with FakeNvml(make_gpus(1, [[rank]])):
+            source = LiveSource(detect_job=False)
+            first, second = two_ticks(source, 0.6)
+            source.close()
+        assert [(x.pid, x.kind) for x in second.launchers] == [(launcher.pid, "torchrun")]
+        assert first.launchers[0].cpu_percent is None  # no CPU % before a second reading
+        cpu = second.launchers[0].cpu_percent
+        assert cpu is not None and (cpu > 50 if busy else cpu < 20)
+    finally:
+        for proc in psutil.Process(launcher.pid).children():
+            proc.kill()
+        launcher.kill()
+        launcher.wait()
+        if launcher.stdout is not None:
+            launcher.stdout.close()
