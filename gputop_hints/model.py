@@ -313,6 +313,9 @@ class GpuProcess:
     create_time: float | None = None
     in_job: bool | None = None
     """Whether the process belongs to the attached job (None: no job, or unknown)."""
+    container: str | None = None
+    """The container or batch job the process runs in, from /proc/PID/cgroup ("docker
+    3f2a1b9c0d4e", "k8s pod 5c1e2a7b", "slurm job 1234"); None: none found, or unknown."""
     frameworks: tuple[str, ...] = ()
     """The ML frameworks whose CUDA libraries the process has mapped ("jax", "tensorflow",
     "torch"), read from /proc/PID/maps when it was first seen on a GPU; () when none

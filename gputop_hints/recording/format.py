@@ -189,6 +189,7 @@ def process_static(proc: GpuProcess) -> dict[str, Any]:
         "command": proc.command,
         "create_time": _num(proc.create_time),
         "frameworks": list(proc.frameworks),
+        "container": proc.container,
     }
 
 
@@ -383,6 +384,7 @@ def _decode_process(
         command=static.get("command") or "",
         create_time=static.get("create_time"),
         frameworks=tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
+        container=static.get("container"),
     )
 
 

@@ -256,6 +256,7 @@ _PROCESS_KINDS: dict[str, frozenset[type]] = {
     "name": _TEXT_OR_NONE,
     "command": _TEXT_OR_NONE,
     "create_time": _NUMBER_OR_NONE,
+    "container": _TEXT_OR_NONE,
 }
 
 

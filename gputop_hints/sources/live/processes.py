@@ -12,6 +12,7 @@ psutil. The NVML side of a GPU process (VRAM, per-process SM %) comes in from
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +59,40 @@ class ProcessReading:
     command: str = ""
     create_time: float | None = None
     frameworks: tuple[str, ...] = ()
+    container: str | None = None
+
+
+_CONTAINER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"kubepods[^\n]*?pod([0-9a-f]{8})[0-9a-f_-]*"), "k8s pod {}"),
+    (re.compile(r"(?:/docker/|docker-)([0-9a-f]{12})[0-9a-f]*"), "docker {}"),
+    (re.compile(r"libpod-(?:conmon-)?([0-9a-f]{12})[0-9a-f]*"), "podman {}"),
+    (re.compile(r"cri-containerd-([0-9a-f]{12})[0-9a-f]*"), "containerd {}"),
+    (re.compile(r"/job_(\d+)(?=/|\n|$)"), "slurm job {}"),
+    (re.compile(r"(?:/lxc/|lxc\.payload\.)([\w.-]{1,40})"), "lxc {}"),
+)
+"""cgroup paths that name a container runtime or a batch job: Docker and containerd
+(cgroupfs ``/docker/<id>`` and systemd ``docker-<id>.scope``), Kubernetes
+(``kubepods-...-pod<uid>.slice``), Podman (``libpod-<id>.scope``), SLURM's cgroup
+plugin (``/slurm/uid_N/job_N/step_N``, ``slurmstepd.scope/job_N``) and LXC."""
+
+
+def container_of(cgroup_text: str) -> str | None:
+    """A short name for the container or job a ``/proc/PID/cgroup`` text places its
+    process in; None when it names none (a plain login session or service)."""
+    for pattern, label in _CONTAINER_PATTERNS:
+        m = pattern.search(cgroup_text)
+        if m:
+            return label.format(m.group(1))
+    return None
+
+
+def cgroup_container(pid: int) -> str | None:
+    """:func:`container_of` for a live pid; None when its cgroup cannot be read."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            return container_of(f.read(16384))
+    except OSError:
+        return None
 
 
 _FRAMEWORK_LIBRARIES: tuple[tuple[bytes, str], ...] = (
@@ -89,6 +124,7 @@ class _Tracked:
         "at",
         "command",
         "cpu_s",
+        "container",
         "create_time",
         "frameworks",
         "name",
@@ -112,6 +148,7 @@ class _Tracked:
         self.command: str | None = None
         self.create_time: float | None = None
         self.frameworks: tuple[str, ...] = ()
+        self.container: str | None = None
         self.static_level = 0
         """0: nothing read yet; 1: name; 2: name, user, command line, creation time."""
         self.seen = -1
@@ -206,6 +243,7 @@ class ProcessTracker:
         with contextlib.suppress(*_PROCESS_GONE):
             entry.user = proc.username()
         entry.frameworks = mapped_frameworks(pid)  # once per GPU process
+        entry.container = cgroup_container(pid)
 
     @staticmethod
     def _fill_static(entry: _Tracked, reading: ProcessReading, details: bool) -> None:
@@ -215,6 +253,7 @@ class ProcessTracker:
             reading.user = entry.user
             reading.create_time = entry.create_time
             reading.frameworks = entry.frameworks
+            reading.container = entry.container
 
     def _read_with_psutil(
         self, pid: int, entry: _Tracked | None, details: bool
@@ -303,6 +342,7 @@ def gpu_process_rows(
                 command=reading.command,
                 create_time=reading.create_time,
                 frameworks=reading.frameworks,
+                container=reading.container,
                 in_job=in_job,
             )
         )

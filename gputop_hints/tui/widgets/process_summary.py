@@ -40,6 +40,8 @@ class ProcessSummary(StripWidget):
         first.add(f"  GPU {proc.gpu_index}", p.text)
         first.add_text(f"  user {proc.user or UNKNOWN}", p.text)
         first.add(f"  state {proc.state or UNKNOWN}", p.muted)
+        if proc.container:
+            first.add_text(f"  in {proc.container}", p.text)
         if self.gone_since is not None:
             first.add(f"  exited (last seen {clock_text(self.gone_since)})", p.warning)
         second = Line().add(" ").add_text(proc.command or proc.name or "", p.text)

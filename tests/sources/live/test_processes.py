@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from gputop_hints.sources.live import procfs
+from gputop_hints.sources.live.processes import container_of
 from gputop_hints.sources.live.source import LiveSource
 from tests.sources.live.helpers import two_ticks, unused_pid
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc, make_gpus
@@ -276,3 +277,39 @@ def test_a_gpu_process_names_the_framework_whose_library_it_has_mapped(
         for stream in (child.stdin, child.stdout):
             if stream is not None:
                 stream.close()
+
+
+@pytest.mark.parametrize(
+    ("cgroup", "container"),
+    [
+        # Docker, cgroup v1 with the cgroupfs driver (docs.docker.com, runmetrics).
+        ("12:memory:/docker/3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a\n",
+         "docker 3f2a1b9c0d4e"),
+        # Docker, cgroup v2 with the systemd driver.
+        ("0::/system.slice/docker-3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a.scope\n",
+         "docker 3f2a1b9c0d4e"),
+        # Kubernetes, systemd driver: the pod's uid in the slice name.
+        ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5c1e2a7b_90ab_"
+         "4cde_8f01_23456789abcd.slice/cri-containerd-0123456789abcdef.scope\n",
+         "k8s pod 5c1e2a7b"),
+        ("0::/machine.slice/libpod-0123456789abcdef0123.scope/container\n", "podman 0123456789ab"),
+        # SLURM's cgroup plugin (v1 layout, then v2 under slurmstepd.scope).
+        ("4:memory:/slurm/uid_1000/job_123456/step_0/task_0\n", "slurm job 123456"),
+        ("0::/system.slice/slurmstepd.scope/job_77/step_batch/user/task_0\n", "slurm job 77"),
+        # A login session or a service names no container.
+        ("0::/user.slice/user-1000.slice/session-3.scope\n", None),
+        ("9:name=systemd:/\n4:memory:/process_api/6dc4992ff1b70396bef2c53886ca890f\n", None),
+    ],
+)
+def test_the_container_or_job_a_cgroup_names(cgroup: str, container: str | None) -> None:
+    assert container_of(cgroup) == container
+
+
+def test_a_gpu_process_row_carries_its_own_cgroups_container() -> None:
+    me = os.getpid()
+    with open(f"/proc/{me}/cgroup", encoding="utf-8") as f:
+        expected = container_of(f.read())
+    with FakeNvml(make_gpus(1, [[me]])):
+        _, snapshot = two_ticks(LiveSource(), 0.2)
+    [row] = snapshot.processes
+    assert row.container == expected
