@@ -123,8 +123,8 @@ class _Tracked:
     __slots__ = (
         "at",
         "command",
-        "cpu_s",
         "container",
+        "cpu_s",
         "create_time",
         "frameworks",
         "name",
