@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import cast
 
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
 
@@ -38,12 +39,16 @@ dropped."""
 
 
 class Series:
-    """A ring of ``float | None`` with a fixed capacity."""
+    """A ring of ``float | None`` with a fixed capacity.
 
-    __slots__ = ("_values",)
+    Summaries of the newest ``n`` entries (known values, mean, max, min) are kept
+    until the next append: the hints ask the same ones of one tick many times."""
+
+    __slots__ = ("_cache", "_values")
 
     def __init__(self, capacity: int, prefill: int = 0) -> None:
         self._values: deque[float | None] = deque(maxlen=capacity)
+        self._cache: dict[tuple[int, int | None], object] | None = None
         if prefill:
             self._values.extend([None] * min(prefill, capacity))
 
@@ -55,6 +60,7 @@ class Series:
 
     def append(self, value: float | None) -> None:
         self._values.append(value)
+        self._cache = None
 
     def __len__(self) -> int:
         return len(self._values)
@@ -73,23 +79,50 @@ class Series:
             return list(self._values)
         if n <= 0:
             return []
-        return list(islice(self._values, size - n, size))
+        return list(self._values)[size - n :]
+
+    def _known(self, n: int | None) -> list[float]:
+        """The newest ``n`` entries with the unknowns left out (kept until the next append)."""
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        key = (0, n)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = [v for v in self.last(n) if v is not None]
+        return cast("list[float]", found)
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""
-        return [v for v in self.last(n) if v is not None]
+        return list(self._known(n))
+
+    def _summary(self, kind: int, n: int | None) -> float | None:
+        cache = self._cache
+        key = (kind, n)
+        if cache is not None and key in cache:
+            return cast("float | None", cache[key])
+        values = self._known(n)
+        if not values:
+            result: float | None = None
+        elif kind == 1:
+            result = math.fsum(values) / len(values)
+        elif kind == 2:
+            result = max(values)
+        else:
+            result = min(values)
+        cache = self._cache
+        assert cache is not None
+        cache[key] = result
+        return result
 
     def mean(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return math.fsum(values) / len(values) if values else None
+        return self._summary(1, n)
 
     def max(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return max(values) if values else None
+        return self._summary(2, n)
 
     def min(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return min(values) if values else None
+        return self._summary(3, n)
 
     def all_unknown(self) -> bool:
         return all(v is None for v in self._values)
