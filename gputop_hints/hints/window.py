@@ -110,9 +110,11 @@ class Window:
     def derived(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()``, once per window: several rules ask the same question of one
         tick (idle gaps, which ranks hang or straggle); the answer is worked out once."""
-        if key not in self._derived:
-            self._derived[key] = compute()
-        return cast("T", self._derived[key])
+        derived = self._derived
+        if key in derived:
+            return cast("T", derived[key])
+        value = derived[key] = compute()
+        return value
 
     @cached_property
     def allowed_cores_busy_percent(self) -> float | None:
@@ -357,12 +359,9 @@ class Window:
             return None
         seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
         n = max(1, min(ticks or self.ticks, seen))
-        values = ph.sm_percent.last(n)
-        if all(v is None for v in values) and not self.process_samples_reported(proc.gpu_index):
-            return None
         if not self.process_samples_reported(proc.gpu_index):
             return None
-        return [0.0 if v is None else v for v in values]
+        return [0.0 if v is None else v for v in ph.sm_percent.last(n)]
 
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
         """The process's own SM % mean over the window (no sample = ran nothing = 0)."""

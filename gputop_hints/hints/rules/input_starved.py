@@ -136,22 +136,35 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     a few seconds, and only a window holding several cycles shows the sawtooth.
     """
     out: list[Finding] = []
+    min_vram = t.general.min_vram_gib * GIB
     for proc in win.processes():
-        if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
+        if (proc.vram_bytes or 0) < min_vram or is_server(proc):
+            continue  # a server idles between requests
+        # The condition first: it rules out nearly every process, the exclusions below
+        # (each as pure as it) rarely do, so asking them only of a starved one costs less.
+        found = _starved_in_windows(win, t, proc)
+        if found is None:
             continue
-        if is_server(proc) or warming_up(win, t, proc) is not None:
-            continue  # a server idles between requests; a job starting up is not starved
+        if warming_up(win, t, proc) is not None:
+            continue  # a job starting up is not starved
         if offloading(win, t, proc) is not None or _threaded_host_step(win, t, proc):
             continue  # the host steps the optimizer by design: cpu-offload says so
-        for w in _windows(win, t, proc):
-            seen = _starved(w, t, proc)
-            if seen is not None:
-                out.append(_finding(w, t, proc, seen))
-                break
+        out.append(_finding(found[0], t, proc, found[1]))
     if win.allowed_cores_busy_percent is None:
         starved = {f.subject.gpu_index for f in out}
         out.extend(f for f in _gpu_only(win, t) if f.subject.gpu_index not in starved)
     return out
+
+
+def _starved_in_windows(
+    win: Window, t: Thresholds, proc: GpuProcess
+) -> tuple[Window, _Starved] | None:
+    """The first of :func:`_windows` that shows the condition, and what it shows."""
+    for w in _windows(win, t, proc):
+        seen = _starved(w, t, proc)
+        if seen is not None:
+            return w, seen
+    return None
 
 
 def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
