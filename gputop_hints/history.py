@@ -17,7 +17,7 @@ import math
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, pairwise
 from typing import cast
 
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
@@ -79,6 +79,10 @@ class Series:
             return list(self._values)
         if n <= 0:
             return []
+        if n <= 32:  # a few seconds of a long ring: walk in from the newest end
+            out = list(islice(reversed(self._values), n))
+            out.reverse()
+            return out
         return list(self._values)[size - n :]
 
     def _known(self, n: int | None) -> list[float]:
@@ -151,6 +155,9 @@ class GpuHistory:
     power_watts: Series
     sm_samples: deque[UtilizationSample] = field(default_factory=deque)
     """Sub-second SM readings (NVML buffered samples) inside the window."""
+    sm_samples_ordered: bool = True
+    """Whether ``sm_samples`` are in time order (every source's are; a tick whose batch
+    was not keeps this False), so that the newest ones can be read from the end."""
 
     SERIES = (
         "sm_percent",
@@ -169,6 +176,7 @@ class GpuHistory:
         for name in cls.SERIES:
             setattr(gh, name, _series(capacity, prefill))
         gh.sm_samples = deque()
+        gh.sm_samples_ordered = True
         return gh
 
     def _all(self) -> tuple[Series, ...]:
@@ -187,7 +195,14 @@ class GpuHistory:
         self.temperature_c.append(gpu.temperature_c)
         self.power_watts.append(gpu.power_watts)
         last = self.sm_samples[-1].timestamp if self.sm_samples else -math.inf
-        self.sm_samples.extend(s for s in gpu.sm_samples if s.timestamp > last)
+        new = [s for s in gpu.sm_samples if s.timestamp > last]
+        if not new:
+            return
+        if self.sm_samples_ordered and any(
+            b.timestamp < a.timestamp for a, b in pairwise(new)
+        ):
+            self.sm_samples_ordered = False
+        self.sm_samples.extend(new)
 
     def prune_samples(self, oldest: float) -> None:
         while self.sm_samples and self.sm_samples[0].timestamp < oldest:
@@ -198,6 +213,7 @@ class GpuHistory:
         for name in self.SERIES:
             setattr(gh, name, getattr(self, name).resized(capacity))
         gh.sm_samples = self.sm_samples
+        gh.sm_samples_ordered = self.sm_samples_ordered
         return gh
 
 

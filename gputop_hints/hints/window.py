@@ -78,6 +78,9 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
+        self._by_key: dict[int, tuple[Snapshot, dict[tuple[int, int], GpuProcess]]] = {}
+        """Snapshot (by id) -> it and its processes by (pid, gpu); shared with the longer
+        windows (the snapshot is kept so that a reused id is never mistaken for it)."""
 
     def longer(self, window_s: float) -> Window:
         """The same history over a longer window (cached): slow patterns -- a 10-30 s
@@ -96,6 +99,7 @@ class Window:
                 process_active_at=self.process_active_at,
                 vram_steady_since=self.vram_steady_since,
             )
+            win._by_key = self._by_key
         return win
 
     # --- sizes ----------------------------------------------------------------
@@ -205,7 +209,15 @@ class Window:
         if gh is None or len(gh.sm_samples) < 4:
             return None
         start = self.now - self.covered_s
-        pts = [s for s in gh.sm_samples if s.timestamp > start]
+        if gh.sm_samples_ordered:  # the newest, from the end, as far back as the window
+            pts = []
+            for s in reversed(gh.sm_samples):
+                if s.timestamp <= start:
+                    break
+                pts.append(s)
+            pts.reverse()
+        else:
+            pts = [s for s in gh.sm_samples if s.timestamp > start]
         if len(pts) < 4:
             return None
         times = [p.timestamp for p in pts]
@@ -390,10 +402,14 @@ class Window:
     @cached_property
     def _window_index(self) -> list[dict[tuple[int, int], GpuProcess]]:
         """Each window snapshot's processes by (pid, gpu): one pass serves every lookup."""
-        return [
-            {p.key: p for p in snap.processes}
-            for snap in list(self.history.snapshots)[-self.ticks :]
-        ]
+        by_key = self._by_key
+        out = []
+        for snap in list(self.history.snapshots)[-self.ticks :]:
+            entry = by_key.get(id(snap))
+            if entry is None or entry[0] is not snap:
+                entry = by_key[id(snap)] = (snap, {p.key: p for p in snap.processes})
+            out.append(entry[1])
+        return out
 
     def _host_side(self, proc: GpuProcess) -> tuple[list[int], int, int]:
         """Busy-worker count per tick, and (D-state, known) state counts, for one process.

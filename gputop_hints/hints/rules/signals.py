@@ -38,7 +38,13 @@ def power_share(win: Window, index: int) -> float | None:
 
 
 def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
-    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute."""
+    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute.
+
+    Once per window and GPU (asked for every process)."""
+    return win.derived(("spinning", id(t), index), lambda: _spinning_uncached(win, t, index))
+
+
+def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
     c = t.collective_hang
     sm = win.gpu_sm_mean(index)
     low = win.gpu_sm_min(index)
