@@ -120,7 +120,18 @@ class Series:
         return result
 
     def mean(self, n: int | None = None) -> float | None:
-        return self._summary(1, n)
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        elif (1, n) in cache:
+            return cast("float | None", cache[(1, n)])
+        values = cache.get((0, n))
+        if values is None:
+            values = cache[(0, n)] = [v for v in self.last(n) if v is not None]
+        known = cast("list[float]", values)
+        result = math.fsum(known) / len(known) if known else None
+        cache[(1, n)] = result
+        return result
 
     def max(self, n: int | None = None) -> float | None:
         return self._summary(2, n)
@@ -310,6 +321,10 @@ class History:
         self.iowait_percent = Series(self.capacity)
         self.memory_used_bytes = Series(self.capacity)
         self.ticks = 0
+        self._by_key: dict[int, tuple[Snapshot, dict[tuple[int, int], GpuProcess]]] = {}
+        """Kept snapshot (by id) -> it and its processes by (pid, gpu): see
+        :meth:`processes_by_key` (the snapshot is kept so that a reused id is never
+        mistaken for it)."""
 
     def _snapshot_capacity(self) -> int:
         return min(self.capacity, self.capacity_for(self.snapshots_s, self.interval_s))
@@ -385,6 +400,18 @@ class History:
             gone.sort(key=lambda ph: ph.last_seen)
             for ph in gone[: len(gone) - MAX_GONE_PROCESSES]:
                 del self.processes[(ph.pid, ph.gpu_index)]
+
+    def processes_by_key(self, snap: Snapshot) -> dict[tuple[int, int], GpuProcess]:
+        """``snap``'s processes by (pid, gpu), the last of a duplicated key winning; built
+        once per kept snapshot (the hints look a snapshot's processes up every tick it
+        stays in their window). Callers do not change the dict."""
+        entry = self._by_key.get(id(snap))
+        if entry is None or entry[0] is not snap:
+            if len(self._by_key) > 2 * len(self.snapshots) + 8:
+                live = {id(s) for s in self.snapshots}
+                self._by_key = {k: v for k, v in self._by_key.items() if k in live}
+            entry = self._by_key[id(snap)] = (snap, {p.key: p for p in snap.processes})
+        return entry[1]
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:
         for s in snapshots:

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from gputop_hints.hints.traces import (
     GIB,
@@ -78,9 +78,6 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
-        self._by_key: dict[int, tuple[Snapshot, dict[tuple[int, int], GpuProcess]]] = {}
-        """Snapshot (by id) -> it and its processes by (pid, gpu); shared with the longer
-        windows (the snapshot is kept so that a reused id is never mistaken for it)."""
 
     def longer(self, window_s: float) -> Window:
         """The same history over a longer window (cached): slow patterns -- a 10-30 s
@@ -99,7 +96,6 @@ class Window:
                 process_active_at=self.process_active_at,
                 vram_steady_since=self.vram_steady_since,
             )
-            win._by_key = self._by_key
         return win
 
     # --- sizes ----------------------------------------------------------------
@@ -116,7 +112,8 @@ class Window:
         tick (idle gaps, which ranks hang or straggle); the answer is worked out once."""
         derived = self._derived
         if key in derived:
-            return cast("T", derived[key])
+            found: T = derived[key]
+            return found
         value = derived[key] = compute()
         return value
 
@@ -377,8 +374,14 @@ class Window:
 
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
         """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
+        key = ("process-sm-mean", proc.pid, proc.gpu_index)
+        derived = self._derived
+        if key in derived:
+            found: float | None = derived[key]
+            return found
         values = self.process_sm_values(proc)
-        return _mean(values) if values else None
+        mean = derived[key] = _mean(values) if values else None
+        return mean
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
@@ -402,14 +405,8 @@ class Window:
     @cached_property
     def _window_index(self) -> list[dict[tuple[int, int], GpuProcess]]:
         """Each window snapshot's processes by (pid, gpu): one pass serves every lookup."""
-        by_key = self._by_key
-        out = []
-        for snap in list(self.history.snapshots)[-self.ticks :]:
-            entry = by_key.get(id(snap))
-            if entry is None or entry[0] is not snap:
-                entry = by_key[id(snap)] = (snap, {p.key: p for p in snap.processes})
-            out.append(entry[1])
-        return out
+        index = self.history.processes_by_key
+        return [index(snap) for snap in list(self.history.snapshots)[-self.ticks :]]
 
     def _host_side(self, proc: GpuProcess) -> tuple[list[int], int, int]:
         """Busy-worker count per tick, and (D-state, known) state counts, for one process.
