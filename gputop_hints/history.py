@@ -79,11 +79,11 @@ class Series:
             return list(self._values)
         if n <= 0:
             return []
-        if n <= 32:  # a few seconds of a long ring: walk in from the newest end
+        if 2 * n <= size:  # the newer half: walk in from the newest end
             out = list(islice(reversed(self._values), n))
             out.reverse()
             return out
-        return list(self._values)[size - n :]
+        return list(islice(self._values, size - n, size))
 
     def _known(self, n: int | None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out (kept until the next append)."""

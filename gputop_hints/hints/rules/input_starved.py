@@ -311,12 +311,11 @@ def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float)
     iowait, and the GPU is not saturated: with the prefetch queue empty the GPU can
     only run as fast as the reads arrive, whether or not its stalls show as gaps."""
     c = t.input_starved
-    if sm >= c.storage_sm_below_percent or loader_workers(proc) == 0:
+    iowait = win.iowait_percent  # once per window: the cheapest test first
+    if iowait is None or not iowait >= c.iowait_above_percent or sm >= c.storage_sm_below_percent:
         return False
-    iowait = win.iowait_percent
     return (
-        iowait is not None
-        and iowait >= c.iowait_above_percent
+        loader_workers(proc) != 0
         and win.process_d_state_fraction(proc) >= c.storage_d_state_fraction
     )
 

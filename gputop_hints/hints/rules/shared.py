@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.attribution import burst_possible, process_fine_sm
@@ -160,8 +161,10 @@ _RANK_ARGUMENT = re.compile(r"(--?(?:local[-_])?rank[= ])\d+")
 pass ``--local-rank N``/``--local_rank=N``; everything else on the ranks' line is the same."""
 
 
+@lru_cache(maxsize=4096)
 def job_command(command: str) -> str:
-    """A command line with its per-rank argument blanked: the same for every rank of a job."""
+    """A command line with its per-rank argument blanked: the same for every rank of a job
+    (kept per command line: every tick asks it of every process)."""
     return _RANK_ARGUMENT.sub(r"\1*", command)
 
 
