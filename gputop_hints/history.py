@@ -17,7 +17,8 @@ import math
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, pairwise
+from typing import cast
 
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
 
@@ -38,12 +39,16 @@ dropped."""
 
 
 class Series:
-    """A ring of ``float | None`` with a fixed capacity."""
+    """A ring of ``float | None`` with a fixed capacity.
 
-    __slots__ = ("_values",)
+    Summaries of the newest ``n`` entries (known values, mean, max, min) are kept
+    until the next append: the hints ask the same ones of one tick many times."""
+
+    __slots__ = ("_cache", "_values")
 
     def __init__(self, capacity: int, prefill: int = 0) -> None:
         self._values: deque[float | None] = deque(maxlen=capacity)
+        self._cache: dict[tuple[int, int | None], object] | None = None
         if prefill:
             self._values.extend([None] * min(prefill, capacity))
 
@@ -55,6 +60,7 @@ class Series:
 
     def append(self, value: float | None) -> None:
         self._values.append(value)
+        self._cache = None
 
     def __len__(self) -> int:
         return len(self._values)
@@ -73,23 +79,65 @@ class Series:
             return list(self._values)
         if n <= 0:
             return []
+        if 2 * n <= size:  # the newer half: walk in from the newest end
+            out = list(islice(reversed(self._values), n))
+            out.reverse()
+            return out
         return list(islice(self._values, size - n, size))
+
+    def _known(self, n: int | None) -> list[float]:
+        """The newest ``n`` entries with the unknowns left out (kept until the next append)."""
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        key = (0, n)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = [v for v in self.last(n) if v is not None]
+        return cast("list[float]", found)
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""
-        return [v for v in self.last(n) if v is not None]
+        return list(self._known(n))
+
+    def _summary(self, kind: int, n: int | None) -> float | None:
+        cache = self._cache
+        key = (kind, n)
+        if cache is not None and key in cache:
+            return cast("float | None", cache[key])
+        values = self._known(n)
+        if not values:
+            result: float | None = None
+        elif kind == 1:
+            result = math.fsum(values) / len(values)
+        elif kind == 2:
+            result = max(values)
+        else:
+            result = min(values)
+        cache = self._cache
+        assert cache is not None
+        cache[key] = result
+        return result
 
     def mean(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return math.fsum(values) / len(values) if values else None
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        elif (1, n) in cache:
+            return cast("float | None", cache[(1, n)])
+        values = cache.get((0, n))
+        if values is None:
+            values = cache[(0, n)] = [v for v in self.last(n) if v is not None]
+        known = cast("list[float]", values)
+        result = math.fsum(known) / len(known) if known else None
+        cache[(1, n)] = result
+        return result
 
     def max(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return max(values) if values else None
+        return self._summary(2, n)
 
     def min(self, n: int | None = None) -> float | None:
-        values = self.known(n)
-        return min(values) if values else None
+        return self._summary(3, n)
 
     def all_unknown(self) -> bool:
         return all(v is None for v in self._values)
@@ -118,6 +166,9 @@ class GpuHistory:
     power_watts: Series
     sm_samples: deque[UtilizationSample] = field(default_factory=deque)
     """Sub-second SM readings (NVML buffered samples) inside the window."""
+    sm_samples_ordered: bool = True
+    """Whether ``sm_samples`` are in time order (every source's are; a tick whose batch
+    was not keeps this False), so that the newest ones can be read from the end."""
 
     SERIES = (
         "sm_percent",
@@ -136,6 +187,7 @@ class GpuHistory:
         for name in cls.SERIES:
             setattr(gh, name, _series(capacity, prefill))
         gh.sm_samples = deque()
+        gh.sm_samples_ordered = True
         return gh
 
     def _all(self) -> tuple[Series, ...]:
@@ -154,7 +206,14 @@ class GpuHistory:
         self.temperature_c.append(gpu.temperature_c)
         self.power_watts.append(gpu.power_watts)
         last = self.sm_samples[-1].timestamp if self.sm_samples else -math.inf
-        self.sm_samples.extend(s for s in gpu.sm_samples if s.timestamp > last)
+        new = [s for s in gpu.sm_samples if s.timestamp > last]
+        if not new:
+            return
+        if self.sm_samples_ordered and any(
+            b.timestamp < a.timestamp for a, b in pairwise(new)
+        ):
+            self.sm_samples_ordered = False
+        self.sm_samples.extend(new)
 
     def prune_samples(self, oldest: float) -> None:
         while self.sm_samples and self.sm_samples[0].timestamp < oldest:
@@ -165,6 +224,7 @@ class GpuHistory:
         for name in self.SERIES:
             setattr(gh, name, getattr(self, name).resized(capacity))
         gh.sm_samples = self.sm_samples
+        gh.sm_samples_ordered = self.sm_samples_ordered
         return gh
 
 
@@ -261,6 +321,10 @@ class History:
         self.iowait_percent = Series(self.capacity)
         self.memory_used_bytes = Series(self.capacity)
         self.ticks = 0
+        self._by_key: dict[int, tuple[Snapshot, dict[tuple[int, int], GpuProcess]]] = {}
+        """Kept snapshot (by id) -> it and its processes by (pid, gpu): see
+        :meth:`processes_by_key` (the snapshot is kept so that a reused id is never
+        mistaken for it)."""
 
     def _snapshot_capacity(self) -> int:
         return min(self.capacity, self.capacity_for(self.snapshots_s, self.interval_s))
@@ -336,6 +400,18 @@ class History:
             gone.sort(key=lambda ph: ph.last_seen)
             for ph in gone[: len(gone) - MAX_GONE_PROCESSES]:
                 del self.processes[(ph.pid, ph.gpu_index)]
+
+    def processes_by_key(self, snap: Snapshot) -> dict[tuple[int, int], GpuProcess]:
+        """``snap``'s processes by (pid, gpu), the last of a duplicated key winning; built
+        once per kept snapshot (the hints look a snapshot's processes up every tick it
+        stays in their window). Callers do not change the dict."""
+        entry = self._by_key.get(id(snap))
+        if entry is None or entry[0] is not snap:
+            if len(self._by_key) > 2 * len(self.snapshots) + 8:
+                live = {id(s) for s in self.snapshots}
+                self._by_key = {k: v for k, v in self._by_key.items() if k in live}
+            entry = self._by_key[id(snap)] = (snap, {p.key: p for p in snap.processes})
+        return entry[1]
 
     def extend(self, snapshots: Iterable[Snapshot]) -> None:
         for s in snapshots:

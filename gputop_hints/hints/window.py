@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from gputop_hints.hints.traces import (
     GIB,
@@ -110,9 +110,12 @@ class Window:
     def derived(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()``, once per window: several rules ask the same question of one
         tick (idle gaps, which ranks hang or straggle); the answer is worked out once."""
-        if key not in self._derived:
-            self._derived[key] = compute()
-        return cast("T", self._derived[key])
+        derived = self._derived
+        if key in derived:
+            found: T = derived[key]
+            return found
+        value = derived[key] = compute()
+        return value
 
     @cached_property
     def allowed_cores_busy_percent(self) -> float | None:
@@ -203,7 +206,15 @@ class Window:
         if gh is None or len(gh.sm_samples) < 4:
             return None
         start = self.now - self.covered_s
-        pts = [s for s in gh.sm_samples if s.timestamp > start]
+        if gh.sm_samples_ordered:  # the newest, from the end, as far back as the window
+            pts = []
+            for s in reversed(gh.sm_samples):
+                if s.timestamp <= start:
+                    break
+                pts.append(s)
+            pts.reverse()
+        else:
+            pts = [s for s in gh.sm_samples if s.timestamp > start]
         if len(pts) < 4:
             return None
         times = [p.timestamp for p in pts]
@@ -357,17 +368,20 @@ class Window:
             return None
         seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
         n = max(1, min(ticks or self.ticks, seen))
-        values = ph.sm_percent.last(n)
-        if all(v is None for v in values) and not self.process_samples_reported(proc.gpu_index):
-            return None
         if not self.process_samples_reported(proc.gpu_index):
             return None
-        return [0.0 if v is None else v for v in values]
+        return [0.0 if v is None else v for v in ph.sm_percent.last(n)]
 
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
         """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
+        key = ("process-sm-mean", proc.pid, proc.gpu_index)
+        derived = self._derived
+        if key in derived:
+            found: float | None = derived[key]
+            return found
         values = self.process_sm_values(proc)
-        return _mean(values) if values else None
+        mean = derived[key] = _mean(values) if values else None
+        return mean
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
@@ -391,10 +405,8 @@ class Window:
     @cached_property
     def _window_index(self) -> list[dict[tuple[int, int], GpuProcess]]:
         """Each window snapshot's processes by (pid, gpu): one pass serves every lookup."""
-        return [
-            {p.key: p for p in snap.processes}
-            for snap in list(self.history.snapshots)[-self.ticks :]
-        ]
+        index = self.history.processes_by_key
+        return [index(snap) for snap in list(self.history.snapshots)[-self.ticks :]]
 
     def _host_side(self, proc: GpuProcess) -> tuple[list[int], int, int]:
         """Busy-worker count per tick, and (D-state, known) state counts, for one process.

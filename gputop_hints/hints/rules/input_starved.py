@@ -136,22 +136,35 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     a few seconds, and only a window holding several cycles shows the sawtooth.
     """
     out: list[Finding] = []
+    min_vram = t.general.min_vram_gib * GIB
     for proc in win.processes():
-        if (proc.vram_bytes or 0) < t.general.min_vram_gib * GIB:
+        if (proc.vram_bytes or 0) < min_vram or is_server(proc):
+            continue  # a server idles between requests
+        # The condition first: it rules out nearly every process, the exclusions below
+        # (each as pure as it) rarely do, so asking them only of a starved one costs less.
+        found = _starved_in_windows(win, t, proc)
+        if found is None:
             continue
-        if is_server(proc) or warming_up(win, t, proc) is not None:
-            continue  # a server idles between requests; a job starting up is not starved
+        if warming_up(win, t, proc) is not None:
+            continue  # a job starting up is not starved
         if offloading(win, t, proc) is not None or _threaded_host_step(win, t, proc):
             continue  # the host steps the optimizer by design: cpu-offload says so
-        for w in _windows(win, t, proc):
-            seen = _starved(w, t, proc)
-            if seen is not None:
-                out.append(_finding(w, t, proc, seen))
-                break
+        out.append(_finding(found[0], t, proc, found[1]))
     if win.allowed_cores_busy_percent is None:
         starved = {f.subject.gpu_index for f in out}
         out.extend(f for f in _gpu_only(win, t) if f.subject.gpu_index not in starved)
     return out
+
+
+def _starved_in_windows(
+    win: Window, t: Thresholds, proc: GpuProcess
+) -> tuple[Window, _Starved] | None:
+    """The first of :func:`_windows` that shows the condition, and what it shows."""
+    for w in _windows(win, t, proc):
+        seen = _starved(w, t, proc)
+        if seen is not None:
+            return w, seen
+    return None
 
 
 def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
@@ -298,12 +311,11 @@ def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float)
     iowait, and the GPU is not saturated: with the prefetch queue empty the GPU can
     only run as fast as the reads arrive, whether or not its stalls show as gaps."""
     c = t.input_starved
-    if sm >= c.storage_sm_below_percent or loader_workers(proc) == 0:
+    iowait = win.iowait_percent  # once per window: the cheapest test first
+    if iowait is None or not iowait >= c.iowait_above_percent or sm >= c.storage_sm_below_percent:
         return False
-    iowait = win.iowait_percent
     return (
-        iowait is not None
-        and iowait >= c.iowait_above_percent
+        loader_workers(proc) != 0
         and win.process_d_state_fraction(proc) >= c.storage_d_state_fraction
     )
 

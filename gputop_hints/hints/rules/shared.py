@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.attribution import burst_possible, process_fine_sm
@@ -36,12 +37,15 @@ def at_least(value: float | None, threshold: float) -> bool | None:
 
 
 def others_on_gpu(win: Window, proc: GpuProcess, t: Thresholds) -> list[GpuProcess]:
-    """The other processes on ``proc``'s GPU that hold enough VRAM to be diagnosed."""
-    return [
-        p
-        for p in win.significant_processes_on(proc.gpu_index, t.general.min_vram_gib * GIB)
-        if p.pid != proc.pid
-    ]
+    """The other processes on ``proc``'s GPU that hold enough VRAM to be diagnosed
+    (once per window and process: callers do not change the list)."""
+    min_vram = t.general.min_vram_gib * GIB
+    return win.derived(
+        ("others-on-gpu", proc.gpu_index, proc.pid, min_vram),
+        lambda: [
+            p for p in win.significant_processes_on(proc.gpu_index, min_vram) if p.pid != proc.pid
+        ],
+    )
 
 
 def sm_evidence(
@@ -91,7 +95,7 @@ def gaps_seen_by(
                 return None, Scope.PROCESS
             gaps = idle_gaps(values, period, c.gap_sm_below_percent, c.min_gap_s, fine=True)
             return gaps, Scope.PROCESS
-    if others and scope is Scope.PROCESS and all(_ran_nothing(win, p) for p in others):
+    if others and scope is Scope.PROCESS and _others_ran_nothing(win, proc, t):
         # The others ran no kernel in the window: the device's finer trace is this one's.
         return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     if others and scope is Scope.PROCESS:
@@ -120,6 +124,21 @@ def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: 
     return count
 
 
+def _others_ran_nothing(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
+    """Whether every other significant process on ``proc``'s GPU ran no kernel in the
+    window (:func:`_ran_nothing`), from one pass over the GPU's processes per window."""
+    min_vram = t.general.min_vram_gib * GIB
+    ran = win.derived(
+        ("ran-something", proc.gpu_index, min_vram),
+        lambda: {
+            p.pid
+            for p in win.significant_processes_on(proc.gpu_index, min_vram)
+            if not _ran_nothing(win, p)
+        },
+    )
+    return not ran or ran == {proc.pid}
+
+
 def _ran_nothing(win: Window, proc: GpuProcess) -> bool:
     """Whether ``proc``'s own samples say it ran no kernel in the window (not unknown)."""
     values = win.process_sm_values(proc)
@@ -142,8 +161,10 @@ _RANK_ARGUMENT = re.compile(r"(--?(?:local[-_])?rank[= ])\d+")
 pass ``--local-rank N``/``--local_rank=N``; everything else on the ranks' line is the same."""
 
 
+@lru_cache(maxsize=4096)
 def job_command(command: str) -> str:
-    """A command line with its per-rank argument blanked: the same for every rank of a job."""
+    """A command line with its per-rank argument blanked: the same for every rank of a job
+    (kept per command line: every tick asks it of every process)."""
     return _RANK_ARGUMENT.sub(r"\1*", command)
 
 

@@ -38,7 +38,13 @@ def power_share(win: Window, index: int) -> float | None:
 
 
 def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
-    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute."""
+    """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute.
+
+    Once per window and GPU (asked for every process)."""
+    return win.derived(("spinning", id(t), index), lambda: _spinning_uncached(win, t, index))
+
+
+def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
     c = t.collective_hang
     sm = win.gpu_sm_mean(index)
     low = win.gpu_sm_min(index)
@@ -367,8 +373,17 @@ def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bo
 def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
     """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it.
 
-    input-starved asks this too: a GPU that thrashes is left to this rule.
+    input-starved asks this too (for every process): a GPU that thrashes is left to
+    this rule. Once per window and GPU; callers do not change the evidence list.
     """
+    return win.derived(
+        ("link-thrashing", id(t), index), lambda: _link_thrashing_uncached(win, t, index)
+    )
+
+
+def _link_thrashing_uncached(
+    win: Window, t: Thresholds, index: int
+) -> tuple[bool, list[Evidence]]:
     c = t.pcie_thrash
     gpu = win.gpu(index)
     traffic = win.gpu_pcie_mean(index)
