@@ -73,7 +73,12 @@ class Series:
             return list(self._values)
         if n <= 0:
             return []
-        return list(islice(self._values, size - n, size))
+        if n > size // 2:
+            return list(islice(self._values, size - n, size))
+        # From the newest end: a deque is walked from whichever end the slice starts at.
+        newest = list(islice(reversed(self._values), n))
+        newest.reverse()
+        return newest
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""

@@ -31,7 +31,6 @@ NUMBER_LIMIT = 1e18
 
 _SUSPECT_PATTERN = r"NaN|Infinity|[eE]\+?[0-9]{2}|[,\[: \t-][0-9]{19}"
 _SUSPECT = re.compile(_SUSPECT_PATTERN.encode())
-_SUSPECT_TEXT = re.compile(_SUSPECT_PATTERN)
 """Bytes that may hold a number :func:`json.loads` would read as non-finite or absurd:
 the constants, an exponent of two digits or more, or an integer of 19 digits or more
 (past what a 64-bit integer holds), which in JSON starts after ``,``, ``[``, ``:``,
@@ -41,6 +40,28 @@ round-trip of a float) on most tick lines, and every such line used to take the
 slow, careful parse.
 
 Lines without them (nearly all) take the plain, fast parse."""
+
+_CLASSES = bytearray(b"x" * 256)
+for _c in b"0123456789":
+    _CLASSES[_c] = ord("0")
+for _c in b",[: \t-":
+    _CLASSES[_c] = ord("S")
+_CLASSES[ord("e")] = _CLASSES[ord("E")] = ord("E")
+_CLASSES[ord("+")] = ord("+")
+_CLASS_TABLE = bytes(_CLASSES)
+"""Each byte mapped to its class in :data:`_SUSPECT_PATTERN` -- ``0`` a digit, ``S`` a
+byte that may start a number, ``E`` an exponent letter, ``+`` itself, ``x`` anything
+else -- so :func:`_suspect_bytes` answers like the pattern with a few substring
+searches (in C) instead of trying the pattern at every byte (slower than the parse)."""
+_LONG_INTEGER = b"S" + b"0" * 19
+
+
+def _suspect_bytes(line: bytes) -> bool:
+    """Whether ``_SUSPECT`` would match ``line`` (same answer, several times faster)."""
+    if b"NaN" in line or b"Infinity" in line:
+        return True
+    classes = line.translate(_CLASS_TABLE)
+    return b"E00" in classes or b"E+00" in classes or _LONG_INTEGER in classes
 
 _NONE = type(None)
 _NUMBER: frozenset[type] = frozenset({int, float})
@@ -79,7 +100,7 @@ def loads_line(line: bytes | str) -> tuple[Any, int]:
 
     Raises ValueError for a line that is not JSON, nested too deeply included."""
     try:
-        if _SUSPECT.search(line if isinstance(line, bytes) else line.encode()) is None:
+        if not _suspect_bytes(line if isinstance(line, bytes) else line.encode()):
             return json.loads(line), 0
         replaced = _Replaced()
         value = json.loads(
@@ -95,12 +116,12 @@ def loads_line(line: bytes | str) -> tuple[Any, int]:
 
 def suspect(line: bytes) -> bool:
     """Whether a line may hold a number that :func:`loads_line` must read carefully."""
-    return _SUSPECT.search(line) is not None
+    return _suspect_bytes(line)
 
 
 def suspect_text(text: str) -> bool:
     """:func:`suspect` for text already decoded (a part of a line)."""
-    return _SUSPECT_TEXT.search(text) is not None
+    return _suspect_bytes(text.encode("utf-8", "surrogatepass"))
 
 
 def replaced_reason(count: int) -> str:
