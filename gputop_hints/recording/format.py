@@ -295,7 +295,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
     """A GPU's per-tick columns back into a GpuSample, with its static record."""
     flat = g[G_SAMPLES]
     throttle = g[G_THROTTLE]
-    active, occupancy, tensor, dram = _profiling(g)
+    active, occupancy, tensor, dram = profiling_columns(g)
     return GpuSample(
         index=g[G_INDEX],
         name=static.get("name"),
@@ -316,7 +316,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         default_power_limit_watts=static.get("default_power_limit_watts"),
         profiling_unavailable=static.get("profiling_unavailable"),
         throttle_reasons=None if throttle is None else tuple(throttle),
-        sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
+        sm_samples=_utilization_samples(flat),
         lost=len(g) > G_LOST and g[G_LOST] is True,
         not_answering_s=_not_answering(g),
         sm_active_percent=active,
@@ -326,10 +326,18 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
     )
 
 
+def _utilization_samples(flat: list[Any]) -> tuple[UtilizationSample, ...]:
+    """The flat ``sm_samples`` column (``[t0, percent0, t1, percent1, ...]``) as samples."""
+    if len(flat) % 2:
+        raise IndexError("sm_samples holds an odd number of values")
+    return tuple(map(UtilizationSample, flat[0::2], flat[1::2]))
+
+
+_Profiling = tuple[float | None, float | None, float | None, float | None]
 _NO_PROFILING: tuple[None, None, None, None] = (None, None, None, None)
 
 
-def _profiling(g: list[Any]) -> tuple[float | None, float | None, float | None, float | None]:
+def profiling_columns(g: list[Any]) -> _Profiling:
     """The ``profiling`` column, in :data:`PROFILING_FIELDS` order: numbers 0-100 or
     None each; an absent or malformed column is all unknown."""
     if len(g) <= G_PROFILING:
