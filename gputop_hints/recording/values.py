@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import chain
 from typing import Any
 
 NUMBER_LIMIT = 1e18
@@ -69,6 +70,7 @@ _NUMBER_OR_NONE: frozenset[type] = frozenset({int, float, _NONE})
 _TEXT_OR_NONE: frozenset[type] = frozenset({str, _NONE})
 _INTS: frozenset[type] = frozenset({int})
 _TEXTS: frozenset[type] = frozenset({str})
+_LISTS: frozenset[type] = frozenset({list})
 
 
 class _Replaced:
@@ -224,6 +226,26 @@ def _clean_process(p: Any) -> tuple[list[Any] | None, str | None]:
     ], f"process {p[0]}: a value of the wrong type"
 
 
+def _processes_clean(procs: Any) -> bool:
+    """Whether every entry of a tick's process column passes :func:`_clean_process`
+    unchanged -- the same checks, made on all the entries at once (the usual case)."""
+    if procs.__class__ is not list:
+        return False
+    if not all(p.__class__ is list and len(p) >= 9 for p in procs):
+        return False
+    workers = [p[8] for p in procs]
+    if not (
+        set(map(type, chain.from_iterable([p[0:2] for p in procs]))) <= _INTS
+        and set(map(type, chain.from_iterable([p[2:7] for p in procs]))) <= _NUMBER_OR_NONE
+        and set(map(type, [p[7] for p in procs])) <= _TEXT_OR_NONE
+        and set(map(type, workers)) <= _LISTS
+        and not any(len(w) % 4 for w in workers)
+    ):
+        return False
+    # Each worker list holds whole groups of four, so joined they keep the column order.
+    return _workers_ok(list(chain.from_iterable(workers)))
+
+
 def clean_tick(tick: list[Any]) -> tuple[list[Any] | None, str | None]:
     """A whole tick (outer shape already checked by ``valid_tick``), cleaned like
     :func:`clean_gpu_columns`: (the tick or a cleaned copy, or None when it has no
@@ -235,11 +257,14 @@ def clean_tick(tick: list[Any]) -> tuple[list[Any] | None, str | None]:
     host, why = _clean_host(tick[3])
     problem = problem or why
     processes: list[Any] = []
-    for p in tick[4]:
-        good, why = _clean_process(p)
-        problem = problem or why
-        if good is not None:
-            processes.append(good)
+    if _processes_clean(tick[4]):
+        processes.extend(tick[4])
+    else:
+        for p in tick[4]:
+            good, why = _clean_process(p)
+            problem = problem or why
+            if good is not None:
+                processes.append(good)
     duration = tick[1] if _number(tick[1]) else None
     if problem is None and duration is tick[1]:
         return tick, None
