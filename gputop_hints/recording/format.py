@@ -365,12 +365,61 @@ _NO_WORKER: tuple[None, None] = (None, None)
 """A worker without a ``worker`` record: name and command line unknown."""
 
 
+_ProcessStatic = tuple[str | None, str | None, str, float | None, tuple[str, ...]]
+_PROCESS_STATIC: dict[int, tuple[Mapping[str, Any], _ProcessStatic]] = {}
+"""A process record's fields as :class:`GpuProcess` takes them, by the record's id (the
+record itself kept alongside, so an id reused after it is gone never matches): the
+records are replaced, never changed in place, and each is read once per tick."""
+_PROCESS_STATIC_MAX = 4096
+
+
+def _process_static(static: Mapping[str, Any]) -> _ProcessStatic:
+    hit = _PROCESS_STATIC.get(id(static))
+    if hit is not None and hit[0] is static:
+        return hit[1]
+    fields = (
+        static.get("user"),
+        static.get("name"),
+        static.get("command") or "",
+        static.get("create_time"),
+        tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
+    )
+    if len(_PROCESS_STATIC) >= _PROCESS_STATIC_MAX:
+        _PROCESS_STATIC.clear()
+    _PROCESS_STATIC[id(static)] = (static, fields)
+    return fields
+
+
+def _decode_workers(
+    wf: list[Any], worker_names: Mapping[int, tuple[str | None, str | None]]
+) -> tuple[WorkerProcess, ...]:
+    """The flat ``workers`` column (four values a worker) as WorkerProcesses."""
+    if not wf:
+        return ()
+    if len(wf) % 4:
+        raise IndexError("workers holds a partial worker")
+    get = worker_names.get
+    pids = wf[0::4]
+    known = [get(pid, _NO_WORKER) for pid in pids]
+    return tuple(
+        map(
+            WorkerProcess,
+            pids,
+            wf[1::4],
+            wf[2::4],
+            wf[3::4],
+            [k[0] for k in known],
+            [k[1] for k in known],
+        )
+    )
+
+
 def _decode_process(
     p: list[Any],
     static: Mapping[str, Any],
     worker_names: Mapping[int, tuple[str | None, str | None]],
 ) -> GpuProcess:
-    wf = p[P_WORKERS]
+    user, name, command, create_time, frameworks = _process_static(static)
     return GpuProcess(
         pid=p[P_PID],
         gpu_index=p[P_GPU],
@@ -378,19 +427,14 @@ def _decode_process(
         sm_percent=p[P_SM],
         memory_access_percent=p[P_MEM],
         cpu_percent=p[P_CPU],
-        workers=tuple(
-            WorkerProcess(
-                wf[i], wf[i + 1], wf[i + 2], wf[i + 3], *worker_names.get(wf[i], _NO_WORKER)
-            )
-            for i in range(0, len(wf), 4)
-        ),
+        workers=_decode_workers(p[P_WORKERS], worker_names),
         rss_bytes=p[P_RSS],
         state=p[P_STATE],
-        user=static.get("user"),
-        name=static.get("name"),
-        command=static.get("command") or "",
-        create_time=static.get("create_time"),
-        frameworks=tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
+        user=user,
+        name=name,
+        command=command,
+        create_time=create_time,
+        frameworks=frameworks,
     )
 
 
