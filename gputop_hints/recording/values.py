@@ -162,11 +162,30 @@ def _clean_gpu(g: Any) -> tuple[list[Any] | None, str | None]:
     return [*fixed, throttle, samples, *g[11:]], f"GPU {g[0]}: a value that is not a number"
 
 
+def _gpus_clean(gpus: list[Any]) -> bool:
+    """Whether every GPU column passes :func:`_clean_gpu` unchanged -- the same checks,
+    made on all the columns at once (the usual case)."""
+    if not all(g.__class__ is list and len(g) >= 11 and g[0].__class__ is int for g in gpus):
+        return False
+    throttles = [g[9] for g in gpus if g[9] is not None]
+    samples = [g[10] for g in gpus]
+    return (
+        set(map(type, chain.from_iterable([g[1:9] for g in gpus]))) <= _NUMBER_OR_NONE
+        and set(map(type, throttles)) <= _LISTS
+        and set(map(type, chain.from_iterable(throttles))) <= _TEXTS
+        and set(map(type, samples)) <= _LISTS
+        and not any(len(x) % 2 for x in samples)
+        and set(map(type, chain.from_iterable(samples))) <= _NUMBER_OR_NONE
+    )
+
+
 def clean_gpu_columns(gpus: list[Any]) -> tuple[list[Any], str | None]:
     """A tick's GPU columns with every value of the wrong type made unknown.
 
     Returns the list itself when it is clean (the usual case), else a cleaned
     copy, and the first problem found (None when clean)."""
+    if _gpus_clean(gpus):
+        return gpus, None
     problem: str | None = None
     cleaned: list[Any] | None = None
     for i, g in enumerate(gpus):
