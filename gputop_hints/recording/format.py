@@ -296,7 +296,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
     """A GPU's per-tick columns back into a GpuSample, with its static record."""
     flat = g[G_SAMPLES]
     throttle = g[G_THROTTLE]
-    active, occupancy, tensor, dram = _profiling(g)
+    active, occupancy, tensor, dram = profiling_columns(g)
     return GpuSample(
         index=g[G_INDEX],
         name=static.get("name"),
@@ -317,7 +317,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         default_power_limit_watts=static.get("default_power_limit_watts"),
         profiling_unavailable=static.get("profiling_unavailable"),
         throttle_reasons=None if throttle is None else tuple(throttle),
-        sm_samples=tuple(UtilizationSample(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)),
+        sm_samples=_utilization_samples(flat),
         lost=len(g) > G_LOST and g[G_LOST] is True,
         not_answering_s=_not_answering(g),
         sm_active_percent=active,
@@ -327,10 +327,18 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
     )
 
 
+def _utilization_samples(flat: list[Any]) -> tuple[UtilizationSample, ...]:
+    """The flat ``sm_samples`` column (``[t0, percent0, t1, percent1, ...]``) as samples."""
+    if len(flat) % 2:
+        raise IndexError("sm_samples holds an odd number of values")
+    return tuple(map(UtilizationSample, flat[0::2], flat[1::2]))
+
+
+_Profiling = tuple[float | None, float | None, float | None, float | None]
 _NO_PROFILING: tuple[None, None, None, None] = (None, None, None, None)
 
 
-def _profiling(g: list[Any]) -> tuple[float | None, float | None, float | None, float | None]:
+def profiling_columns(g: list[Any]) -> _Profiling:
     """The ``profiling`` column, in :data:`PROFILING_FIELDS` order: numbers 0-100 or
     None each; an absent or malformed column is all unknown."""
     if len(g) <= G_PROFILING:
@@ -358,12 +366,62 @@ _NO_WORKER: tuple[None, None] = (None, None)
 """A worker without a ``worker`` record: name and command line unknown."""
 
 
+_ProcessStatic = tuple[str | None, str | None, str, float | None, tuple[str, ...], str | None]
+_PROCESS_STATIC: dict[int, tuple[Mapping[str, Any], _ProcessStatic]] = {}
+"""A process record's fields as :class:`GpuProcess` takes them, by the record's id (the
+record itself kept alongside, so an id reused after it is gone never matches): the
+records are replaced, never changed in place, and each is read once per tick."""
+_PROCESS_STATIC_MAX = 4096
+
+
+def _process_static(static: Mapping[str, Any]) -> _ProcessStatic:
+    hit = _PROCESS_STATIC.get(id(static))
+    if hit is not None and hit[0] is static:
+        return hit[1]
+    fields = (
+        static.get("user"),
+        static.get("name"),
+        static.get("command") or "",
+        static.get("create_time"),
+        tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
+        static.get("container"),
+    )
+    if len(_PROCESS_STATIC) >= _PROCESS_STATIC_MAX:
+        _PROCESS_STATIC.clear()
+    _PROCESS_STATIC[id(static)] = (static, fields)
+    return fields
+
+
+def _decode_workers(
+    wf: list[Any], worker_names: Mapping[int, tuple[str | None, str | None]]
+) -> tuple[WorkerProcess, ...]:
+    """The flat ``workers`` column (four values a worker) as WorkerProcesses."""
+    if not wf:
+        return ()
+    if len(wf) % 4:
+        raise IndexError("workers holds a partial worker")
+    get = worker_names.get
+    pids = wf[0::4]
+    known = [get(pid, _NO_WORKER) for pid in pids]
+    return tuple(
+        map(
+            WorkerProcess,
+            pids,
+            wf[1::4],
+            wf[2::4],
+            wf[3::4],
+            [k[0] for k in known],
+            [k[1] for k in known],
+        )
+    )
+
+
 def _decode_process(
     p: list[Any],
     static: Mapping[str, Any],
     worker_names: Mapping[int, tuple[str | None, str | None]],
 ) -> GpuProcess:
-    wf = p[P_WORKERS]
+    user, name, command, create_time, frameworks, container = _process_static(static)
     return GpuProcess(
         pid=p[P_PID],
         gpu_index=p[P_GPU],
@@ -371,20 +429,15 @@ def _decode_process(
         sm_percent=p[P_SM],
         memory_access_percent=p[P_MEM],
         cpu_percent=p[P_CPU],
-        workers=tuple(
-            WorkerProcess(
-                wf[i], wf[i + 1], wf[i + 2], wf[i + 3], *worker_names.get(wf[i], _NO_WORKER)
-            )
-            for i in range(0, len(wf), 4)
-        ),
+        workers=_decode_workers(p[P_WORKERS], worker_names),
         rss_bytes=p[P_RSS],
         state=p[P_STATE],
-        user=static.get("user"),
-        name=static.get("name"),
-        command=static.get("command") or "",
-        create_time=static.get("create_time"),
-        frameworks=tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
-        container=static.get("container"),
+        user=user,
+        name=name,
+        command=command,
+        create_time=create_time,
+        frameworks=frameworks,
+        container=container,
     )
 
 

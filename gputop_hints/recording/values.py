@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from itertools import chain
 from typing import Any
 
 NUMBER_LIMIT = 1e18
@@ -31,7 +32,6 @@ NUMBER_LIMIT = 1e18
 
 _SUSPECT_PATTERN = r"NaN|Infinity|[eE]\+?[0-9]{2}|[,\[: \t-][0-9]{19}"
 _SUSPECT = re.compile(_SUSPECT_PATTERN.encode())
-_SUSPECT_TEXT = re.compile(_SUSPECT_PATTERN)
 """Bytes that may hold a number :func:`json.loads` would read as non-finite or absurd:
 the constants, an exponent of two digits or more, or an integer of 19 digits or more
 (past what a 64-bit integer holds), which in JSON starts after ``,``, ``[``, ``:``,
@@ -42,12 +42,35 @@ slow, careful parse.
 
 Lines without them (nearly all) take the plain, fast parse."""
 
+_CLASSES = bytearray(b"x" * 256)
+for _c in b"0123456789":
+    _CLASSES[_c] = ord("0")
+for _c in b",[: \t-":
+    _CLASSES[_c] = ord("S")
+_CLASSES[ord("e")] = _CLASSES[ord("E")] = ord("E")
+_CLASSES[ord("+")] = ord("+")
+_CLASS_TABLE = bytes(_CLASSES)
+"""Each byte mapped to its class in :data:`_SUSPECT_PATTERN` -- ``0`` a digit, ``S`` a
+byte that may start a number, ``E`` an exponent letter, ``+`` itself, ``x`` anything
+else -- so :func:`_suspect_bytes` answers like the pattern with a few substring
+searches (in C) instead of trying the pattern at every byte (slower than the parse)."""
+_LONG_INTEGER = b"S" + b"0" * 19
+
+
+def _suspect_bytes(line: bytes) -> bool:
+    """Whether ``_SUSPECT`` would match ``line`` (same answer, several times faster)."""
+    if b"NaN" in line or b"Infinity" in line:
+        return True
+    classes = line.translate(_CLASS_TABLE)
+    return b"E00" in classes or b"E+00" in classes or _LONG_INTEGER in classes
+
 _NONE = type(None)
 _NUMBER: frozenset[type] = frozenset({int, float})
 _NUMBER_OR_NONE: frozenset[type] = frozenset({int, float, _NONE})
 _TEXT_OR_NONE: frozenset[type] = frozenset({str, _NONE})
 _INTS: frozenset[type] = frozenset({int})
 _TEXTS: frozenset[type] = frozenset({str})
+_LISTS: frozenset[type] = frozenset({list})
 
 
 class _Replaced:
@@ -79,7 +102,7 @@ def loads_line(line: bytes | str) -> tuple[Any, int]:
 
     Raises ValueError for a line that is not JSON, nested too deeply included."""
     try:
-        if _SUSPECT.search(line if isinstance(line, bytes) else line.encode()) is None:
+        if not _suspect_bytes(line if isinstance(line, bytes) else line.encode()):
             return json.loads(line), 0
         replaced = _Replaced()
         value = json.loads(
@@ -95,12 +118,12 @@ def loads_line(line: bytes | str) -> tuple[Any, int]:
 
 def suspect(line: bytes) -> bool:
     """Whether a line may hold a number that :func:`loads_line` must read carefully."""
-    return _SUSPECT.search(line) is not None
+    return _suspect_bytes(line)
 
 
 def suspect_text(text: str) -> bool:
     """:func:`suspect` for text already decoded (a part of a line)."""
-    return _SUSPECT_TEXT.search(text) is not None
+    return _suspect_bytes(text.encode("utf-8", "surrogatepass"))
 
 
 def replaced_reason(count: int) -> str:
@@ -139,11 +162,30 @@ def _clean_gpu(g: Any) -> tuple[list[Any] | None, str | None]:
     return [*fixed, throttle, samples, *g[11:]], f"GPU {g[0]}: a value that is not a number"
 
 
+def _gpus_clean(gpus: list[Any]) -> bool:
+    """Whether every GPU column passes :func:`_clean_gpu` unchanged -- the same checks,
+    made on all the columns at once (the usual case)."""
+    if not all(g.__class__ is list and len(g) >= 11 and g[0].__class__ is int for g in gpus):
+        return False
+    throttles = [g[9] for g in gpus if g[9] is not None]
+    samples = [g[10] for g in gpus]
+    return (
+        set(map(type, chain.from_iterable([g[1:9] for g in gpus]))) <= _NUMBER_OR_NONE
+        and set(map(type, throttles)) <= _LISTS
+        and set(map(type, chain.from_iterable(throttles))) <= _TEXTS
+        and set(map(type, samples)) <= _LISTS
+        and not any(len(x) % 2 for x in samples)
+        and set(map(type, chain.from_iterable(samples))) <= _NUMBER_OR_NONE
+    )
+
+
 def clean_gpu_columns(gpus: list[Any]) -> tuple[list[Any], str | None]:
     """A tick's GPU columns with every value of the wrong type made unknown.
 
     Returns the list itself when it is clean (the usual case), else a cleaned
     copy, and the first problem found (None when clean)."""
+    if _gpus_clean(gpus):
+        return gpus, None
     problem: str | None = None
     cleaned: list[Any] | None = None
     for i, g in enumerate(gpus):
@@ -203,6 +245,26 @@ def _clean_process(p: Any) -> tuple[list[Any] | None, str | None]:
     ], f"process {p[0]}: a value of the wrong type"
 
 
+def _processes_clean(procs: Any) -> bool:
+    """Whether every entry of a tick's process column passes :func:`_clean_process`
+    unchanged -- the same checks, made on all the entries at once (the usual case)."""
+    if procs.__class__ is not list:
+        return False
+    if not all(p.__class__ is list and len(p) >= 9 for p in procs):
+        return False
+    workers = [p[8] for p in procs]
+    if not (
+        set(map(type, chain.from_iterable([p[0:2] for p in procs]))) <= _INTS
+        and set(map(type, chain.from_iterable([p[2:7] for p in procs]))) <= _NUMBER_OR_NONE
+        and set(map(type, [p[7] for p in procs])) <= _TEXT_OR_NONE
+        and set(map(type, workers)) <= _LISTS
+        and not any(len(w) % 4 for w in workers)
+    ):
+        return False
+    # Each worker list holds whole groups of four, so joined they keep the column order.
+    return _workers_ok(list(chain.from_iterable(workers)))
+
+
 def clean_tick(tick: list[Any]) -> tuple[list[Any] | None, str | None]:
     """A whole tick (outer shape already checked by ``valid_tick``), cleaned like
     :func:`clean_gpu_columns`: (the tick or a cleaned copy, or None when it has no
@@ -214,11 +276,14 @@ def clean_tick(tick: list[Any]) -> tuple[list[Any] | None, str | None]:
     host, why = _clean_host(tick[3])
     problem = problem or why
     processes: list[Any] = []
-    for p in tick[4]:
-        good, why = _clean_process(p)
-        problem = problem or why
-        if good is not None:
-            processes.append(good)
+    if _processes_clean(tick[4]):
+        processes.extend(tick[4])
+    else:
+        for p in tick[4]:
+            good, why = _clean_process(p)
+            problem = problem or why
+            if good is not None:
+                processes.append(good)
     duration = tick[1] if _number(tick[1]) else None
     if problem is None and duration is tick[1]:
         return tick, None

@@ -13,6 +13,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_hints.model import PROFILING_FIELDS, GpuSample, Snapshot
+from gputop_hints.recording.format import (
+    G_INDEX,
+    G_MEM,
+    G_POWER,
+    G_PROFILING,
+    G_RX,
+    G_SAMPLES,
+    G_SM,
+    G_TEMPERATURE,
+    G_THROTTLE,
+    G_TX,
+    G_VRAM_USED,
+    profiling_columns,
+)
+from gputop_hints.recording.lazy import LazyTick
 from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
@@ -176,6 +191,10 @@ class GpuTable:
 
     def add(self, tick: TickView, seen: dict[str, bool]) -> None:
         """Count one tick's GPUs; mark in ``seen`` each metric that has a value."""
+        if tick.__class__ is LazyTick:
+            # A recording's tick: its checked GPU columns, without building GpuSamples.
+            self._add_columns(tick.gpus, seen)
+            return
         try:
             for g in tick.gpu_samples():
                 self._add_gpu(g, seen)
@@ -183,12 +202,7 @@ class GpuTable:
             pass  # a malformed GPU column: the rest of the tick still counts
 
     def _add_gpu(self, g: GpuSample, seen: dict[str, bool]) -> None:
-        index = g.index
-        st = self.gpus.get(index)
-        if st is None:
-            static = self._header_gpus.get(index, {})
-            st = GpuStats(int(index), static.get("name"), static.get("vram_total_bytes"))
-            self.gpus[index] = st
+        st = self._stats_for(g.index)
         st.ticks += 1
         sm = g.sm_percent
         if sm is not None:
@@ -224,6 +238,56 @@ class GpuTable:
             value = getattr(g, name)
             if value is not None:
                 stats.add(value)
+
+    def _stats_for(self, index: int) -> GpuStats:
+        st = self.gpus.get(index)
+        if st is None:
+            static = self._header_gpus.get(index, {})
+            st = GpuStats(int(index), static.get("name"), static.get("vram_total_bytes"))
+            self.gpus[index] = st
+        return st
+
+    def _add_columns(self, gpus: list[Any], seen: dict[str, bool]) -> None:
+        """:meth:`_add_gpu` for a recording's GPU columns (checked by
+        :func:`~gputop_hints.recording.values.clean_gpu_columns`): the same counts,
+        read from the columns :func:`~gputop_hints.recording.format.decode_gpu` reads."""
+        for g in gpus:
+            st = self._stats_for(g[G_INDEX])
+            st.ticks += 1
+            sm = g[G_SM]
+            if sm is not None:
+                st.sm.add(sm)
+                seen[METRIC_SM] = True
+            mem = g[G_MEM]
+            if mem is not None:
+                st.memory_access.add(mem)
+                seen[METRIC_MEMORY_ACCESS] = True
+            used = g[G_VRAM_USED]
+            if used is not None:
+                seen[METRIC_VRAM] = True
+                if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
+                    st.vram_peak_bytes = used
+                if st.vram_total_bytes:
+                    st.vram_percent.add(used / st.vram_total_bytes * 100.0)
+            rx, tx = g[G_RX], g[G_TX]
+            if rx is not None:
+                st.pcie_rx.add(rx)
+                seen[METRIC_PCIE] = True
+            if tx is not None:
+                st.pcie_tx.add(tx)
+                seen[METRIC_PCIE] = True
+            if g[G_THROTTLE] is not None:
+                seen[METRIC_THROTTLE] = True
+            if g[G_POWER] is not None:
+                seen[METRIC_POWER] = True
+            if g[G_TEMPERATURE] is not None:
+                seen[METRIC_TEMPERATURE] = True
+            if g[G_SAMPLES]:
+                seen[METRIC_SUBSECOND] = True
+            if len(g) > G_PROFILING:
+                for stats, value in zip(st.profiling.values(), profiling_columns(g), strict=True):
+                    if value is not None:
+                        stats.add(value)
 
     def in_order(self) -> list[GpuStats]:
         return [self.gpus[k] for k in sorted(self.gpus)]
