@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from itertools import pairwise
+from itertools import islice, pairwise
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from gputop_hints.hints.traces import (
@@ -39,6 +41,10 @@ __all__ = [
     "ring_idle_for_s",
     "vram_rise",
 ]
+
+
+_timestamp = attrgetter("timestamp")
+_percent = attrgetter("percent")
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -206,18 +212,15 @@ class Window:
         if gh is None or len(gh.sm_samples) < 4:
             return None
         start = self.now - self.covered_s
-        if gh.sm_samples_ordered:  # the newest, from the end, as far back as the window
-            pts = []
-            for s in reversed(gh.sm_samples):
-                if s.timestamp <= start:
-                    break
-                pts.append(s)
-            pts.reverse()
+        samples = gh.sm_samples
+        if gh.sm_samples_ordered:  # in time order: the window's are the newest, one slice
+            first = bisect_right(samples, start, key=_timestamp)
+            pts = list(islice(samples, first, len(samples)))
         else:
-            pts = [s for s in gh.sm_samples if s.timestamp > start]
+            pts = [s for s in samples if s.timestamp > start]
         if len(pts) < 4:
             return None
-        times = [p.timestamp for p in pts]
+        times = list(map(_timestamp, pts))
         spacing = [b - a for a, b in pairwise(times) if b > a]
         if not spacing:
             return None
@@ -225,7 +228,7 @@ class Window:
         # Fewer than ~2 samples a tick is no finer than the tick itself.
         if period > self.interval_s / 2:
             return None
-        return times, [p.percent for p in pts], period
+        return times, list(map(_percent, pts)), period
 
     def gpu_gaps(self, index: int, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps of a GPU, from sub-second samples where NVML has them."""
