@@ -40,6 +40,9 @@ from gputop_hints.streams import (
     TickView,
 )
 
+_PRESENCE_METRICS = (METRIC_THROTTLE, METRIC_POWER, METRIC_TEMPERATURE, METRIC_SUBSECOND)
+"""Metrics a GPU's tick only shows the presence of (their figures come from elsewhere)."""
+
 
 class _BinnedStats:
     """Count, mean and peak of a quantity, and quantiles from bins (subclasses bin)."""
@@ -202,42 +205,72 @@ class GpuTable:
             pass  # a malformed GPU column: the rest of the tick still counts
 
     def _add_gpu(self, g: GpuSample, seen: dict[str, bool]) -> None:
-        st = self._stats_for(g.index)
+        st = self._count(
+            g.index,
+            (g.sm_percent, g.memory_access_percent, g.vram_used_bytes),
+            (g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s),
+            (g.throttle_reasons, g.power_watts, g.temperature_c, g.sm_samples or None),
+            seen,
+        )
+        for name, stats in st.profiling.items():
+            value = getattr(g, name)
+            if value is not None:
+                stats.add(value)
+
+    def _add_columns(self, gpus: list[Any], seen: dict[str, bool]) -> None:
+        """:meth:`_add_gpu` for a recording's GPU columns (checked by
+        :func:`~gputop_hints.recording.values.clean_gpu_columns`): the same counts,
+        read from the columns :func:`~gputop_hints.recording.format.decode_gpu` reads."""
+        for g in gpus:
+            st = self._count(
+                g[G_INDEX],
+                (g[G_SM], g[G_MEM], g[G_VRAM_USED]),
+                (g[G_RX], g[G_TX]),
+                (g[G_THROTTLE], g[G_POWER], g[G_TEMPERATURE], g[G_SAMPLES] or None),
+                seen,
+            )
+            if len(g) > G_PROFILING:
+                for stats, value in zip(st.profiling.values(), profiling_columns(g), strict=True):
+                    if value is not None:
+                        stats.add(value)
+
+    def _count(
+        self,
+        index: int,
+        levels: tuple[float | None, float | None, int | None],
+        pcie: tuple[float | None, float | None],
+        present: tuple[object, object, object, object],
+        seen: dict[str, bool],
+    ) -> GpuStats:
+        """One GPU's tick into its statistics: SM %, memory access % and VRAM used,
+        PCIe Rx/Tx, and which of throttle reasons, power, temperature and sub-second
+        samples the tick holds (None: not in it)."""
+        st = self._stats_for(index)
         st.ticks += 1
-        sm = g.sm_percent
+        sm, mem, used = levels
         if sm is not None:
             st.sm.add(sm)
             seen[METRIC_SM] = True
-        mem = g.memory_access_percent
         if mem is not None:
             st.memory_access.add(mem)
             seen[METRIC_MEMORY_ACCESS] = True
-        used = g.vram_used_bytes
         if used is not None:
             seen[METRIC_VRAM] = True
             if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
                 st.vram_peak_bytes = used
             if st.vram_total_bytes:
                 st.vram_percent.add(used / st.vram_total_bytes * 100.0)
-        rx, tx = g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s
+        rx, tx = pcie
         if rx is not None:
             st.pcie_rx.add(rx)
             seen[METRIC_PCIE] = True
         if tx is not None:
             st.pcie_tx.add(tx)
             seen[METRIC_PCIE] = True
-        if g.throttle_reasons is not None:
-            seen[METRIC_THROTTLE] = True
-        if g.power_watts is not None:
-            seen[METRIC_POWER] = True
-        if g.temperature_c is not None:
-            seen[METRIC_TEMPERATURE] = True
-        if g.sm_samples:
-            seen[METRIC_SUBSECOND] = True
-        for name, stats in st.profiling.items():
-            value = getattr(g, name)
+        for metric, value in zip(_PRESENCE_METRICS, present, strict=True):
             if value is not None:
-                stats.add(value)
+                seen[metric] = True
+        return st
 
     def _stats_for(self, index: int) -> GpuStats:
         st = self.gpus.get(index)
@@ -246,48 +279,6 @@ class GpuTable:
             st = GpuStats(int(index), static.get("name"), static.get("vram_total_bytes"))
             self.gpus[index] = st
         return st
-
-    def _add_columns(self, gpus: list[Any], seen: dict[str, bool]) -> None:
-        """:meth:`_add_gpu` for a recording's GPU columns (checked by
-        :func:`~gputop_hints.recording.values.clean_gpu_columns`): the same counts,
-        read from the columns :func:`~gputop_hints.recording.format.decode_gpu` reads."""
-        for g in gpus:
-            st = self._stats_for(g[G_INDEX])
-            st.ticks += 1
-            sm = g[G_SM]
-            if sm is not None:
-                st.sm.add(sm)
-                seen[METRIC_SM] = True
-            mem = g[G_MEM]
-            if mem is not None:
-                st.memory_access.add(mem)
-                seen[METRIC_MEMORY_ACCESS] = True
-            used = g[G_VRAM_USED]
-            if used is not None:
-                seen[METRIC_VRAM] = True
-                if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
-                    st.vram_peak_bytes = used
-                if st.vram_total_bytes:
-                    st.vram_percent.add(used / st.vram_total_bytes * 100.0)
-            rx, tx = g[G_RX], g[G_TX]
-            if rx is not None:
-                st.pcie_rx.add(rx)
-                seen[METRIC_PCIE] = True
-            if tx is not None:
-                st.pcie_tx.add(tx)
-                seen[METRIC_PCIE] = True
-            if g[G_THROTTLE] is not None:
-                seen[METRIC_THROTTLE] = True
-            if g[G_POWER] is not None:
-                seen[METRIC_POWER] = True
-            if g[G_TEMPERATURE] is not None:
-                seen[METRIC_TEMPERATURE] = True
-            if g[G_SAMPLES]:
-                seen[METRIC_SUBSECOND] = True
-            if len(g) > G_PROFILING:
-                for stats, value in zip(st.profiling.values(), profiling_columns(g), strict=True):
-                    if value is not None:
-                        stats.add(value)
 
     def in_order(self) -> list[GpuStats]:
         return [self.gpus[k] for k in sorted(self.gpus)]
