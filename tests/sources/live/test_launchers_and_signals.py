@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,11 +26,11 @@ child.wait()
 """
 
 
-@pytest.fixture
-def torchrun_tree(tmp_path: Path) -> Iterator[tuple[int, int]]:
+@contextlib.contextmanager
+def launched(tmp_path: Path, script_text: str) -> Iterator[tuple[int, int]]:
     """A process whose script is named ``torchrun`` and its ``sleep`` child: (launcher, rank)."""
     script = tmp_path / "torchrun"
-    script.write_text(LAUNCHER_SCRIPT)
+    script.write_text(script_text)
     launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
     try:
         assert launcher.stdout is not None
@@ -40,6 +41,14 @@ def torchrun_tree(tmp_path: Path) -> Iterator[tuple[int, int]]:
             proc.kill()
         launcher.kill()
         launcher.wait()
+        if launcher.stdout is not None:
+            launcher.stdout.close()
+
+
+@pytest.fixture
+def torchrun_tree(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    with launched(tmp_path, LAUNCHER_SCRIPT) as pids:
+        yield pids
 
 
 def test_a_rank_is_grouped_under_the_torchrun_that_started_it(
@@ -137,24 +146,14 @@ while time.monotonic() < end and child.poll() is None:
 def test_the_live_source_measures_each_launchers_own_cpu(
     tmp_path: Path, script_text: str, busy: bool
 ) -> None:
-    script = tmp_path / "torchrun"
-    script.write_text(script_text)
-    launcher = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE)
-    try:
-        assert launcher.stdout is not None
-        rank = int(launcher.stdout.readline())
-        with FakeNvml(make_gpus(1, [[rank]])):
-            source = LiveSource(detect_job=False)
-            first, second = two_ticks(source, 0.6)
-            source.close()
-        assert [(x.pid, x.kind) for x in second.launchers] == [(launcher.pid, "torchrun")]
-        assert first.launchers[0].cpu_percent is None  # no CPU % before a second reading
-        cpu = second.launchers[0].cpu_percent
-        assert cpu is not None and (cpu > 50 if busy else cpu < 20)
-    finally:
-        for proc in psutil.Process(launcher.pid).children():
-            proc.kill()
-        launcher.kill()
-        launcher.wait()
-        if launcher.stdout is not None:
-            launcher.stdout.close()
+    with (
+        launched(tmp_path, script_text) as (launcher_pid, rank),
+        FakeNvml(make_gpus(1, [[rank]])),
+    ):
+        source = LiveSource(detect_job=False)
+        first, second = two_ticks(source, 0.6)
+        source.close()
+    assert [(x.pid, x.kind) for x in second.launchers] == [(launcher_pid, "torchrun")]
+    assert first.launchers[0].cpu_percent is None  # no CPU % before a second reading
+    cpu = second.launchers[0].cpu_percent
+    assert cpu is not None and (cpu > 50 if busy else cpu < 20)
