@@ -290,6 +290,12 @@ FRAMEWORKS = ("jax", "tensorflow", "torch")
 """What :attr:`GpuProcess.frameworks` may hold."""
 
 
+def known_frameworks(values: Any) -> tuple[str, ...]:
+    """A file's ``frameworks`` list as :attr:`GpuProcess.frameworks`: only the known
+    names (anything else a file holds is dropped, never shown)."""
+    return tuple(f for f in values or () if f in FRAMEWORKS)
+
+
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     """A process holding a context on one GPU, with its host-side picture."""
@@ -494,7 +500,7 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
             WorkerProcess(**{k: v for k, v in w.items() if k in worker_keys})
             for w in p.get("workers", ())
         )
-        kwargs["frameworks"] = tuple(f for f in p.get("frameworks") or () if f in FRAMEWORKS)
+        kwargs["frameworks"] = known_frameworks(p.get("frameworks"))
         processes.append(GpuProcess(**kwargs))
     return Snapshot(
         timestamp=data["timestamp"],

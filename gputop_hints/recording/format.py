@@ -29,7 +29,6 @@ from typing import Any
 
 from gputop_hints import __version__
 from gputop_hints.model import (
-    FRAMEWORKS,
     PROFILING_FIELDS,
     GpuProcess,
     GpuSample,
@@ -37,6 +36,7 @@ from gputop_hints.model import (
     Snapshot,
     UtilizationSample,
     WorkerProcess,
+    known_frameworks,
 )
 
 FORMAT = "gputop-hints-recording"
@@ -383,7 +383,7 @@ def _process_static(static: Mapping[str, Any]) -> _ProcessStatic:
         static.get("name"),
         static.get("command") or "",
         static.get("create_time"),
-        tuple(f for f in static.get("frameworks") or () if f in FRAMEWORKS),
+        known_frameworks(static.get("frameworks")),
         static.get("container"),
     )
     if len(_PROCESS_STATIC) >= _PROCESS_STATIC_MAX:
