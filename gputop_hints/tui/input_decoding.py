@@ -38,8 +38,11 @@ FLOOD_CHARS = 256
 """Plain characters in one read (the drivers read 4 KiB at a time) past which the read
 is a flood, not typing: key repeat gives ~30 a second, a fast typist ~15."""
 
-_ESCAPE = re.compile(r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|.)", re.S)
-"""A terminal escape sequence (CSI, OSC, or ESC and one character): kept whole."""
+_ESCAPE = re.compile(
+    r"\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|O.|.)", re.S
+)
+"""A terminal escape sequence (CSI, OSC, SS3 -- ``ESC O B`` is Down in application
+cursor mode, F1-F4 everywhere -- or ESC and one character): kept whole."""
 
 
 FLOOD_QUIET_S = 0.5

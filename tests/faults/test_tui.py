@@ -24,7 +24,7 @@ from gputop_hints.tui.input_decoding import coalesce_flood
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.help import HelpScreen
 from gputop_hints.tui.screens.main import MainScreen
-from tests.support.tmux_harness import SCRIPT, Tmux, tmux_session
+from tests.support.tmux_harness import SCRIPT, Tmux, process_state, tmux_session
 
 SIZE = (120, 40)
 DEMO = [str(SCRIPT), "--demo"]
@@ -33,12 +33,6 @@ DEMO = [str(SCRIPT), "--demo"]
 @pytest.fixture
 def tmux() -> Iterator[Tmux]:
     yield from tmux_session()
-
-
-def process_state(pid: int) -> str:
-    """The one-letter state of ``pid`` (``T`` stopped, ``S`` sleeping, ...)."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def wait_for_state(pid: int, wanted: str, timeout: float = 10.0) -> str:
@@ -200,3 +194,6 @@ def test_typing_passes_and_a_flood_is_cut_to_one_of_each_key() -> None:
     flood = "?ts" * 200 + "\x1b[<35;10;10M" + "st" * 200 + "q"
     assert coalesce_flood(flood) == "?ts\x1b[<35;10;10Mq"
     assert coalesce_flood("?ts" * 200 + "q", only_quit=True) == "q"
+    # Arrows in application cursor mode (SS3: ESC O A) stay whole, never cut to "ESC O".
+    arrows = "\x1bOA\x1bOB" * 150
+    assert coalesce_flood(arrows) == arrows

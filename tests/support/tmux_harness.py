@@ -134,7 +134,20 @@ class Tmux:
             if text in screen:
                 return screen
             time.sleep(0.2)
-        raise AssertionError(f"{text!r} never appeared; screen was:\n{screen}")
+        raise AssertionError(f"{text!r} never appeared; {self._diagnosis()}; screen was:\n{screen}")
+
+    def _diagnosis(self) -> str:
+        """What a failed wait leaves to go on: is the command alive, in what state, and
+        does its screen still change (a hung event loop draws nothing more)."""
+        before = self.screen()
+        time.sleep(2.0)
+        changing = "still changing" if self.screen() != before else "unchanged for 2 s"
+        try:
+            pid = self.pid()
+            state = process_state(pid)
+        except (AssertionError, OSError, IndexError):
+            return f"the command is gone; screen {changing}"
+        return f"pid {pid} in state {state}; screen {changing}"
 
     def wait_until_exited(self, timeout: float = 10.0) -> int:
         """Wait for the command to exit; its exit status (128 + N when killed by signal N)."""
@@ -153,6 +166,12 @@ class Tmux:
 
     def kill(self) -> None:
         self.run("kill-server", check=False)
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of ``pid`` (``T`` stopped, ``S`` sleeping, ...)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def tmux_session() -> Iterator[Tmux]:
