@@ -104,6 +104,7 @@ class GputopApp(PlaybackControls):
         Binding("a", "toggle_arguments", "Args", show=False),
         Binding("f", "filter", "Filter", show=False),
         Binding("u", "cycle_user", "User", show=False),
+        Binding("escape", "clear_filters", "Everyone", show=False),
         Binding("t", "toggle_tree", "Tree"),
         Binding("c", "cycle_theme", "Theme"),
         # Signals to the selected process, each after a confirmation (nvitop's keys).
@@ -616,6 +617,11 @@ class GputopApp(PlaybackControls):
         order: list[str | None] = [None, me, *others]
         at = order.index(table.user) if table.user in order else 0
         table.set_filter(user=order[(at + 1) % len(order)], search=table.search)
+
+    def action_clear_filters(self) -> None:
+        """Esc: every process again (the user and command filters both cleared)."""
+        if isinstance(self.screen, MainScreen):
+            self.process_table.set_filter(user=None, search="")
 
     def action_cycle_theme(self) -> None:
         self._coalesce("theme")

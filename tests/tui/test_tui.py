@@ -321,6 +321,18 @@ async def test_u_cycles_users_and_slash_filters_by_command() -> None:
         await pilot.press("ctrl+u", "enter")  # cleared: everything again
         await pilot.pause()
         assert table.search == "" and table.rows == everyone
+        # Both filters at once, and Esc clears both.
+        await pilot.press("u", "u", "slash")
+        await pilot.pause()
+        await pilot.press(*word, "enter")
+        await pilot.pause()
+        assert _user_of(table) == first and table.search == word
+        assert table.rows == [
+            p for p in everyone if p.user == first and word.casefold() in p.command.casefold()
+        ]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert _user_of(table) is None and table.search == "" and table.rows == everyone
 
 
 async def test_a_gpu_process_in_another_pid_namespace_says_so_and_how_to_see_it() -> None:

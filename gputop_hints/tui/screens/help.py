@@ -135,6 +135,7 @@ def keys_help() -> str:
         "| `u` | list everyone's processes, only yours, or each other user's in turn "
         "(`--user NAME` starts on one) |",
         "| `/` (`f` in replay) | list only processes whose command line holds a text |",
+        "| `Esc` | every process again (clears the user and command filters) |",
         "| mouse | click a row to select it, a column title to sort by it (again: reverse) |",
         "| `c` | next colour theme |",
         "| `I` / `T` / `K` | send SIGINT / SIGTERM / SIGKILL to the selected row's process |",
