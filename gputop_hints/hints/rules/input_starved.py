@@ -21,6 +21,7 @@ from gputop_hints.hints.rules.shared import (
     at_least,
     gaps_evidence,
     gaps_seen_by,
+    own_burst_ruled_out,
     percent_text,
     sm_evidence,
 )
@@ -265,9 +266,13 @@ class _Starved:
 def _starved(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """The condition on one window, or None."""
     c = t.input_starved
+    if not _loader_blocked(win, t, proc) and own_burst_ruled_out(win, proc, t):
+        # Not blocked on storage (that path asks for no burst), and every other path
+        # needs a burst of its own: most tenants of a shared GPU stop here.
+        return None
     sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
-        return None  # the cheap test first: busy enough for every path below
+        return None  # busy enough for every path below
     if _blocked_on_storage(win, t, proc, sm):
         # Batches arrive as fast as reads finish: the GPU idles in stalls too short
         # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.
@@ -310,9 +315,14 @@ def _blocked_on_storage(win: Window, t: Thresholds, proc: GpuProcess, sm: float)
     """The loader spends most of its time blocked on reads (D state) with the host in
     iowait, and the GPU is not saturated: with the prefetch queue empty the GPU can
     only run as fast as the reads arrive, whether or not its stalls show as gaps."""
+    return sm < t.input_starved.storage_sm_below_percent and _loader_blocked(win, t, proc)
+
+
+def _loader_blocked(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
+    """The host in iowait and ``proc``'s loader in D state most of the window."""
     c = t.input_starved
     iowait = win.iowait_percent  # once per window: the cheapest test first
-    if iowait is None or not iowait >= c.iowait_above_percent or sm >= c.storage_sm_below_percent:
+    if iowait is None or not iowait >= c.iowait_above_percent:
         return False
     return (
         loader_workers(proc) != 0

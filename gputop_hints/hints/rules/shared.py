@@ -107,6 +107,28 @@ def gaps_seen_by(
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
 
 
+def own_burst_ruled_out(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
+    """Whether :func:`gaps_seen_by` with ``need_burst`` would find no sawtooth for want
+    of a burst in ``proc``'s own samples, asked from those samples alone.
+
+    The same branches in the same order, without building any trace: most processes
+    on a shared GPU are ruled out here (a replica at a few percent of its own), and a
+    sawtooth rule asks it before anything dearer. False when in doubt.
+    """
+    values = win.process_sm_values(proc)
+    if not values or not others_on_gpu(win, proc, t):
+        return False  # the device's trace is judged: its gaps decide
+    busy = t.input_starved.busy_sm_above_percent
+    if win.window_s <= t.general.window_s:
+        if not burst_possible(win, proc, busy):
+            return True
+        if win.gpu_fine_sm(proc.gpu_index) is not None:
+            return False  # its own sub-second trace is judged (process_fine_sm)
+    if _others_ran_nothing(win, proc, t):
+        return False  # the device's finer trace is its own
+    return max(values) < busy
+
+
 def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: float) -> int:
     """Idle runs (>= ``min_gap_s`` below ``below``) with activity on both sides of them in
     the window: a burst, a gap, a burst -- where idle before and after one burst is not."""
