@@ -136,6 +136,17 @@ class Tmux:
             time.sleep(0.2)
         raise AssertionError(f"{text!r} never appeared; {self._diagnosis()}; screen was:\n{screen}")
 
+    def wait_gone(self, text: str, timeout: float = 20.0) -> str:
+        """Wait until ``text`` is no longer on the screen (a screen closed)."""
+        end = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < end:
+            screen = self.screen()
+            if text not in screen:
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{text!r} never went; {self._diagnosis()}; screen was:\n{screen}")
+
     def _diagnosis(self) -> str:
         """What a failed wait leaves to go on: is the command alive, in what state, and
         does its screen still change (a hung event loop draws nothing more)."""

@@ -8,7 +8,6 @@ missing; in CI (``CI=true``) that is a failure instead.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -31,9 +30,12 @@ def test_demo_runs_in_tmux_keys_work_and_q_quits(tmux: Tmux) -> None:
     screen = tmux.wait_for("python")
 
     tmux.keys("?")
-    tmux.wait_for("SM %")  # the help screen explains the metrics
+    tmux.wait_for("esc Back")  # the help screen explains the metrics
+    assert "SM %" in tmux.screen()
+    # A lone Esc is told from the start of an escape sequence only by a timeout: the
+    # input thread, asleep while no key comes, must still wake for it.
     tmux.keys("Escape")
-    time.sleep(0.5)
+    tmux.wait_gone("esc Back")
 
     tmux.keys("p")
     tmux.wait_for("PAUSED")
