@@ -11,6 +11,7 @@ from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, GpuPanel
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from tests.sources.live.helpers import mig_gpu
 from tests.support.fake_nvml import FakeGpu, FakeNvml
+from tests.support.screen import screen_text
 from tests.tui.test_tui import lines_of, make_app
 
 
@@ -55,3 +56,16 @@ async def test_instances_are_rows_under_their_gpu_and_processes_name_theirs() ->
         compact = app.query_one("#gpu-0", GpuPanel)
         assert compact.size.height == 1
         assert "MIG 3" in lines_of(compact)[0]
+
+
+async def test_the_detail_of_a_process_on_an_instance_scales_vram_to_the_instance() -> None:
+    snap = mig_snapshot()
+    app, _ = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.ingest(snap)
+        await pilot.pause()
+        await pilot.press("enter")  # the first row: a process on GPU 0's instances
+        await pilot.pause()
+        text = screen_text(app)
+        assert "none per process under MIG" in text
+        assert "(MIG 3g.40gb)" in text or "(MIG 1g.10gb)" in text
