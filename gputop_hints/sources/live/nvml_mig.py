@@ -106,7 +106,7 @@ class MigReader:
             self._slots = MAX_SLOTS if count is None else max(0, min(count, MAX_SLOTS))
         slots: list[MigSlot] = []
         instances: list[MigInstance] = []
-        seen_gi: set[int] = set()
+        gi_active: dict[int, float | None] = {}
         for index in range(self._slots):
             mig = self._ask("nvmlDeviceGetMigDeviceHandleByIndex", handle, index)
             if mig is None or mig is _UNKNOWN:
@@ -130,9 +130,10 @@ class MigReader:
             sm = float(sm) if isinstance(sm, int | float) and 0 <= sm <= 100 else None
             active = None
             if gpm:
-                seen_gi.add(gi)
-                reader = self._gpm.setdefault(gi, GpmReader(gpu_instance=gi))
-                active = reader.read(handle)[0]
+                if gi not in gi_active:  # once per GPU instance, whatever its compute instances
+                    reader = self._gpm.setdefault(gi, GpmReader(gpu_instance=gi))
+                    gi_active[gi] = reader.read(handle)[0]
+                active = gi_active[gi]
             slots.append(MigSlot(key, mig))
             instances.append(
                 MigInstance(
@@ -146,7 +147,7 @@ class MigReader:
                     uuid=static[1],
                 )
             )
-        for gone in set(self._gpm) - seen_gi:  # destroyed: free its samples
+        for gone in set(self._gpm) - set(gi_active):  # destroyed: free its samples
             self._gpm.pop(gone).close()
         self.slots = slots
         instances.sort(key=lambda m: m.key)

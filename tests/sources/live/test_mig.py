@@ -64,6 +64,8 @@ def test_instances_follow_a_reconfiguration_and_gpm_gives_each_its_sm_activity()
     assert [m.key for m in third.mig_instances] == [(1, 0), (6, 0)]
     # The profile and UUID are asked once per instance, not every tick.
     assert nvml.calls["nvmlDeviceGetName"] <= 1 + 3 + 1
+    # GPM: one sample per GPU instance a tick (three, three, then two instances).
+    assert nvml.calls["nvmlGpmMigSampleGet"] == 3 + 3 + 2
 
 
 def test_a_gpu_without_mig_is_asked_about_it_once() -> None:
