@@ -168,6 +168,39 @@ every reader and writer of them uses (the recording's ``profiling`` column)."""
 
 
 @dataclass(frozen=True, slots=True)
+class MigInstance:
+    """One MIG instance (a GPU instance with one compute instance in it) of a GPU in MIG
+    mode, at one tick. NVML gives no utilization for it (``utilization.gpu`` answers
+    NotSupported under MIG): :attr:`sm_percent` is None there, never 0."""
+
+    gpu_instance_id: int
+    compute_instance_id: int
+    profile: str | None = None
+    """The instance's profile as NVML names it ("1g.10gb", "3g.40gb"); None: unknown."""
+    vram_used_bytes: int | None = None
+    vram_total_bytes: int | None = None
+    sm_percent: float | None = None
+    """Utilization of the instance, where a driver gives it on the MIG handle (none
+    known does: None)."""
+    sm_active_percent: float | None = None
+    """GPM SM activity of the GPU instance (``nvmlGpmMigSampleGet``, Hopper and newer);
+    None when the GPU has no GPM or the first tick has no earlier sample."""
+    uuid: str | None = None
+    """``MIG-...``: what ``CUDA_VISIBLE_DEVICES`` names it by."""
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """``(gpu instance id, compute instance id)``: what :attr:`GpuProcess.mig_instance`
+        holds."""
+        return (self.gpu_instance_id, self.compute_instance_id)
+
+    @property
+    def label(self) -> str:
+        """The profile, or the instance ids when the profile is unknown."""
+        return self.profile or f"GI {self.gpu_instance_id}/CI {self.compute_instance_id}"
+
+
+@dataclass(frozen=True, slots=True)
 class GpuSample:
     """One GPU at one tick."""
 
@@ -230,6 +263,20 @@ class GpuSample:
     """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
     a negative power, a utilization over 100 %), or failed to read this tick (a VRAM
     query answering NotSupported / Unknown): shown as unknown, named here."""
+    mig_mode: bool = False
+    """The GPU is in MIG mode (partitioned into :attr:`mig_instances`): NVML gives no
+    device-wide utilization and no per-process utilization then."""
+    mig_instances: tuple[MigInstance, ...] = ()
+    """Its MIG instances, by GPU instance id; empty when not in MIG mode."""
+
+    def mig_instance(self, key: tuple[int, int] | None) -> MigInstance | None:
+        """The instance with ``key`` (``(gpu instance id, compute instance id)``)."""
+        if key is None:
+            return None
+        for instance in self.mig_instances:
+            if instance.key == key:
+                return instance
+        return None
 
     @property
     def pcie_link_bytes_per_s(self) -> float | None:
@@ -330,6 +377,9 @@ class GpuProcess:
     """The nearest ancestor that launched it as one rank of a job (torchrun, deepspeed,
     accelerate launch, mpirun, srun): a pid in :attr:`Snapshot.launchers`. None: not
     started by a known launcher, or not known (a log without process trees)."""
+    mig_instance: tuple[int, int] | None = None
+    """``(gpu instance id, compute instance id)`` of the MIG instance it runs on (see
+    :attr:`GpuSample.mig_instances`); None when its GPU is not in MIG mode, or unknown."""
 
     @property
     def key(self) -> tuple[int, int]:
@@ -482,6 +532,7 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         load_average=(la[0], la[1], la[2]) if la is not None else None,
     )
     gpu_keys = {f.name for f in fields(GpuSample)}
+    mig_keys = {f.name for f in fields(MigInstance)}
     gpus = []
     for g in data.get("gpus", ()):
         kwargs = {k: v for k, v in g.items() if k in gpu_keys}
@@ -489,6 +540,10 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         kwargs["implausible"] = tuple(g.get("implausible") or ())
         kwargs["sm_samples"] = tuple(
             UtilizationSample(s["timestamp"], s["percent"]) for s in g.get("sm_samples", ())
+        )
+        kwargs["mig_instances"] = tuple(
+            MigInstance(**{k: v for k, v in m.items() if k in mig_keys})
+            for m in g.get("mig_instances") or ()
         )
         gpus.append(GpuSample(**kwargs))
     proc_keys = {f.name for f in fields(GpuProcess)}
@@ -501,6 +556,8 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
             for w in p.get("workers", ())
         )
         kwargs["frameworks"] = known_frameworks(p.get("frameworks"))
+        mig = p.get("mig_instance")
+        kwargs["mig_instance"] = None if mig is None else (int(mig[0]), int(mig[1]))
         processes.append(GpuProcess(**kwargs))
     return Snapshot(
         timestamp=data["timestamp"],

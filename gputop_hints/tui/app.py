@@ -66,6 +66,7 @@ from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.gpu_area import GpuArea
+from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, panel_height
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_columns import SORT_KEYS
@@ -475,6 +476,11 @@ class GputopApp(PlaybackControls):
                 snapshot.launchers,
                 rank_findings,
                 snapshot.unseen_processes(),
+                {
+                    (gpu.index, *m.key): m.label
+                    for gpu in snapshot.gpus
+                    for m in gpu.mig_instances
+                },
             )
             self._apply_layout()
             screen = self.screen
@@ -519,16 +525,26 @@ class GputopApp(PlaybackControls):
         width, height = self.size
         gpus = len(self.gpu_area.panels)
         cores = self.snapshot.host.core_count if self.snapshot is not None else 0
+        rich_height = panel_height(self.snapshot.gpus) if self.snapshot is not None else RICH_HEIGHT
         banner = self.banner
         banner_height = banner.height_for(width)
-        key = (width, height, gpus, cores, banner_height)
+        key = (width, height, gpus, cores, banner_height, rich_height)
         if key == self._layout_key:
             return
         self._layout_key = key
         banner.styles.height = max(1, banner_height)
-        layout = choose_layout(width, height, gpus, cores, banner_height)
+        layout = choose_layout(width, height, gpus, cores, banner_height, rich_height)
         container = self.gpu_area
         container.set_class(layout.gpu_compact, "-compact")
+        if rich_height != RICH_HEIGHT and not layout.gpu_compact:
+            # A line per MIG instance under its GPU.
+            container.styles.grid_rows = str(rich_height)
+            for panel in container.panels.values():
+                panel.styles.height = rich_height
+        else:  # the stylesheet's heights (rich or compact)
+            container.styles.clear_rule("grid_rows")
+            for panel in container.panels.values():
+                panel.styles.clear_rule("height")
         container.styles.grid_size_columns = layout.gpu_columns
         container.styles.height = layout.gpu_height if gpus else 0
         self.cpu_panel.set_compact(layout.cpu_compact)

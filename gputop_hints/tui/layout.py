@@ -38,9 +38,17 @@ class MonitorLayout:
 
 
 def choose_layout(
-    width: int, height: int, gpus: int, cores: int, banner_height: int
+    width: int,
+    height: int,
+    gpus: int,
+    cores: int,
+    banner_height: int,
+    panel_height: int = RICH_HEIGHT,
 ) -> MonitorLayout:
     """The richest shapes that leave the process table its minimum height.
+
+    ``panel_height``: lines of one rich GPU panel (more than ``RICH_HEIGHT`` with a
+    line per MIG instance).
 
     Tried in order: rich GPU and CPU panels, rich GPU and compact CPU, compact
     GPU and rich CPU, both compact. When even the last does not fit, the GPU
@@ -51,7 +59,7 @@ def choose_layout(
 
     rich_cols = max(1, min(gpus, width // RICH_PANEL_MIN_WIDTH)) if gpus else 1
     rich_rows = math.ceil(gpus / rich_cols)
-    rich_height = rich_rows * RICH_HEIGHT + max(0, rich_rows - 1)
+    rich_height = rich_rows * panel_height + max(0, rich_rows - 1)
     compact_cols = max(1, min(gpus, width // COMPACT_LINE_WIDTH)) if gpus else 1
     compact_height = math.ceil(gpus / compact_cols)
     cpu_rich = lines_needed(cores, width, compact=False)

@@ -78,8 +78,22 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "nvmlDeviceGetGraphicsRunningProcesses",
     ),
     "fan": ("nvmlDeviceGetFanSpeed",),
-    "gpm": ("nvmlGpmQueryDeviceSupport", "nvmlGpmSampleGet", "nvmlGpmMetricsGet"),
+    "gpm": (
+        "nvmlGpmQueryDeviceSupport",
+        "nvmlGpmSampleGet",
+        "nvmlGpmMigSampleGet",
+        "nvmlGpmMetricsGet",
+    ),
 }
+
+_NO_INSTANCE = 0xFFFFFFFF
+"""What NVML's process info carries for gpuInstanceId / computeInstanceId off MIG."""
+
+_MIG_UNSUPPORTED = frozenset(
+    {"nvmlDeviceGetUtilizationRates", "nvmlDeviceGetProcessUtilization", "nvmlDeviceGetSamples"}
+)
+"""What NVML answers NotSupported for on a GPU in MIG mode (and on its MIG handles):
+there is no device-wide or per-process utilization under MIG."""
 
 # nvitop's own helpers that live under nvml* names in libnvml: never replaced.
 _NVITOP_OWN = frozenset(
@@ -122,6 +136,46 @@ class FakeProc:
     sm_util: int | None = None
     mem_util: int | None = None
     graphics: bool = False
+    mig: tuple[int, int] | None = None
+    """``(gpu instance id, compute instance id)`` it runs on, on a GPU in MIG mode."""
+
+
+@dataclass(eq=False)
+class FakeMig:
+    """One MIG instance of a fake GPU in MIG mode; also serves as its MIG device handle.
+
+    ``gpm`` as on :class:`FakeGpu`, for ``nvmlGpmMigSampleGet`` on its GPU instance.
+    ``parent`` is set by the GPU that lists it.
+    """
+
+    gpu_instance_id: int
+    compute_instance_id: int = 0
+    profile: str = "1g.10gb"
+    vram_used: int = 0
+    vram_total: int = 10 * GIB
+    gpm: dict[int, float] | None = None
+    parent: FakeGpu | None = field(default=None, repr=False)
+    gpm_counters: dict[int, float] = field(default_factory=dict, repr=False)
+    gpm_counted_at: float | None = field(default=None, repr=False)
+
+    @property
+    def uuid(self) -> str:
+        index = 0 if self.parent is None else self.parent.index
+        gi, ci = self.gpu_instance_id, self.compute_instance_id
+        return f"MIG-{index:08x}-{gi:04x}-4000-8000-{ci:012x}"
+
+    def gpm_advance(self, now: float) -> dict[int, float]:
+        """Integrate the current GPM values up to ``now`` (see :meth:`FakeGpu.gpm_advance`)."""
+        return _gpm_advance(self, now)
+
+
+def _gpm_advance(owner: FakeGpu | FakeMig, now: float) -> dict[int, float]:
+    if owner.gpm_counted_at is not None and owner.gpm:
+        dt = max(0.0, now - owner.gpm_counted_at)
+        for metric, value in owner.gpm.items():
+            owner.gpm_counters[metric] = owner.gpm_counters.get(metric, 0.0) + value * dt
+    owner.gpm_counted_at = now
+    return dict(owner.gpm_counters)
 
 
 @dataclass(eq=False)
@@ -179,19 +233,24 @@ class FakeGpu:
     what accumulated between two samples over the time between them."""
     gpm_counters: dict[int, float] = field(default_factory=dict, repr=False)
     gpm_counted_at: float | None = field(default=None, repr=False)
+    mig: list[FakeMig] | None = None
+    """Its MIG instances when the GPU is in MIG mode (``nvmlDeviceGetMigMode`` answers
+    enabled; an empty list: MIG mode with no instance created); None: a GPU without
+    MIG (``nvmlDeviceGetMigMode`` answers NotSupported). In MIG mode NVML gives no
+    device or per-process utilization (:data:`_MIG_UNSUPPORTED`)."""
+    mig_parent_lists_processes: bool = True
+    """In MIG mode, whether the GPU's own handle lists the processes of every instance
+    (NVML does so only for privileged callers; otherwise each MIG handle lists its own)."""
 
     def gpm_advance(self, now: float) -> dict[int, float]:
         """Integrate the current GPM values up to ``now``; the counters after it."""
-        if self.gpm_counted_at is not None and self.gpm:
-            dt = max(0.0, now - self.gpm_counted_at)
-            for metric, value in self.gpm.items():
-                self.gpm_counters[metric] = self.gpm_counters.get(metric, 0.0) + value * dt
-        self.gpm_counted_at = now
-        return dict(self.gpm_counters)
+        return _gpm_advance(self, now)
 
     def __post_init__(self) -> None:
         if not self.uuid:
             self.uuid = fake_uuid(self.index)
+        for instance in self.mig or ():
+            instance.parent = self
         self.answering.set()
         unknown = (self.unsupported | self.no_permission) - GROUPS.keys()
         if unknown:
@@ -433,6 +492,8 @@ class FakeNvml:
         if handle.lost:
             raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
         handle.raise_injected(name)
+        if handle.mig is not None and name in _MIG_UNSUPPORTED:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
         for group in handle.unsupported:
             if name in GROUPS[group]:
                 raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
@@ -441,8 +502,20 @@ class FakeNvml:
                 raise _error(pynvml.NVML_ERROR_NO_PERMISSION)
         return handle
 
+    def _mig(self, handle: Any, name: str) -> FakeMig:
+        """The MIG instance behind a MIG device handle (its GPU's faults apply)."""
+        if not isinstance(handle, FakeMig) or handle.parent is None:
+            raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        parent = self._gpu(handle.parent, name)
+        if parent.mig is None or handle not in parent.mig:
+            raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)  # destroyed since
+        if name in _MIG_UNSUPPORTED:
+            raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return handle
+
     def _implementations(self) -> dict[str, Callable[..., Any]]:
         gpu = self._gpu
+        mig_of = self._mig
 
         def get_count() -> int:
             if self.count_error is not None:
@@ -459,25 +532,72 @@ class FakeNvml:
             g.raise_injected("nvmlDeviceGetHandleByIndex")
             return g
 
-        def handle_by_uuid(uuid: str | bytes) -> FakeGpu:
+        def handle_by_uuid(uuid: str | bytes) -> FakeGpu | FakeMig:
             text = uuid.decode() if isinstance(uuid, bytes) else uuid
             for g in self.gpus:
-                if g.uuid == text:
+                instance = next((m for m in g.mig or () if m.uuid == text), None)
+                if g.uuid == text or instance is not None:
                     g.wait_if_hung()
                     if g.lost:
                         raise _error(pynvml.NVML_ERROR_GPU_IS_LOST)
                     g.raise_injected("nvmlDeviceGetHandleByUUID")
-                    return g
+                    return g if instance is None else instance
             raise _error(pynvml.NVML_ERROR_NOT_FOUND)
 
         def get_index(h: Any) -> int:
             return gpu(h, "nvmlDeviceGetIndex").index
 
         def get_name(h: Any) -> str:
+            if isinstance(h, FakeMig):
+                instance = mig_of(h, "nvmlDeviceGetName")
+                assert instance.parent is not None
+                return f"{instance.parent.name} MIG {instance.profile}"
             return gpu(h, "nvmlDeviceGetName").name
 
         def get_uuid(h: Any) -> str:
+            if isinstance(h, FakeMig):
+                return mig_of(h, "nvmlDeviceGetUUID").uuid
             return gpu(h, "nvmlDeviceGetUUID").uuid
+
+        def mig_mode(h: Any) -> list[int]:
+            g = gpu(h, "nvmlDeviceGetMigMode")
+            if g.mig is None:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return [pynvml.NVML_DEVICE_MIG_ENABLE, pynvml.NVML_DEVICE_MIG_ENABLE]
+
+        def max_mig_count(h: Any) -> int:
+            g = gpu(h, "nvmlDeviceGetMaxMigDeviceCount")
+            if g.mig is None:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            return 7
+
+        def mig_handle_by_index(h: Any, index: int) -> FakeMig:
+            g = gpu(h, "nvmlDeviceGetMigDeviceHandleByIndex")
+            if g.mig is None:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+            if not 0 <= index < 7:
+                raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            if index >= len(g.mig):
+                raise _error(pynvml.NVML_ERROR_NOT_FOUND)
+            return g.mig[index]
+
+        def gpu_instance_id(h: Any) -> int:
+            return mig_of(h, "nvmlDeviceGetGpuInstanceId").gpu_instance_id
+
+        def compute_instance_id(h: Any) -> int:
+            return mig_of(h, "nvmlDeviceGetComputeInstanceId").compute_instance_id
+
+        def is_mig_handle(h: Any) -> int:
+            if isinstance(h, FakeMig):
+                mig_of(h, "nvmlDeviceIsMigDeviceHandle")
+                return 1
+            gpu(h, "nvmlDeviceIsMigDeviceHandle")
+            return 0
+
+        def parent_of_mig(h: Any) -> FakeGpu:
+            instance = mig_of(h, "nvmlDeviceGetDeviceHandleFromMigDeviceHandle")
+            assert instance.parent is not None
+            return instance.parent
 
         def get_pci_info(h: Any) -> SimpleNamespace:
             g = gpu(h, "nvmlDeviceGetPciInfo")
@@ -485,7 +605,11 @@ class FakeNvml:
             return SimpleNamespace(busId=bus_id, busIdLegacy=bus_id, bus=g.index + 0x10)
 
         def memory_info(h: Any, version: int | None = None) -> SimpleNamespace:
-            g = gpu(h, "nvmlDeviceGetMemoryInfo")
+            g: FakeGpu | FakeMig = (
+                mig_of(h, "nvmlDeviceGetMemoryInfo")
+                if isinstance(h, FakeMig)
+                else gpu(h, "nvmlDeviceGetMemoryInfo")
+            )
             return SimpleNamespace(
                 total=g.vram_total,
                 used=g.vram_used,
@@ -586,16 +710,24 @@ class FakeNvml:
             )
 
             def running(h: Any) -> list[SimpleNamespace]:
-                g = gpu(h, fn_name)
+                instance: tuple[int, int] | None = None
+                if isinstance(h, FakeMig):
+                    m = mig_of(h, fn_name)
+                    assert m.parent is not None
+                    g, instance = m.parent, (m.gpu_instance_id, m.compute_instance_id)
+                else:
+                    g = gpu(h, fn_name)
+                    if g.mig is not None and not g.mig_parent_lists_processes:
+                        return []
                 return [
                     SimpleNamespace(
                         pid=p.pid,
                         usedGpuMemory=p.used_bytes,
-                        gpuInstanceId=0xFFFFFFFF,
-                        computeInstanceId=0xFFFFFFFF,
+                        gpuInstanceId=_NO_INSTANCE if p.mig is None else p.mig[0],
+                        computeInstanceId=_NO_INSTANCE if p.mig is None else p.mig[1],
                     )
                     for p in g.processes
-                    if p.graphics == graphics
+                    if p.graphics == graphics and (instance is None or p.mig == instance)
                 ]
 
             return running
@@ -646,7 +778,7 @@ class FakeNvml:
 
         # GPM: samples are opaque handles (real ctypes pointers, as pynvml's are);
         # a sample holds the GPU, the time and its counters; metrics come from two.
-        gpm_samples: dict[int, tuple[FakeGpu, float, dict[int, float]] | None] = {}
+        gpm_samples: dict[int, tuple[FakeGpu | FakeMig, float, dict[int, float]] | None] = {}
 
         def gpm_support(h: Any) -> Any:
             g = gpu(h, "nvmlGpmQueryDeviceSupport")
@@ -673,12 +805,26 @@ class FakeNvml:
             gpm_samples[key] = (g, now, g.gpm_advance(now))
             return sample
 
+        def gpm_mig_sample_get(h: Any, gpu_instance: int, sample: Any) -> Any:
+            g = gpu(h, "nvmlGpmMigSampleGet")
+            key = ctypes.addressof(sample.contents)
+            owner = next(
+                (m for m in g.mig or () if m.gpu_instance_id == gpu_instance), None
+            )
+            if g.gpm is None or owner is None or key not in gpm_samples:
+                raise _error(pynvml.NVML_ERROR_NOT_SUPPORTED if g.gpm is None else
+                             pynvml.NVML_ERROR_INVALID_ARGUMENT)
+            now = time.monotonic()
+            gpm_samples[key] = (owner, now, owner.gpm_advance(now))
+            return sample
+
         def gpm_metrics_get(metrics_get: Any) -> Any:
             first = gpm_samples.get(ctypes.addressof(metrics_get.sample1.contents))
             second = gpm_samples.get(ctypes.addressof(metrics_get.sample2.contents))
             if first is None or second is None or first[0] is not second[0]:
                 raise _error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
-            gpu(first[0], "nvmlGpmMetricsGet")
+            owner = first[0]
+            gpu(owner.parent if isinstance(owner, FakeMig) else owner, "nvmlGpmMetricsGet")
             if metrics_get.version != pynvml.NVML_GPM_METRICS_GET_VERSION:
                 raise _error(pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
             dt = second[1] - first[1]
@@ -698,6 +844,13 @@ class FakeNvml:
             "nvmlGpmSampleFree": gpm_free,
             "nvmlGpmSampleGet": gpm_sample_get,
             "nvmlGpmMetricsGet": gpm_metrics_get,
+            "nvmlGpmMigSampleGet": gpm_mig_sample_get,
+            "nvmlDeviceGetMigMode": mig_mode,
+            "nvmlDeviceGetMaxMigDeviceCount": max_mig_count,
+            "nvmlDeviceGetMigDeviceHandleByIndex": mig_handle_by_index,
+            "nvmlDeviceGetGpuInstanceId": gpu_instance_id,
+            "nvmlDeviceGetComputeInstanceId": compute_instance_id,
+            "nvmlDeviceGetDeviceHandleFromMigDeviceHandle": parent_of_mig,
             "nvmlDeviceGetCount": get_count,
             "nvmlDeviceGetCount_v2": get_count,
             "nvmlDeviceGetHandleByIndex": handle_by_index,
@@ -735,7 +888,7 @@ class FakeNvml:
             "nvmlSystemGetDriverVersion": driver_version,
             "nvmlSystemGetCudaDriverVersion": cuda_driver_version,
             "nvmlSystemGetCudaDriverVersion_v2": cuda_driver_version,
-            "nvmlDeviceIsMigDeviceHandle": zero("nvmlDeviceIsMigDeviceHandle"),
+            "nvmlDeviceIsMigDeviceHandle": is_mig_handle,
             "nvmlDeviceGetPerformanceState": zero("nvmlDeviceGetPerformanceState"),
             "nvmlDeviceGetDisplayActive": zero("nvmlDeviceGetDisplayActive"),
             "nvmlDeviceGetDisplayMode": zero("nvmlDeviceGetDisplayMode"),

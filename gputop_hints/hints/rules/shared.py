@@ -61,9 +61,15 @@ def sm_evidence(
         return own, Scope.PROCESS, []
     device = win.gpu_sm_mean(proc.gpu_index)
     sharing = others_on_gpu(win, proc, t)
-    note = "per-process SM % not reported by the driver; using the whole GPU's" + (
-        f", shared with {len(sharing)} other process(es)" if sharing else ""
-    )
+    if proc.mig_instance is not None:
+        # NVML gives neither under MIG: with no SM at all, no SM-based verdict is made.
+        note = "per-process SM % not reported on a MIG instance (NVML gives none under MIG)" + (
+            "; nor the whole GPU's" if device is None else "; using the whole GPU's, all instances"
+        )
+    else:
+        note = "per-process SM % not reported by the driver; using the whole GPU's" + (
+            f", shared with {len(sharing)} other process(es)" if sharing else ""
+        )
     return device, Scope.DEVICE, [Evidence(note, None, "fallback", "", Scope.DEVICE, met=None)]
 
 

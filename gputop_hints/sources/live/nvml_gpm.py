@@ -49,9 +49,13 @@ _UNAVAILABLE = {
 
 
 class GpmReader:
-    """One GPU's GPM: two samples, alternately the previous and the current one."""
+    """One GPU's GPM: two samples, alternately the previous and the current one.
 
-    def __init__(self) -> None:
+    With ``gpu_instance``, one MIG GPU instance's (``nvmlGpmMigSampleGet`` on its GPU's
+    handle) instead of the whole GPU's."""
+
+    def __init__(self, gpu_instance: int | None = None) -> None:
+        self.gpu_instance = gpu_instance
         self.reason: str | None = None
         """Why the GPU gives no GPM metrics (None: it does, or has not been asked)."""
         self._probed = False
@@ -70,7 +74,10 @@ class GpmReader:
             return UNKNOWN
         previous, current = self._samples
         try:
-            libnvml.nvmlGpmSampleGet(handle, current)
+            if self.gpu_instance is None:
+                libnvml.nvmlGpmSampleGet(handle, current)
+            else:
+                libnvml.nvmlGpmMigSampleGet(handle, self.gpu_instance, current)
             if not self._have_previous:
                 self._have_previous = True
                 self._samples.reverse()

@@ -7,9 +7,13 @@ The host side of the same processes (CPU %, workers, state) is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from nvitop.api import libnvml
+
+from gputop_hints.sources.live.nvml_mig import NO_INSTANCE, MigSlot
 from gputop_hints.sources.live.nvml_query import NO_NEW_SAMPLES, GpuState, int_or_none, query
 
 
@@ -20,6 +24,17 @@ class NvmlProcess:
     vram_bytes: int | None = None
     sm_percent: float | None = None
     memory_access_percent: float | None = None
+    mig_instance: tuple[int, int] | None = None
+    """``(gpu instance id, compute instance id)`` on a GPU in MIG mode."""
+
+
+def _instance_of(info: Any) -> tuple[int, int] | None:
+    """The MIG instance NVML's process info places the process on (None: off MIG)."""
+    gi = int_or_none(getattr(info, "gpuInstanceId", None))
+    ci = int_or_none(getattr(info, "computeInstanceId", None))
+    if gi is None or ci is None or NO_INSTANCE in (gi, ci):
+        return None
+    return (gi, ci)
 
 
 def gpu_processes(state: GpuState, timestamp: float, interval_s: float) -> dict[int, NvmlProcess]:
@@ -44,14 +59,51 @@ def gpu_processes(state: GpuState, timestamp: float, interval_s: float) -> dict[
             vram = int_or_none(info.usedGpuMemory)  # None under WDDM and MIG
             known = procs.get(info.pid)
             if known is None:
-                procs[info.pid] = NvmlProcess(vram_bytes=vram)
+                procs[info.pid] = NvmlProcess(vram_bytes=vram, mig_instance=_instance_of(info))
             elif vram is not None:
                 # Compute and graphics contexts of one pid: NVML reports the
                 # pid's memory on both lists, so take it once.
                 known.vram_bytes = max(vram, known.vram_bytes or 0)
-    if procs:
+    if state.mig.slots:
+        _place_on_instances(state, state.mig.slots, procs)
+    if procs and not state.mig.slots:  # NVML has no per-process utilization under MIG
         _process_utilization(state, timestamp, interval_s, procs)
     return procs
+
+
+def _place_on_instances(
+    state: GpuState, slots: Sequence[MigSlot], procs: dict[int, NvmlProcess]
+) -> None:
+    """On a GPU in MIG mode, ask each MIG device for its processes when the GPU's own
+    list does not place every process on an instance (NVML lists the instances'
+    processes on the GPU's handle only for privileged callers)."""
+    if procs and all(p.mig_instance is not None for p in procs.values()):
+        return
+    for slot in slots:
+        for function in (
+            "nvmlDeviceGetComputeRunningProcesses",
+            "nvmlDeviceGetGraphicsRunningProcesses",
+        ):
+            if function in state.mig.unsupported:
+                continue
+            try:
+                infos = libnvml.nvmlQuery(function, slot.handle, ignore_errors=False)
+            except libnvml.NVMLError_GpuIsLost:
+                raise
+            except (libnvml.NVMLError_NotSupported, libnvml.NVMLError_NoPermission):
+                state.mig.unsupported.add(function)
+                continue
+            except libnvml.NVMLError:
+                continue
+            for info in infos or ():
+                vram = int_or_none(info.usedGpuMemory)
+                known = procs.get(info.pid)
+                if known is None:
+                    procs[info.pid] = NvmlProcess(vram_bytes=vram, mig_instance=slot.key)
+                    continue
+                known.mig_instance = known.mig_instance or slot.key
+                if vram is not None and known.vram_bytes is None:
+                    known.vram_bytes = vram
 
 
 def _process_utilization(

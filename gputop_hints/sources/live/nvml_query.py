@@ -14,6 +14,7 @@ from typing import Any
 from nvitop.api import Device, libnvml
 
 from gputop_hints.sources.live.nvml_gpm import GpmReader
+from gputop_hints.sources.live.nvml_mig import MigReader
 
 _MISSING: Any = object()
 """Default handed to ``nvmlQuery`` so a function the driver lacks is told apart."""
@@ -72,6 +73,8 @@ class GpuState:
     NotSupported is a failed reading, not a unified-memory board."""
     gpm: GpmReader = field(default_factory=GpmReader)
     """The GPU's GPM samples (SM active, occupancy, tensor, DRAM bandwidth)."""
+    mig: MigReader = field(default_factory=MigReader)
+    """Its MIG instances, when it is in MIG mode."""
 
     @property
     def static_missing(self) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 from nvitop.api import libnvml
 
-from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, UtilizationSample
+from gputop_hints.model import CLOCK_EVENT_REASONS, GpuSample, MigInstance, UtilizationSample
 from gputop_hints.sources.live.nvml_processes import NvmlProcess, gpu_processes
 from gputop_hints.sources.live.nvml_query import (
     NO_NEW_SAMPLES,
@@ -123,6 +123,7 @@ def read_gpu(
         sm_clock = query(state, "nvmlDeviceGetClockInfo", libnvml.NVML_CLOCK_SM)
         reasons = _clock_event_reasons(state)
         sm_samples = _sm_samples(state, timestamp, interval_s)
+        mig_mode, instances = _mig(state)
         procs = gpu_processes(state, timestamp, interval_s)
         active, occupancy, tensor, dram = state.gpm.read(state.handle)
     except libnvml.NVMLError_GpuIsLost:
@@ -167,8 +168,22 @@ def read_gpu(
         tensor_active_percent=tensor,
         dram_active_percent=dram,
         profiling_unavailable=state.gpm.reason,
+        mig_mode=mig_mode,
+        mig_instances=instances,
     )
     return sample, procs
+
+
+def _mig(state: GpuState) -> tuple[bool, tuple[MigInstance, ...]]:
+    """Whether the GPU is in MIG mode, and its instances now (see :mod:`.nvml_mig`)."""
+    mode = query(state, "nvmlDeviceGetMigMode")
+    current = mode[0] if isinstance(mode, list | tuple) and mode else None
+    if current != libnvml.NVML_DEVICE_MIG_ENABLE:
+        if state.mig.slots:
+            state.mig.clear()
+        return False, ()
+    gpm = state.gpm.reason is None
+    return True, state.mig.read(state.handle, gpm)
 
 _VRAM_FIELDS = ("vram_used_bytes", "vram_total_bytes")
 

@@ -344,6 +344,7 @@ def gpu_process_rows(
                 frameworks=reading.frameworks,
                 container=reading.container,
                 in_job=in_job,
+                mig_instance=nvml.mig_instance,
             )
         )
     return tuple(rows)

@@ -89,8 +89,13 @@ class ProcessDetailScreen(Screen[None]):
         if ph is None:
             return
         proc = ph.latest
+        gpu = snapshot.gpu(self.gpu_index) if snapshot is not None else None
+        instance = gpu.mig_instance(proc.mig_instance) if gpu is not None else None
+        sm_note = "0-100% of time busy"
+        if proc.mig_instance is not None and ph.sm_percent.latest is None:
+            sm_note = "none per process under MIG"
         self.query_one("#spark-sm", MetricSparkline).set_series(
-            ph.sm_percent, 100.0, percent(ph.sm_percent.latest), "0-100% of time busy"
+            ph.sm_percent, 100.0, percent(ph.sm_percent.latest), sm_note
         )
         self.query_one("#spark-cpu", MetricSparkline).set_series(
             ph.cpu_percent, 100.0, percent(ph.cpu_percent.latest), "0-100% = one core"
@@ -102,9 +107,11 @@ class ProcessDetailScreen(Screen[None]):
             percent(ph.workers_cpu_percent.latest),
             f"0-{100 * count}% ({len(proc.workers)} workers)",
         )
-        gpu = snapshot.gpu(self.gpu_index) if snapshot is not None else None
         total = gpu.vram_total_bytes if gpu is not None else None
-        if total:
+        if instance is not None and instance.vram_total_bytes:
+            vram_high = float(instance.vram_total_bytes)
+            vram_note = f"0-{human_bytes(instance.vram_total_bytes)} (MIG {instance.label})"
+        elif total:
             vram_high = float(total)
             vram_note = f"0-{human_bytes(total)} (GPU total)"
         else:

@@ -26,7 +26,7 @@ from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import GpuHistory
-from gputop_hints.model import LOST_GPU_TEXT, GpuSample, not_answering_text
+from gputop_hints.model import LOST_GPU_TEXT, GpuSample, MigInstance, not_answering_text
 from gputop_hints.tui import glyphs
 from gputop_hints.tui.hint_text import (
     OVERLAP_RULE,
@@ -50,6 +50,14 @@ from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.units import UNKNOWN, human_bytes, human_rate, percent
 
 RICH_HEIGHT = 6
+"""Lines of a rich panel, before one line per MIG instance (see :func:`panel_height`)."""
+MIG_NOTE = "n/a under MIG"
+"""The note of the SM and MEM rows of a GPU in MIG mode: NVML gives no utilization."""
+
+
+def panel_height(gpus: list[GpuSample] | tuple[GpuSample, ...]) -> int:
+    """Lines a rich panel needs to show every GPU's MIG instances under it."""
+    return RICH_HEIGHT + max((len(g.mig_instances) for g in gpus), default=0)
 _LABEL = 6
 _VALUE = 9
 _NOTE = 22
@@ -159,7 +167,7 @@ class GpuPanel(StripWidget):
             )
             return [Line().add(text, palette.critical).strip(width, base)]
         if height >= RICH_HEIGHT and width >= 40:
-            return self._rich(gpu, width, base, palette)
+            return self._rich(gpu, width, base, palette, height)
         return [self._compact(gpu, width, base, palette)]
 
     def _title(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> Strip:
@@ -241,7 +249,9 @@ class GpuPanel(StripWidget):
         self._rows[label] = (key, strip)
         return strip
 
-    def _rich(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> list[Strip]:
+    def _rich(
+        self, gpu: GpuSample, width: int, base: Style, p: Palette, height: int = RICH_HEIGHT
+    ) -> list[Strip]:
         note_width = _NOTE if width >= 60 else 0
         spark_width = max(1, width - _LABEL - _VALUE - note_width - 1)
 
@@ -266,11 +276,16 @@ class GpuPanel(StripWidget):
         mem_note, mem_note_style = (
             ("of time accessed", None) if overlap is None else (overlap.label, p.info)
         )
+        sm_note = "of time busy"
+        if gpu.mig_mode and gpu.sm_percent is None:
+            sm_note = MIG_NOTE
+        if gpu.mig_mode and gpu.memory_access_percent is None:
+            mem_note = MIG_NOTE
         mem_values = last("memory_access_percent")
         mem_text = percent(gpu.memory_access_percent)
         lines = [
             self._title(gpu, width, base, p),
-            row("SM", last("sm_percent"), 100.0, percent(gpu.sm_percent), "of time busy", p.sm),
+            row("SM", last("sm_percent"), 100.0, percent(gpu.sm_percent), sm_note, p.sm),
             row("MEM", mem_values, 100.0, mem_text, mem_note, p.mem, mem_note_style),
             self._vram_row(gpu, width, base, p, note_width, spark_width),
         ]
@@ -288,7 +303,41 @@ class GpuPanel(StripWidget):
             tx_note = "(link speed n/a)"
         lines.append(row("RX", rx, high, human_rate(gpu.pcie_rx_bytes_per_s), rx_note, p.rx))
         lines.append(row("TX", tx, high, human_rate(gpu.pcie_tx_bytes_per_s), tx_note, p.tx))
+        instances = gpu.mig_instances
+        room = max(0, height - RICH_HEIGHT)
+        for n, instance in enumerate(instances[:room]):
+            last_row = n == len(instances) - 1
+            more = len(instances) - room if n == room - 1 and not last_row else 0
+            lines.append(self._mig_row(instance, last_row, more, width, spark_width, base, p))
         return lines
+
+    def _mig_row(
+        self,
+        m: MigInstance,
+        last_row: bool,
+        more: int,
+        width: int,
+        spark_width: int,
+        base: Style,
+        p: Palette,
+    ) -> Strip:
+        """One MIG instance, indented under its GPU: profile, ids, VRAM bar, used / total,
+        utilization (n/a: NVML gives none under MIG) and GPM SM activity when known."""
+        line = Line().add(" └ " if last_row else " ├ ", p.muted)
+        line.add(m.label[:12].ljust(12), p.title)
+        line.add(f"GI{m.gpu_instance_id:<2} ", p.muted)
+        total = m.vram_total_bytes
+        fraction = None if m.vram_used_bytes is None or not total else m.vram_used_bytes / total
+        filled, track = bar(fraction, max(4, spark_width // 3) - 1)
+        line.add(filled, p.vram).add(track, p.track)
+        line.add(glyphs.active().limit_mark, p.critical)
+        line.add(f" {human_bytes(m.vram_used_bytes)}/{human_bytes(total)}", p.text)
+        line.add("  util ", p.label).add(percent(m.sm_percent), p.text)
+        if m.sm_active_percent is not None:
+            line.add("  SM active ", p.label).add(percent(m.sm_active_percent), p.sm)
+        if more:
+            line.add(f"  +{more} more", p.muted)
+        return line.strip(width, base)
 
     def _vram_row(
         self, gpu: GpuSample, width: int, base: Style, p: Palette, note_width: int, spark_width: int
@@ -367,6 +416,8 @@ class GpuPanel(StripWidget):
             groups.append((6, [Piece(f"{gpu.temperature_c:.0f}°C", p.muted)]))
         if gpu.clocks_held_by:
             groups.append((4, [Piece("throttled", p.warning)]))
+        if gpu.mig_mode:
+            groups.append((3, [Piece(f"MIG {len(gpu.mig_instances)}", p.info)]))
         marker = findings_text(self.findings, compact=True)
         if marker:
             worst = panel_findings(self.findings)[0]

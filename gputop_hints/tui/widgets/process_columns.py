@@ -19,6 +19,7 @@ the findings, testable without an app.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -154,6 +155,21 @@ COLUMNS: tuple[Column, ...] = (
         severity_styled=True,
     ),
 )
+COLUMN_INDEX: Mapping[str, int] = {c.key: i for i, c in enumerate(COLUMNS)}
+"""Each column's position in :data:`COLUMNS` (and in a row's cells) by its ``key``."""
+
+MIG_GPU_COLUMN = dataclasses.replace(COLUMNS[COLUMN_INDEX["gpu"]], title="GPU/MIG", width=10)
+"""The GPU column while any process runs on a MIG instance: ``0/1g.10gb``."""
+
+
+def mig_gpu_cell(proc: GpuProcess, label: str | None) -> str:
+    """The GPU cell of a process on a MIG instance: its GPU and the instance's profile
+    (its GPU instance id when the profile is unknown)."""
+    if proc.mig_instance is None:
+        return str(proc.gpu_index)
+    return f"{proc.gpu_index}/{label or f'GI{proc.mig_instance[0]}'}"
+
+
 COMMAND_MIN_WIDTH = 20
 """The command keeps this much while USER or RSS can still be dropped instead ..."""
 COMMAND_SQUEEZED_WIDTH = 10
@@ -203,14 +219,15 @@ def sort_processes(
     return ordered
 
 
-def visible_columns(width: int) -> list[Column]:
+def visible_columns(width: int, mig: bool = False) -> list[Column]:
     """The columns that fit in ``width`` cells with room left for the command.
 
     USER and RSS give way while the command has under ``COMMAND_MIN_WIDTH``
     cells; CPU% and WORKERS only once it would have under
     ``COMMAND_SQUEEZED_WIDTH``; PID, GPU, VRAM, SM% and HINT always stay.
+    ``mig``: a process runs on a MIG instance, and the GPU column names it.
     """
-    columns = list(COLUMNS)
+    columns = [MIG_GPU_COLUMN if mig and c.key == "gpu" else c for c in COLUMNS]
     while True:
         droppable = [c for c in columns if c.drop_order > 0]
         if not droppable:

@@ -32,12 +32,14 @@ from gputop_hints.tui.render import Line
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.process_columns import (
     COLUMN_BY_KEY,
+    COLUMN_INDEX,
     COLUMNS,
     SORT_KEYS,
     Column,
     Hints,
     ProcessKey,
     aligned_cell,
+    mig_gpu_cell,
     sort_processes,
     visible_columns,
     without_arguments,
@@ -119,6 +121,10 @@ class ProcessTable(StripWidget, can_focus=True):
         """Tree rows the user folded or unfolded (see process_tree.is_expanded)."""
         self.tree_rows: list[TreeRow] = []
         self._selected_row_key: RowKey | None = None
+        self.mig_labels: Mapping[tuple[int, int, int], str] = {}
+        """``(GPU, GPU instance, compute instance)`` -> the MIG instance's label."""
+        self.mig = False
+        """Some process runs on a MIG instance: the GPU column names it."""
 
     # --- data ---------------------------------------------------------------
 
@@ -130,6 +136,7 @@ class ProcessTable(StripWidget, can_focus=True):
         launchers: Sequence[Launcher] = (),
         rank_findings: RankFindings | None = None,
         unseen: frozenset[ProcessKey] = frozenset(),
+        mig_labels: Mapping[tuple[int, int, int], str] | None = None,
     ) -> None:
         """Take a tick's processes and the finding to show beside each (from the engine).
 
@@ -137,7 +144,11 @@ class ProcessTable(StripWidget, can_focus=True):
         cells changed, so a hint that holds for minutes costs nothing per tick.
         ``job``: the attached job, whose processes are listed first (and, when
         there are no GPU processes, shown by name with their CPU %).
+        ``mig_labels``: each MIG instance's label (its profile), by ``(GPU, GPU
+        instance id, compute instance id)``, for the GPU column of the processes on one.
         """
+        self.mig_labels = mig_labels or {}
+        self.mig = any(p.mig_instance is not None for p in processes)
         shown = {key: f for key, f in (hints or {}).items() if f is not None}
         self.hints = shown
         self.unseen = unseen
@@ -196,7 +207,12 @@ class ProcessTable(StripWidget, can_focus=True):
 
     def _cells_of(self, proc: GpuProcess) -> tuple[str, ...]:
         finding = self.hints.get(proc.key)
-        return tuple(shown_text(c.cell(proc, finding)) for c in COLUMNS)
+        cells = tuple(shown_text(c.cell(proc, finding)) for c in COLUMNS)
+        if proc.mig_instance is None:
+            return cells
+        label = self.mig_labels.get((proc.gpu_index, *proc.mig_instance))
+        at = COLUMN_INDEX["gpu"]
+        return (*cells[:at], shown_text(mig_gpu_cell(proc, label)), *cells[at + 1 :])
 
     def cycle_sort(self) -> str:
         """Move to the next sort key (``s``); returns its name."""
@@ -208,7 +224,7 @@ class ProcessTable(StripWidget, can_focus=True):
     def column_at(self, x: int) -> str | None:
         """The sortable column whose title is drawn at cell ``x`` of the header."""
         start = 1  # the header begins with one blank cell, as every row does
-        for column in visible_columns(self.size.width):
+        for column in visible_columns(self.size.width, self.mig):
             if start <= x < start + column.width:
                 return column.key if column.key in SORT_KEYS else None
             start += column.width + 1
@@ -433,8 +449,8 @@ class ProcessTable(StripWidget, can_focus=True):
         if cache_key != self._cache_for:
             self._row_cache.clear()
             self._cache_for = cache_key
-        columns = visible_columns(width)
-        indices = [COLUMNS.index(c) for c in columns]
+        columns = visible_columns(width, self.mig)
+        indices = [COLUMN_INDEX[c.key] for c in columns]
         lines = [self._header(columns, width, base, palette)]
         if not self.rows:
             note = self.note or "no GPU processes"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import psutil
+import pynvml
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.source import LiveSource
+from tests.support.fake_nvml import GIB, FakeGpu, FakeMig, FakeProc
 
 TICK_S = 0.8
 """A gap between two ticks long enough for a CPU % to mean something."""
@@ -51,3 +54,32 @@ V2_CGROUP = "0::/system.slice/n01_slurmstepd.scope/job_4242/step_batch/user/task
 """The same under cgroup v2 (the batch step)."""
 PLAIN_CGROUP = "0::/user.slice/user-1000.slice/session-3.scope\n"
 """A login session's cgroup: no job."""
+
+
+# -- MIG ---------------------------------------------------------------------------
+
+SM_UTIL = pynvml.NVML_GPM_METRIC_SM_UTIL
+
+
+def mig_gpu(*, parent_lists: bool = True, gpm: bool = False) -> FakeGpu:
+    """An H100 cut into a 3g.40gb and two 1g.10gb instances; this test process runs on
+    the 3g, another pid on the second 1g."""
+    instances = [
+        FakeMig(1, 0, "3g.40gb", vram_used=12 * GIB, vram_total=40 * GIB),
+        FakeMig(5, 0, "1g.10gb", vram_used=0, vram_total=10 * GIB),
+        FakeMig(6, 0, "1g.10gb", vram_used=3 * GIB, vram_total=10 * GIB),
+    ]
+    if gpm:
+        instances[0].gpm = {SM_UTIL: 70.0}
+        instances[2].gpm = {SM_UTIL: 10.0}
+    return FakeGpu(
+        0,
+        sm=99,  # what a GPU would answer off MIG: never reported in MIG mode
+        mig=instances,
+        mig_parent_lists_processes=parent_lists,
+        gpm={SM_UTIL: 30.0} if gpm else None,
+        processes=[
+            FakeProc(os.getpid(), used_bytes=None, sm_util=80, mig=(1, 0)),
+            FakeProc(os.getppid(), used_bytes=None, sm_util=80, mig=(6, 0)),
+        ],
+    )
