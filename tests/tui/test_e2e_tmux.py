@@ -9,6 +9,7 @@ missing; in CI (``CI=true``) that is a failure instead.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,9 @@ def test_demo_runs_in_tmux_keys_work_and_q_quits(tmux: Tmux) -> None:
     assert "GPU" in screen
     # The demo's processes appear in the table: command lines of training jobs.
     screen = tmux.wait_for("python")
+    # The monitor opens no network connection: OpenSSL (~4 MB resident, which asyncio
+    # would pull in) stays out of its process (cli/monitor.py hides ssl from asyncio).
+    assert "libssl" not in Path(f"/proc/{tmux.pid()}/maps").read_text()
 
     tmux.keys("?")
     tmux.wait_for("esc Back")  # the help screen explains the metrics
