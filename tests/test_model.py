@@ -127,3 +127,23 @@ def test_job_round_trips_with_its_processes() -> None:
     snap = Snapshot(timestamp=1.0, interval_s=1.0, host=_host(), job=job)
     back = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))))
     assert back.job == job
+
+
+def test_construction_keeps_defaults_positions_and_refuses_unknown_fields() -> None:
+    # The classes are built with a faster __init__: the same signature as the dataclass's.
+    gpu = GpuSample(3)
+    assert gpu.index == 3
+    assert gpu.sm_percent is None
+    assert gpu.sm_samples == ()
+    assert gpu.lost is False
+    assert UtilizationSample(1.0, 50.0) == UtilizationSample(timestamp=1.0, percent=50.0)
+    assert WorkerProcess(7, 12.5).cpu_percent == 12.5
+    snap = Snapshot(1.0, 2.0, _host())
+    assert (snap.source, snap.labels, snap.job, snap.gpus) == ("live", (), None, ())
+    with pytest.raises(TypeError):
+        GpuSample()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        GpuSample(0, bogus=1)  # type: ignore[call-arg]
+    with pytest.raises(AttributeError):
+        gpu.index = 4  # type: ignore[misc]
+    assert hash(GpuSample(3, name="a")) == hash(GpuSample(index=3, name="a"))

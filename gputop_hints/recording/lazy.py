@@ -12,7 +12,7 @@ from typing import Any
 from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.recording.format import G_INDEX, decode_gpu, valid_tick
 from gputop_hints.recording.state import DecoderState, SeekPoint
-from gputop_hints.recording.values import clean_tick, loads_line, suspect_text
+from gputop_hints.recording.values import clean_tick, loads_line, suspect, suspect_text
 
 _NO_STATIC: dict[str, Any] = {}
 
@@ -32,7 +32,10 @@ def gpu_part(line: bytes) -> tuple[float, list[Any], str] | None:
         if not math.isfinite(timestamp):
             return None
         gpus, end = _DECODER.raw_decode(text, i2 + 1)
-        if suspect_text(text[i2 + 1 : end]):
+        # An ASCII line (as the recorder writes) has the same offsets in bytes and text:
+        # its GPU part is checked without encoding it again.
+        part = line[i2 + 1 : end] if len(text) == len(line) else None
+        if suspect(part) if part is not None else suspect_text(text[i2 + 1 : end]):
             return None  # a number to read carefully: the full parse does
         if not line.endswith(b"\n"):
             json.loads(line)  # a last line without its newline may be cut short

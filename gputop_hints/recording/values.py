@@ -62,7 +62,21 @@ def _suspect_bytes(line: bytes) -> bool:
     if b"NaN" in line or b"Infinity" in line:
         return True
     classes = line.translate(_CLASS_TABLE)
-    return b"E00" in classes or b"E+00" in classes or _LONG_INTEGER in classes
+    if _LONG_INTEGER in classes:
+        return True
+    # "E00" / "E+00" looked for from each exponent letter: searching for them in the
+    # classes, mostly runs of "0", costs several times the translation. The letters are
+    # few (words in names and reasons); a line full of them takes the plain search.
+    count = classes.count(b"E")
+    if count > 16:
+        return b"E00" in classes or b"E+00" in classes
+    find = classes.find
+    at = find(b"E")
+    while at >= 0:
+        if classes.startswith(b"00", at + 1) or classes.startswith(b"+00", at + 1):
+            return True
+        at = find(b"E", at + 1)
+    return False
 
 _NONE = type(None)
 _NUMBER: frozenset[type] = frozenset({int, float})

@@ -442,3 +442,33 @@ def test_the_format_and_writer_stand_below_the_sources() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("token", ["1e400", "1E+400", "-1e999"])
+@pytest.mark.parametrize("reasons", [["sw_power_cap"], ["hw_slowdown_engaged_here"] * 12])
+def test_huge_exponents_are_unknown_however_many_words_the_line_holds(
+    tmp_path: Path, token: str, reasons: list[str]
+) -> None:
+    """A number past any measurement written with an exponent, next to throttle reasons
+    with few or many letters e: that GPU's SM % reads as unknown and the line is counted,
+    by both the full read and the report's fast path."""
+    snapshots = demo_snapshots(4, "healthy")
+    path = tmp_path / "run.jsonl"
+    write(path, snapshots)
+    lines = path.read_text().splitlines()
+    i = [n for n, line in enumerate(lines) if line.startswith("[")][1]
+    tick = json.loads(lines[i])
+    tick[2][0][1] = "@"
+    tick[2][0][9] = reasons
+    lines[i] = json.dumps(tick, separators=(",", ":")).replace('"@"', token)
+    path.write_text("\n".join(lines) + "\n")
+    stream = open_recording(path)
+    got = list(stream)
+    assert len(got) == 4
+    assert got[1].gpus[0].sm_percent is None
+    assert got[1].gpus[0].throttle_reasons == tuple(reasons)
+    assert stream.counters.bad_lines == 1
+    lazy = open_recording(path)
+    sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
+    assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
+    assert lazy.counters.bad_lines == 1

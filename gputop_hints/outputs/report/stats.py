@@ -221,14 +221,44 @@ class GpuTable:
         """:meth:`_add_gpu` for a recording's GPU columns (checked by
         :func:`~gputop_hints.recording.values.clean_gpu_columns`): the same counts,
         read from the columns :func:`~gputop_hints.recording.format.decode_gpu` reads."""
+        # _count inlined (the same steps): this runs for every GPU of every tick.
+        table = self.gpus
         for g in gpus:
-            st = self._count(
-                g[G_INDEX],
-                (g[G_SM], g[G_MEM], g[G_VRAM_USED]),
-                (g[G_RX], g[G_TX]),
-                (g[G_THROTTLE], g[G_POWER], g[G_TEMPERATURE], g[G_SAMPLES] or None),
-                seen,
-            )
+            st = table.get(g[G_INDEX])
+            if st is None:
+                st = self._stats_for(g[G_INDEX])
+            st.ticks += 1
+            sm = g[G_SM]
+            if sm is not None:
+                st.sm.add(sm)
+                seen[METRIC_SM] = True
+            mem = g[G_MEM]
+            if mem is not None:
+                st.memory_access.add(mem)
+                seen[METRIC_MEMORY_ACCESS] = True
+            used = g[G_VRAM_USED]
+            if used is not None:
+                seen[METRIC_VRAM] = True
+                if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
+                    st.vram_peak_bytes = used
+                if st.vram_total_bytes:
+                    st.vram_percent.add(used / st.vram_total_bytes * 100.0)
+            rx = g[G_RX]
+            if rx is not None:
+                st.pcie_rx.add(rx)
+                seen[METRIC_PCIE] = True
+            tx = g[G_TX]
+            if tx is not None:
+                st.pcie_tx.add(tx)
+                seen[METRIC_PCIE] = True
+            if g[G_THROTTLE] is not None:
+                seen[METRIC_THROTTLE] = True
+            if g[G_POWER] is not None:
+                seen[METRIC_POWER] = True
+            if g[G_TEMPERATURE] is not None:
+                seen[METRIC_TEMPERATURE] = True
+            if g[G_SAMPLES]:
+                seen[METRIC_SUBSECOND] = True
             if len(g) > G_PROFILING:
                 for stats, value in zip(st.profiling.values(), profiling_columns(g), strict=True):
                     if value is not None:
