@@ -315,3 +315,24 @@ def test_long_imported_log_gets_a_stride_from_its_estimated_length(
     assert 1 < report.hint_stride <= exact  # buffering ahead can only lower the estimate
     assert report.hint_evaluations == ticks // report.hint_stride
     assert report_json(report)["hints"]["stride_ticks"] == report.hint_stride
+
+
+def test_rules_with_equal_time_are_listed_by_name_whatever_order_they_came_in(
+    tmp_path: Path,
+) -> None:
+    """Two runs of one report print the same text: ties in "Time in each finding" (the
+    rules arrive from a set) are broken by the rule's name."""
+    path = tmp_path / "run.jsonl"
+    record_demo(path, "starved-loader", 60)
+    report = build_report(open_recording(path))
+    texts = []
+    orders = (
+        ["small-batch", "input-starved", "idle-holding-vram"],
+        ["idle-holding-vram", "small-batch", "input-starved"],
+    )
+    for order in orders:
+        report.rule_seconds = {rule: 30.0 for rule in order}
+        text = report_text(report, 120)
+        section = text.split("Time in each finding", 1)[1].split("\n\n", 1)[0]
+        texts.append([line.split()[0] for line in section.splitlines()[1:]])
+    assert texts[0] == texts[1] == ["idle-holding-vram", "input-starved", "small-batch"]

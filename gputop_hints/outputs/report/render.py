@@ -108,7 +108,7 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
         out.append("")
     if report.rule_seconds:
         out.append("Time in each finding (any subject):")
-        for rule, s in sorted(report.rule_seconds.items(), key=lambda kv: -kv[1]):
+        for rule, s in sorted(report.rule_seconds.items(), key=lambda kv: (-kv[1], kv[0])):
             out.append(f"  {rule:<20} {duration_text(s):>10}  {_pct(report.share(s))}")
         out.append("")
     shown = report.findings[:top]
