@@ -149,10 +149,19 @@ def monitor_main(argv: Sequence[str]) -> int:
             f"{args.interval:g} s"
         )
 
-    from gputop_hints.hints.config import ConfigError, load
+    from gputop_hints.hints.config_search import find_config
+    from gputop_hints.typed_yaml import ConfigError
 
+    # A file to read is read (and checked) now, before anything is drawn; without one
+    # the defaults are loaded once the first frame is up (run_tui), their ~0.1 s of
+    # imports no longer before it.
+    thresholds: Thresholds | None = None
     try:
-        thresholds = load(args.config)
+        path, _how = find_config(args.config)
+        if path is not None:
+            from gputop_hints.hints.config import load_file
+
+            thresholds = load_file(path)
     except ConfigError as exc:
         return usage_error(exc)
 
@@ -178,10 +187,16 @@ def monitor_main(argv: Sequence[str]) -> int:
 
     try:
         if once:
-            return _run_once(source, args, thresholds)
+            return _run_once(source, args, thresholds or _defaults())
         return run_tui(source, args, thresholds)
     finally:
         source.close()
+
+
+def _defaults() -> Thresholds:
+    from gputop_hints.hints.thresholds import Thresholds
+
+    return Thresholds.defaults()
 
 
 def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -219,24 +234,40 @@ def _asyncio_without_tls() -> Iterator[None]:
             del sys.modules["ssl"]
 
 
+FIRST_FRAME_WAIT_S = 0.25
+"""How long the monitor waits for its first tick before importing Textual (which then
+overlaps whatever NVML call is still slow): the plain first frame shows at once."""
+
+
 def run_tui(
     source: Source,
     args: argparse.Namespace,
-    thresholds: Thresholds,
+    thresholds: Thresholds | None,
     interval_s: float | None = None,
 ) -> int:
-    """Run the full-screen monitor on ``source`` until the user quits; its exit code."""
+    """Run the full-screen monitor on ``source`` until the user quits; its exit code.
+    ``thresholds`` None: the built-in defaults (loaded after the first frame)."""
     interval = args.interval if interval_s is None else interval_s
-    # Live and demo: the first tick is taken while Textual is imported (NVML
-    # calls leave the GIL to the import), so the first frame shows processes at
-    # once. Replay has its own reader thread, started by the app.
+    # Live and demo: sampling starts before the thresholds and Textual are imported;
+    # the first tick is drawn as a plain frame (tui/first_frame.py) while they load,
+    # and a tick still in a slow NVML call overlaps the imports (NVML calls leave
+    # the GIL). Replay has its own reader thread, started by the app.
     sampler = None
+    first = None
     if source.kind != "replay":
         from gputop_hints.sampling.sampler import Sampler
+        from gputop_hints.tui import first_frame
 
-        sampler = Sampler(source, interval, None)
+        # Process rows on screen before Textual is even imported (tui/first_frame.py).
+        first = first_frame.FirstFrame.for_terminal()
+        first_frame.install(first)
+        sampler = Sampler(source, interval, None, on_held=first.draw if first else None)
         sampler.start()
+        if first is not None:
+            first.wait(FIRST_FRAME_WAIT_S)
     try:
+        if thresholds is None:
+            thresholds = _defaults()
         with _asyncio_without_tls():
             from gputop_hints.tui import glyphs
             from gputop_hints.tui.app import GputopApp
@@ -258,6 +289,8 @@ def run_tui(
         app.exit_on_signals = True
         app.run()
     finally:
+        if first is not None:
+            first.abandon()  # Textual never started: leave the first frame's screen
         if sampler is not None:
             sampler.stop()  # the app stopped it already, unless it never started
     return app.return_code or EXIT_OK

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from gputop_hints.hints.config_search import find_config, user_config_path
 from gputop_hints.hints.thresholds import DEFAULTS_PATH, Thresholds, parse_overrides
 from gputop_hints.typed_yaml import ConfigError
 
@@ -35,39 +36,6 @@ __all__ = [
     "parse_overrides",
     "user_config_path",
 ]
-
-
-def user_config_path(env: Mapping[str, str] = os.environ) -> Path:
-    """Where the user's own config file lives (it need not exist)."""
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gputop-hints" / "config.yaml"
-
-
-def find_config(
-    explicit: str | None, env: Mapping[str, str] = os.environ
-) -> tuple[Path | None, str]:
-    """The config file to use and how it was found (for messages).
-
-    An explicitly named file (``--config`` or ``$GPUTOP_HINTS_CONFIG``) that does
-    not exist is an error; a missing user file just means "defaults".
-    """
-    if explicit is not None:
-        if not explicit.strip():
-            raise ConfigError(repr(explicit), None, None, "empty path given with --config")
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(explicit, None, None, "no such file (given with --config)")
-        return path, "--config"
-    from_env = env.get("GPUTOP_HINTS_CONFIG")
-    if from_env:
-        path = Path(from_env)
-        if not path.is_file():
-            raise ConfigError(from_env, None, None, "no such file (named by $GPUTOP_HINTS_CONFIG)")
-        return path, "$GPUTOP_HINTS_CONFIG"
-    user = user_config_path(env)
-    if user.is_file():
-        return user, "user config"
-    return None, "built-in defaults"
 
 
 def load(explicit: str | None = None, env: Mapping[str, str] = os.environ) -> Thresholds:

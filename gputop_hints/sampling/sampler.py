@@ -36,10 +36,13 @@ class Sampler:
         on_snapshot: Callable[[Snapshot], None] | None,
         on_error: Callable[[BaseException], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_held: Callable[[Snapshot], None] | None = None,
     ) -> None:
         """``on_snapshot`` None: ticks (and errors) are kept until :meth:`attach` gives
         the callbacks -- the monitor starts sampling before its UI is built, so
-        the first frame does not wait for NVML's first answers after Textual's import."""
+        the first frame does not wait for NVML's first answers after Textual's import.
+        ``on_held``: called on the sampling thread with each tick kept so (the
+        monitor draws a plain first frame from it while Textual loads)."""
         if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
             raise ValueError(
                 f"interval must be between {MIN_INTERVAL_S} and {MAX_INTERVAL_S} s, "
@@ -58,6 +61,7 @@ class Sampler:
         self._deadlines: Deadlines | None = None
         self._handoff = threading.Lock()
         self._held: list[Snapshot | BaseException] = []
+        self._on_held = on_held
         """What came before :meth:`attach`, in order (a few ticks at most)."""
 
     def attach(
@@ -81,6 +85,11 @@ class Sampler:
         with self._handoff:
             if self._on_snapshot is None:
                 self._held.append(item)
+                if self._on_held is not None and not isinstance(item, BaseException):
+                    try:
+                        self._on_held(item)
+                    except Exception:  # a failed preview must not stop the sampling
+                        log.exception("drawing a held tick failed")
             elif isinstance(item, BaseException):
                 if self._on_error is not None:
                     self._on_error(item)

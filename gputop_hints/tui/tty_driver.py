@@ -21,7 +21,7 @@ import os
 import selectors
 import sys
 import threading
-from typing import IO, Any
+from typing import Any
 
 from textual import _time
 from textual._parser import ParseError
@@ -29,7 +29,7 @@ from textual._xterm_parser import XTermParser
 from textual.drivers import linux_driver
 from textual.drivers.linux_driver import LinuxDriver
 
-from gputop_hints.tui import partial_output
+from gputop_hints.tui import first_frame, partial_output
 from gputop_hints.tui.textual_version import textual_major
 
 TEXTUAL_MAJOR = 8
@@ -38,21 +38,6 @@ follows; on another, Textual's own loop runs."""
 
 POLL_S = 0.1
 """Textual's own poll period: the longest a pending escape sequence waits here too."""
-
-
-def _is_terminal(stream: IO[str] | None) -> bool:
-    try:
-        return stream is not None and os.isatty(stream.fileno())
-    except (OSError, ValueError):
-        return False
-
-
-def controlling_terminal() -> io.TextIOWrapper | None:
-    """The controlling terminal opened for writing, or None when there is none."""
-    try:
-        return open("/dev/tty", "w", encoding="utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 _UNKNOWN = object()
@@ -105,14 +90,15 @@ class TerminalDriver(LinuxDriver):
         self._exit_event = _WakingEvent()
         self.exit_event = self._exit_event
         self._tty: io.TextIOWrapper | None = None
-        if not _is_terminal(sys.__stderr__):
-            tty = controlling_terminal()
+        if not first_frame.is_terminal(sys.__stderr__):
+            tty = first_frame.controlling_terminal()
             if tty is not None:
                 self._tty = tty
                 self._file = tty
 
     def start_application_mode(self) -> None:
         """Start (or, after a suspend, resume) drawing: what was on screen is not known now."""
+        first_frame.hand_over_current()  # the plain first frame, if any, stops here
         super().start_application_mode()  # type: ignore[no-untyped-call]
         partial_output.forget()
 
