@@ -149,9 +149,7 @@ class TerminalDriver(LinuxDriver):
                 for _ in parser.feed(""):
                     pass
 
-    def close(self) -> None:
-        super().close()
-        if self._tty is not None:
-            with contextlib.suppress(OSError):
-                self._tty.close()
-            self._tty = None
+    # No close() of the terminal here: Textual calls the driver's close() on every
+    # Ctrl-Z too (suspend_application_mode) and draws on the same stream after ``fg``;
+    # closing /dev/tty there left a blank screen that no longer answered keys. The
+    # stream lives as long as the process.

@@ -153,6 +153,26 @@ def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
     assert tmux.wait_until_exited() == 0
 
 
+def test_ctrl_z_and_fg_with_standard_error_redirected_still_draw_and_answer(
+    tmux: Tmux, tmp_path: Path
+) -> None:
+    """``gputop-hints 2>err.log``: the monitor draws on /dev/tty. Textual closes its
+    driver on every Ctrl-Z; the terminal must stay open for the drawing after ``fg``
+    (it was closed: a blank screen that no longer answered keys)."""
+    log = tmp_path / "err.log"
+    tmux.start(["sh", "-c", 'exec "$0" --demo 2>"$1"', str(SCRIPT), str(log)], 120, 40)
+    tmux.wait_for("of time busy")
+    pid = tmux.pid()
+    tmux.keys("C-z")
+    assert wait_for_state(pid, "T") == "T"
+    os.kill(pid, signal.SIGCONT)
+    screen = tmux.wait_for("host demo-node")
+    assert "of time busy" in screen
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0
+    assert "Traceback" not in log.read_text()
+
+
 def test_escape_garbage_a_mouse_flood_and_a_stray_0xff_byte_never_crash(tmux: Tmux) -> None:
     """Escape junk, 50 mouse reports and bytes 0xff 0xfe typed into the demo: it keeps running."""
     tmux.start([str(SCRIPT), "--demo"], width=120, height=40)
