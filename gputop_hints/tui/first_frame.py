@@ -40,6 +40,8 @@ from gputop_hints.tui.widgets.process_columns import (
 )
 from gputop_hints.units import UNKNOWN, human_bytes, percent
 
+MARK = "(starting; hints follow)"
+"""On the first frame's header line, and only there: what tells it from the full view."""
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"
 """Alternate screen, cursor hidden, home, cleared: where Textual will draw next."""
 LEAVE = "\x1b[2J\x1b[?25h\x1b[?1049l"
@@ -65,7 +67,7 @@ def frame_lines(snapshot: Snapshot, width: int, height: int) -> list[str]:
     """The first frame's lines, each at most ``width`` cells, at most ``height`` lines."""
     if width < 20 or height < 3:
         return []
-    lines = [f" gputop-hints  {visible(snapshot.host.hostname)}  (starting; hints follow)", ""]
+    lines = [f" gputop-hints  {visible(snapshot.host.hostname)}  {MARK}", ""]
     for gpu in snapshot.gpus:
         name = visible(gpu.name or "GPU")
         vram = f"{human_bytes(gpu.vram_used_bytes)} / {human_bytes(gpu.vram_total_bytes)}"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from gputop_hints.tui.first_frame import MARK as FIRST_FRAME_MARK
 from tests.support.ci import IN_CI
 
 SCRIPT = Path(sys.executable).parent / "gputop-hints"
@@ -127,11 +128,14 @@ class Tmux:
         return self.run("display-message", "-p", "-t", "t", fmt).strip()
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        """Wait until ``text`` is on the screen of the full view: the plain first frame
+        drawn while Textual loads (gputop_hints/tui/first_frame.py) shows process rows
+        too, but no key is read and nothing styled yet."""
         end = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < end:
             screen = self.screen()
-            if text in screen:
+            if text in screen and FIRST_FRAME_MARK not in screen:
                 return screen
             time.sleep(0.2)
         raise AssertionError(f"{text!r} never appeared; {self._diagnosis()}; screen was:\n{screen}")
