@@ -15,15 +15,18 @@ import os
 from pathlib import Path
 from typing import IO, Any, cast
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.recording.format import (
     GPU_STATIC_FIELDS,
+    LAUNCHER_STATIC_FIELDS,
     META_FIELDS,
     PROCESS_STATIC_FIELDS,
     encode_tick,
     gpu_static,
     header_for,
+    launcher_static,
     meta_of,
+    mig_static,
     process_static,
 )
 
@@ -37,6 +40,12 @@ def _open_for_writing(path: Path) -> tuple[IO[bytes], IO[bytes]]:
         # mtime=0: the same ticks give the same bytes.
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)), raw
     return raw, raw
+
+
+def _mig_changed(gpu: GpuSample, static: dict[str, Any]) -> bool:
+    """Whether a GPU's MIG instances differ from its record's (one was created,
+    destroyed, or its facts changed)."""
+    return bool(mig_static(gpu) != static["mig_instances"])
 
 
 class RecordingWriter:
@@ -75,6 +84,7 @@ class RecordingWriter:
         self._gpus: dict[int, dict[str, Any]] = {}
         self._procs: dict[tuple[int, int], dict[str, Any]] = {}
         self._workers: dict[int, tuple[str | None, str | None]] = {}
+        self._launchers: dict[int, dict[str, Any]] = {}
         self._closed = False
 
     # -- writing ---------------------------------------------------------------
@@ -107,7 +117,11 @@ class RecordingWriter:
         gpus: dict[int, dict[str, Any]] = {}
         for g in snapshot.gpus:
             static = self._gpus.get(g.index)
-            if static is None or any(getattr(g, k) != static[k] for k in GPU_STATIC_FIELDS):
+            if (
+                static is None
+                or any(getattr(g, k) != static[k] for k in GPU_STATIC_FIELDS)
+                or ((g.mig_instances or static["mig_instances"]) and _mig_changed(g, static))
+            ):
                 static = gpu_static(g)
                 lines.append(_dumps({"type": "gpu", **static}))
             gpus[g.index] = static
@@ -132,6 +146,17 @@ class RecordingWriter:
                     workers[w.pid] = static_w
         self._procs = procs
         self._workers = workers
+        if snapshot.launchers or self._launchers:
+            launchers: dict[int, dict[str, Any]] = {}
+            for launcher in snapshot.launchers:
+                lstatic = self._launchers.get(launcher.pid)
+                if lstatic is None or any(
+                    getattr(launcher, k) != lstatic[k] for k in LAUNCHER_STATIC_FIELDS
+                ):
+                    lstatic = launcher_static(launcher)
+                    lines.append(_dumps({"type": "launcher", **lstatic}))
+                launchers[launcher.pid] = lstatic
+            self._launchers = launchers
         return lines
 
     def _emit(self, data: bytes) -> None:
@@ -157,6 +182,7 @@ class RecordingWriter:
         self._gpus = {g["index"]: g for g in header["gpus"]}
         self._procs = {}
         self._workers = {}
+        self._launchers = {}
         self._emit((_dumps(header) + "\n").encode("utf-8"))
 
     def _rotate(self, snapshot: Snapshot) -> None:
