@@ -33,6 +33,8 @@ from gputop_hints.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    Launcher,
+    MigInstance,
     Snapshot,
     UtilizationSample,
     WorkerProcess,
@@ -45,7 +47,7 @@ SCHEMA_VERSION = 1
 
 # Column order of tick lines (documented in the header as ``tick_columns``).
 TICK_COLUMNS: dict[str, list[str]] = {
-    "tick": ["timestamp", "sample_duration_s", "gpus", "host", "processes"],
+    "tick": ["timestamp", "sample_duration_s", "gpus", "host", "processes", "launchers"],
     "host": ["iowait_percent", "memory_used_bytes", "load_average", "cpu_percent_per_core"],
     "gpu": [
         "index",
@@ -62,6 +64,7 @@ TICK_COLUMNS: dict[str, list[str]] = {
         "lost",
         "not_answering_s",
         "profiling",
+        "mig_instances",
     ],
     "process": [
         "pid",
@@ -75,6 +78,9 @@ TICK_COLUMNS: dict[str, list[str]] = {
         "workers",
     ],
     "worker": ["pid", "cpu_percent", "rss_bytes", "state"],
+    "mig_instance": ["gpu_instance_id", "compute_instance_id", "vram_used_bytes", "sm_percent",
+                     "sm_active_percent"],
+    "launcher": ["pid", "cpu_percent"],
 }
 """The GPUs come before the host so a reader can decode just them (the report's
 fast path). ``sm_samples`` is flat: ``[t0, percent0, t1, percent1, ...]``; ``workers`` likewise
@@ -84,10 +90,15 @@ written only for a GPU NVML says is lost: healthy GPUs' arrays end at ``sm_sampl
 not returned by the tick's deadline, after a ``false`` in ``lost``: a reader that
 predates it reads that GPU's tick as all-unknown, which is what it was. ``profiling``
 (DCGM/GPM ratios as percentages, in :data:`PROFILING_FIELDS` order) only for a source
-that profiles, after ``false`` and ``null``: older readers ignore it."""
+that profiles, after ``false`` and ``null``: older readers ignore it. ``mig_instances``
+(five values per instance, in the ``mig_instance`` column order) only for a GPU with MIG
+instances, after ``lost``, ``not_answering_s`` and ``profiling`` (``null`` when it has
+none); each instance's profile, total memory and UUID are in the GPU's record. The tick's
+``launchers`` (two values per launcher, in the ``launcher`` column order; the rest of
+each in its ``launcher`` record) only when the tick has launchers."""
 
 # Column positions, for readers that work on the arrays directly (the report).
-T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES = range(5)
+T_TIMESTAMP, T_DURATION, T_GPUS, T_HOST, T_PROCESSES, T_LAUNCHERS = range(6)
 H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
 (
     G_INDEX,
@@ -104,7 +115,8 @@ H_IOWAIT, H_MEMORY_USED, H_LOAD, H_CORES = range(4)
     G_LOST,
     G_NOT_ANSWERING,
     G_PROFILING,
-) = range(14)
+    G_MIG,
+) = range(15)
 P_PID, P_GPU, P_VRAM, P_SM, P_MEM, P_CPU, P_RSS, P_STATE, P_WORKERS = range(9)
 
 GPU_STATIC_FIELDS = (
@@ -117,9 +129,13 @@ GPU_STATIC_FIELDS = (
     "max_sm_clock_mhz",
     "default_power_limit_watts",
     "profiling_unavailable",
+    "mig_mode",
 )
-PROCESS_STATIC_FIELDS = ("user", "name", "command", "create_time")
-"""Compared each tick to tell a changed process; its ``frameworks`` are read once, when
+"""Compared each tick to tell a changed GPU; its ``mig_instances`` record entry (the
+instances' unchanging facts) is compared too, when it has instances."""
+PROCESS_STATIC_FIELDS = ("user", "name", "command", "create_time", "launcher_pid", "mig_instance")
+"""Compared each tick to tell a changed process (``mig_instance`` kept as a tuple in
+the writer's copy, a list in the file); its ``frameworks`` are read once, when
 it is first seen, and never change for one (pid, create_time)."""
 META_FIELDS = (
     "interval_s",
@@ -176,6 +192,37 @@ def gpu_static(gpu: GpuSample) -> dict[str, Any]:
         "max_sm_clock_mhz": gpu.max_sm_clock_mhz,
         "default_power_limit_watts": _num(gpu.default_power_limit_watts),
         "profiling_unavailable": gpu.profiling_unavailable,
+        "mig_mode": gpu.mig_mode,
+        "mig_instances": mig_static(gpu),
+    }
+
+
+def mig_static(gpu: GpuSample) -> list[dict[str, Any]]:
+    """The unchanging facts of a GPU's MIG instances (its record's ``mig_instances``)."""
+    return [
+        {
+            "gpu_instance_id": m.gpu_instance_id,
+            "compute_instance_id": m.compute_instance_id,
+            "profile": m.profile,
+            "vram_total_bytes": m.vram_total_bytes,
+            "uuid": m.uuid,
+        }
+        for m in gpu.mig_instances
+    ]
+
+
+LAUNCHER_STATIC_FIELDS = ("kind", "user", "name", "command")
+"""A launcher's unchanging facts (its ``launcher`` record); its CPU is per tick."""
+
+
+def launcher_static(launcher: Launcher) -> dict[str, Any]:
+    """A launcher's unchanging facts (a ``launcher`` record, without its type)."""
+    return {
+        "pid": launcher.pid,
+        "kind": launcher.kind,
+        "user": launcher.user,
+        "name": launcher.name,
+        "command": launcher.command,
     }
 
 
@@ -190,6 +237,8 @@ def process_static(proc: GpuProcess) -> dict[str, Any]:
         "create_time": _num(proc.create_time),
         "frameworks": list(proc.frameworks),
         "container": proc.container,
+        "launcher_pid": proc.launcher_pid,
+        "mig_instance": proc.mig_instance,
     }
 
 
@@ -227,7 +276,28 @@ def encode_gpu(gpu: GpuSample) -> list[Any]:
         None if gpu.throttle_reasons is None else list(gpu.throttle_reasons),
         samples,
     ]
-    if gpu.lost:  # a trailing column: older readers ignore it, healthy ticks stay as they were
+    if gpu.mig_instances:  # the last trailing column: every one before it, placeholders too
+        mig: list[Any] = []
+        for m in gpu.mig_instances:
+            mig.extend(
+                (
+                    m.gpu_instance_id,
+                    m.compute_instance_id,
+                    m.vram_used_bytes,
+                    _num(m.sm_percent),
+                    _num(m.sm_active_percent),
+                )
+            )
+        profiling = [_num(getattr(gpu, name)) for name in PROFILING_FIELDS]
+        values.extend(
+            (
+                gpu.lost,
+                _num(gpu.not_answering_s),
+                profiling if any(value is not None for value in profiling) else None,
+                mig,
+            )
+        )
+    elif gpu.lost:  # a trailing column: older readers ignore it, healthy ticks stay as they were
         values.append(True)
     elif gpu.not_answering_s is not None:  # likewise, one further along
         values.extend((False, _num(gpu.not_answering_s)))
@@ -259,7 +329,7 @@ def encode_tick(snapshot: Snapshot) -> list[Any]:
     """A snapshot's per-tick values: the array of one tick line."""
     host = snapshot.host
     la = host.load_average
-    return [
+    tick = [
         snapshot.timestamp,
         _num(snapshot.sample_duration_s),
         [encode_gpu(g) for g in snapshot.gpus],
@@ -271,6 +341,12 @@ def encode_tick(snapshot: Snapshot) -> list[Any]:
         ],
         [_encode_process(p) for p in snapshot.processes],
     ]
+    if snapshot.launchers:  # a trailing column: older readers ignore it
+        launchers: list[Any] = []
+        for launcher in snapshot.launchers:
+            launchers.extend((launcher.pid, _num(launcher.cpu_percent)))
+        tick.append(launchers)
+    return tick
 
 
 # --- decoding ---------------------------------------------------------------------------
@@ -290,6 +366,7 @@ def valid_tick(value: Any) -> bool:
 
 
 _NO_RECORD: Mapping[str, Any] = {}
+_NO_LAUNCHERS: Mapping[int, Mapping[str, Any]] = {}
 
 
 def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
@@ -324,7 +401,48 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         sm_occupancy_percent=occupancy,
         tensor_active_percent=tensor,
         dram_active_percent=dram,
+        mig_mode=static.get("mig_mode") is True,
+        mig_instances=_mig_instances(g, static) if len(g) > G_MIG else (),
     )
+
+
+def _known_number(value: Any) -> Any:
+    return value if value.__class__ in (int, float) else None
+
+
+def _mig_instances(g: list[Any], static: Mapping[str, Any]) -> tuple[MigInstance, ...]:
+    """The ``mig_instances`` column (five values an instance) as MigInstances, each with
+    its profile, total memory and UUID from the GPU's record; a malformed column reads as
+    no instances, a value of the wrong type as unknown."""
+    flat = g[G_MIG]
+    if flat.__class__ is not list or not flat or len(flat) % 5:
+        return ()
+    facts: dict[tuple[Any, Any], Mapping[str, Any]] = {}
+    recorded = static.get("mig_instances")
+    if recorded.__class__ is list:
+        for entry in recorded:
+            if entry.__class__ is dict:
+                facts[(entry.get("gpu_instance_id"), entry.get("compute_instance_id"))] = entry
+    out = []
+    for i in range(0, len(flat), 5):
+        gi, ci, used, sm, active = flat[i : i + 5]
+        if gi.__class__ is not int or ci.__class__ is not int:
+            continue
+        fact = facts.get((gi, ci), _NO_RECORD)
+        profile, total, uuid = fact.get("profile"), fact.get("vram_total_bytes"), fact.get("uuid")
+        out.append(
+            MigInstance(
+                gpu_instance_id=gi,
+                compute_instance_id=ci,
+                profile=profile if profile.__class__ is str else None,
+                vram_used_bytes=used if used.__class__ is int else None,
+                vram_total_bytes=total if total.__class__ is int else None,
+                sm_percent=_known_number(sm),
+                sm_active_percent=_known_number(active),
+                uuid=uuid if uuid.__class__ is str else None,
+            )
+        )
+    return tuple(out)
 
 
 def _utilization_samples(flat: list[Any]) -> tuple[UtilizationSample, ...]:
@@ -366,7 +484,16 @@ _NO_WORKER: tuple[None, None] = (None, None)
 """A worker without a ``worker`` record: name and command line unknown."""
 
 
-_ProcessStatic = tuple[str | None, str | None, str, float | None, tuple[str, ...], str | None]
+_ProcessStatic = tuple[
+    str | None,
+    str | None,
+    str,
+    float | None,
+    tuple[str, ...],
+    str | None,
+    int | None,
+    tuple[int, int] | None,
+]
 _PROCESS_STATIC: dict[int, tuple[Mapping[str, Any], _ProcessStatic]] = {}
 """A process record's fields as :class:`GpuProcess` takes them, by the record's id (the
 record itself kept alongside, so an id reused after it is gone never matches): the
@@ -385,11 +512,24 @@ def _process_static(static: Mapping[str, Any]) -> _ProcessStatic:
         static.get("create_time"),
         known_frameworks(static.get("frameworks")),
         static.get("container"),
+        static.get("launcher_pid"),
+        _mig_key(static.get("mig_instance")),
     )
     if len(_PROCESS_STATIC) >= _PROCESS_STATIC_MAX:
         _PROCESS_STATIC.clear()
     _PROCESS_STATIC[id(static)] = (static, fields)
     return fields
+
+
+def _mig_key(value: Any) -> tuple[int, int] | None:
+    """A process record's ``mig_instance`` (``[gpu instance id, compute instance id]``)."""
+    if value.__class__ is list and len(value) == 2 and _types_are_int(value):
+        return (value[0], value[1])
+    return None
+
+
+def _types_are_int(values: list[Any]) -> bool:
+    return all(v.__class__ is int for v in values)
 
 
 def _decode_workers(
@@ -421,7 +561,9 @@ def _decode_process(
     static: Mapping[str, Any],
     worker_names: Mapping[int, tuple[str | None, str | None]],
 ) -> GpuProcess:
-    user, name, command, create_time, frameworks, container = _process_static(static)
+    user, name, command, create_time, frameworks, container, launcher_pid, mig = (
+        _process_static(static)
+    )
     return GpuProcess(
         pid=p[P_PID],
         gpu_index=p[P_GPU],
@@ -438,7 +580,37 @@ def _decode_process(
         create_time=create_time,
         frameworks=frameworks,
         container=container,
+        launcher_pid=launcher_pid,
+        mig_instance=mig,
     )
+
+
+def _decode_launchers(
+    tick: list[Any], launchers: Mapping[int, Mapping[str, Any]]
+) -> tuple[Launcher, ...]:
+    """The tick's ``launchers`` column (pid, CPU % each) with their ``launcher`` records;
+    a launcher without a record (a damaged file) is left out, its ranks shown at the top."""
+    if len(tick) <= T_LAUNCHERS:
+        return ()
+    flat = tick[T_LAUNCHERS]
+    if flat.__class__ is not list or len(flat) % 2:
+        return ()
+    out = []
+    for pid, cpu in zip(flat[0::2], flat[1::2], strict=True):
+        record = launchers.get(pid) if pid.__class__ is int else None
+        if record is None:
+            continue
+        out.append(
+            Launcher(
+                pid=pid,
+                kind=record.get("kind") or "",
+                user=record.get("user"),
+                name=record.get("name"),
+                command=record.get("command") or "",
+                cpu_percent=_known_number(cpu),
+            )
+        )
+    return tuple(out)
 
 
 def decode_tick(
@@ -447,6 +619,7 @@ def decode_tick(
     gpus: Mapping[int, Mapping[str, Any]],
     processes: Mapping[tuple[int, int], Mapping[str, Any]],
     worker_names: Mapping[int, tuple[str | None, str | None]],
+    launchers: Mapping[int, Mapping[str, Any]] = _NO_LAUNCHERS,
 ) -> Snapshot:
     """Rebuild the Snapshot of a tick line from the static records in force for it.
 
@@ -479,4 +652,5 @@ def decode_tick(
         gpu_unavailable_reason=meta.get("gpu_unavailable_reason"),
         sample_duration_s=tick[T_DURATION],
         labels=tuple(meta.get("labels") or ()),
+        launchers=_decode_launchers(tick, launchers),
     )

@@ -3,7 +3,7 @@ and a place to resume reading (:class:`SeekPoint`, what a seek index holds)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_hints.model import Snapshot
@@ -33,9 +33,17 @@ class DecoderState:
     processes: dict[tuple[int, int], dict[str, Any]]
     workers: dict[int, tuple[str | None, str | None]]
     """Worker pid -> (name, command line): the ``worker`` records in force."""
+    launchers: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """Launcher pid -> its ``launcher`` record (none in files that predate them)."""
 
     def copy(self) -> DecoderState:
-        return DecoderState(self.meta, dict(self.gpus), dict(self.processes), dict(self.workers))
+        return DecoderState(
+            self.meta,
+            dict(self.gpus),
+            dict(self.processes),
+            dict(self.workers),
+            dict(self.launchers),
+        )
 
     def apply(self, record: dict[str, Any]) -> bool:
         """Take in one static record; False when its type is unknown (ignored).
@@ -53,6 +61,8 @@ class DecoderState:
             self.processes[(int(record["pid"]), int(record["gpu_index"]))] = record
         elif kind == "worker":
             self.workers[int(record["pid"])] = (record.get("name"), record.get("command"))
+        elif kind == "launcher":
+            self.launchers[int(record["pid"])] = record
         else:
             return False
         return True
@@ -65,4 +75,6 @@ class DecoderState:
 
     def snapshot(self, tick: list[Any]) -> Snapshot:
         """Rebuild the Snapshot of a tick line."""
-        return decode_tick(tick, self.meta, self.gpus, self.processes, self.workers)
+        return decode_tick(
+            tick, self.meta, self.gpus, self.processes, self.workers, self.launchers
+        )

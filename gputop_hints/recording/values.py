@@ -329,6 +329,7 @@ _GPU_KINDS: dict[str, frozenset[type]] = {
     "max_sm_clock_mhz": _NUMBER_OR_NONE,
     "default_power_limit_watts": _NUMBER_OR_NONE,
     "profiling_unavailable": _TEXT_OR_NONE,
+    "mig_mode": frozenset({bool, _NONE}),
 }
 _PROCESS_KINDS: dict[str, frozenset[type]] = {
     "user": _TEXT_OR_NONE,
@@ -336,6 +337,13 @@ _PROCESS_KINDS: dict[str, frozenset[type]] = {
     "command": _TEXT_OR_NONE,
     "create_time": _NUMBER_OR_NONE,
     "container": _TEXT_OR_NONE,
+    "launcher_pid": frozenset({int, _NONE}),
+}
+_LAUNCHER_KINDS: dict[str, frozenset[type]] = {
+    "kind": _TEXT_OR_NONE,
+    "user": _TEXT_OR_NONE,
+    "name": _TEXT_OR_NONE,
+    "command": _TEXT_OR_NONE,
 }
 
 
@@ -374,7 +382,17 @@ def _meta_problem(record: dict[str, Any]) -> str | None:
 def _gpu_problem(record: Any) -> str | None:
     if record.__class__ is not dict:
         return "a GPU that is not an object"
-    return _ints_problem(record, "index") or _kinds_problem(record, _GPU_KINDS)
+    return (
+        _ints_problem(record, "index")
+        or _kinds_problem(record, _GPU_KINDS)
+        or _list_problem(record.get("mig_instances"), "mig_instances", frozenset({dict}))
+    )
+
+
+def _mig_key_problem(value: Any) -> str | None:
+    if value is None or (value.__class__ is list and len(value) == 2 and _types(value) <= _INTS):
+        return None
+    return "key 'mig_instance' is not a pair of whole numbers"
 
 
 def record_problem(record: dict[str, Any]) -> str | None:
@@ -389,7 +407,10 @@ def record_problem(record: dict[str, Any]) -> str | None:
             _ints_problem(record, "pid", "gpu_index")
             or _kinds_problem(record, _PROCESS_KINDS)
             or _list_problem(record.get("frameworks"), "frameworks", frozenset({str}))
+            or _mig_key_problem(record.get("mig_instance"))
         )
+    if kind == "launcher":
+        return _ints_problem(record, "pid") or _kinds_problem(record, _LAUNCHER_KINDS)
     if kind == "worker":
         return _ints_problem(record, "pid") or _kinds_problem(
             record, {"name": _TEXT_OR_NONE, "command": _TEXT_OR_NONE}

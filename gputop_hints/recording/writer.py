@@ -12,18 +12,23 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Callable
+from operator import attrgetter
 from pathlib import Path
 from typing import IO, Any, cast
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuProcess, GpuSample, Launcher, Snapshot
 from gputop_hints.recording.format import (
     GPU_STATIC_FIELDS,
+    LAUNCHER_STATIC_FIELDS,
     META_FIELDS,
     PROCESS_STATIC_FIELDS,
     encode_tick,
     gpu_static,
     header_for,
+    launcher_static,
     meta_of,
+    mig_static,
     process_static,
 )
 
@@ -37,6 +42,15 @@ def _open_for_writing(path: Path) -> tuple[IO[bytes], IO[bytes]]:
         # mtime=0: the same ticks give the same bytes.
         return cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)), raw
     return raw, raw
+
+
+_gpu_facts = cast(Callable[[GpuSample], tuple[Any, ...]], attrgetter(*GPU_STATIC_FIELDS))
+"""What a ``gpu`` record holds besides the index and MIG instances, compared each tick
+as one tuple (its MIG instances are compared only on a GPU that has some)."""
+_process_facts = cast(
+    Callable[[GpuProcess], tuple[Any, ...]], attrgetter(*PROCESS_STATIC_FIELDS)
+)
+_launcher_facts = cast(Callable[[Launcher], tuple[Any, ...]], attrgetter(*LAUNCHER_STATIC_FIELDS))
 
 
 class RecordingWriter:
@@ -72,9 +86,13 @@ class RecordingWriter:
         self._file_bytes = 0
         self._file_ticks = 0
         self._meta: dict[str, Any] | None = None
-        self._gpus: dict[int, dict[str, Any]] = {}
-        self._procs: dict[tuple[int, int], dict[str, Any]] = {}
+        self._gpus: dict[int, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+        """GPU index -> (its GPU_STATIC_FIELDS, its MIG instances' facts) as last written."""
+        self._procs: dict[tuple[int, int], tuple[Any, ...]] = {}
+        """(pid, GPU) -> its PROCESS_STATIC_FIELDS as last written."""
         self._workers: dict[int, tuple[str | None, str | None]] = {}
+        self._launchers: dict[int, tuple[Any, ...]] = {}
+        """Launcher pid -> its LAUNCHER_STATIC_FIELDS as last written."""
         self._closed = False
 
     # -- writing ---------------------------------------------------------------
@@ -104,23 +122,29 @@ class RecordingWriter:
         if meta != self._meta:
             self._meta = meta
             lines.append(_dumps({"type": "meta", **meta}))
-        gpus: dict[int, dict[str, Any]] = {}
+        gpus: dict[int, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
         for g in snapshot.gpus:
-            static = self._gpus.get(g.index)
-            if static is None or any(getattr(g, k) != static[k] for k in GPU_STATIC_FIELDS):
+            seen = self._gpus.get(g.index)
+            facts = _gpu_facts(g)
+            if (
+                seen is None
+                or facts != seen[0]
+                or ((g.mig_instances or seen[1]) and mig_static(g) != seen[1])
+            ):
                 static = gpu_static(g)
                 lines.append(_dumps({"type": "gpu", **static}))
-            gpus[g.index] = static
+                seen = (facts, static["mig_instances"])
+            gpus[g.index] = seen
         self._gpus = gpus
-        procs: dict[tuple[int, int], dict[str, Any]] = {}
+        procs: dict[tuple[int, int], tuple[Any, ...]] = {}
         workers: dict[int, tuple[str | None, str | None]] = {}
+        seen_procs = self._procs
         for p in snapshot.processes:
             key = (p.pid, p.gpu_index)
-            pstatic = self._procs.get(key)
-            if pstatic is None or any(getattr(p, k) != pstatic[k] for k in PROCESS_STATIC_FIELDS):
-                pstatic = process_static(p)
-                lines.append(_dumps({"type": "process", **pstatic}))
-            procs[key] = pstatic
+            pfacts = _process_facts(p)
+            if seen_procs.get(key) != pfacts:
+                lines.append(_dumps({"type": "process", **process_static(p)}))
+            procs[key] = pfacts
             for w in p.workers:
                 if w.pid not in workers:
                     static_w = (w.name, w.command)
@@ -132,6 +156,14 @@ class RecordingWriter:
                     workers[w.pid] = static_w
         self._procs = procs
         self._workers = workers
+        if snapshot.launchers or self._launchers:
+            launchers: dict[int, tuple[Any, ...]] = {}
+            for launcher in snapshot.launchers:
+                lfacts = _launcher_facts(launcher)
+                if self._launchers.get(launcher.pid) != lfacts:
+                    lines.append(_dumps({"type": "launcher", **launcher_static(launcher)}))
+                launchers[launcher.pid] = lfacts
+            self._launchers = launchers
         return lines
 
     def _emit(self, data: bytes) -> None:
@@ -154,9 +186,10 @@ class RecordingWriter:
         header = header_for(snapshot)
         # The header stands for a meta record and the first GPU records.
         self._meta = {k: header[k] for k in META_FIELDS}
-        self._gpus = {g["index"]: g for g in header["gpus"]}
+        self._gpus = {g.index: (_gpu_facts(g), mig_static(g)) for g in snapshot.gpus}
         self._procs = {}
         self._workers = {}
+        self._launchers = {}
         self._emit((_dumps(header) + "\n").encode("utf-8"))
 
     def _rotate(self, snapshot: Snapshot) -> None:

@@ -24,22 +24,10 @@ from gputop_hints.streams import UnrecognisedFormat
 from tests.support.paths import REPO
 
 
-def without_tree(snap: Snapshot) -> Snapshot:
-    """A tick as a recording keeps it: without the process tree (launchers), not kept yet."""
-    procs = tuple(dataclasses.replace(p, launcher_pid=None) for p in snap.processes)
-    return dataclasses.replace(snap, launchers=(), processes=procs)
-
-
 def demo_snapshots(n: int, scenario: str = "mixed", **kwargs: Any) -> list[Snapshot]:
-    """Demo ticks as a recording keeps them: without the process tree (launchers), which
-    the recording format does not carry yet."""
+    """Demo ticks, process tree (launchers) and all."""
     source = DemoSource(scenario, **kwargs)
-    out = []
-    for _ in range(n):
-        snap = source.sample()
-        procs = tuple(dataclasses.replace(p, launcher_pid=None) for p in snap.processes)
-        out.append(dataclasses.replace(snap, launchers=(), processes=procs))
-    return out
+    return [source.sample() for _ in range(n)]
 
 
 def write(path: Path, snapshots: list[Snapshot], **kwargs: int) -> RecordingWriter:
@@ -382,7 +370,7 @@ def test_record_stops_after_duration_and_reports(tmp_path: Path) -> None:
     )
     assert code == 0
     assert len(seen) == 5
-    assert list(open_recording(path)) == [without_tree(s) for s in seen]
+    assert list(open_recording(path)) == seen
     assert "5 ticks" in err.getvalue()
 
 

@@ -31,12 +31,6 @@ def as_recorded(snap: Snapshot, original: Snapshot) -> Snapshot:
     return dataclasses.replace(snap, source=original.source, source_detail=original.source_detail)
 
 
-def without_tree(snap: Snapshot) -> Snapshot:
-    """What a recording keeps of a snapshot: not the process tree (launchers), yet."""
-    procs = tuple(dataclasses.replace(p, launcher_pid=None) for p in snap.processes)
-    return dataclasses.replace(snap, launchers=(), processes=procs)
-
-
 def ended(source: ReplaySource) -> bool:
     return source.at_end
 
@@ -55,9 +49,7 @@ def test_replay_is_a_source_that_returns_the_recorded_ticks(
     assert isinstance(source, Source)
     assert source.kind == "replay" and source.simulated
     got = [source.sample() for _ in range(len(snaps))]
-    assert [as_recorded(g, s) for g, s in zip(got, snaps, strict=True)] == [
-        without_tree(s) for s in snaps
-    ]
+    assert [as_recorded(g, s) for g, s in zip(got, snaps, strict=True)] == snaps
     assert got[0].source == "replay"
     assert path.name in got[0].source_detail and "demo" in got[0].source_detail
     assert source.at_end
@@ -96,7 +88,7 @@ def test_seek_step_start_end(recording: tuple[Path, list[Snapshot]]) -> None:
     source.seek(snaps[650].timestamp - 0.5)  # forwards, between ticks
     assert source.sample().timestamp == snaps[650].timestamp
     source.seek(snaps[300].timestamp)
-    assert as_recorded(source.sample(), snaps[300]) == without_tree(snaps[300])
+    assert as_recorded(source.sample(), snaps[300]) == snaps[300]
     source.seek_end()
     assert source.sample().timestamp == snaps[-1].timestamp
     assert source.at_end and source.end_time == snaps[-1].timestamp
