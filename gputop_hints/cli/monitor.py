@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -234,6 +236,40 @@ def _asyncio_without_tls() -> Iterator[None]:
             del sys.modules["ssl"]
 
 
+EXIT_SIGNAL_BASE = 128
+"""A shell's status for a program ended by signal N is 128 + N; the monitor exits with
+it when stopped by SIGTERM or SIGHUP (the app does the same once it runs)."""
+
+
+class _Signalled(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _StopOnSignals:
+    """SIGTERM and SIGHUP while the first frame is up and Textual loads: stop there,
+    so that the frame's alternate screen is left (``FirstFrame.abandon``) rather than
+    the process killed with the terminal still in it."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._raise)
+
+    @staticmethod
+    def _raise(signum: int, _frame: object) -> None:
+        raise _Signalled(signum)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+
 FIRST_FRAME_WAIT_S = 0.25
 """How long the monitor waits for its first tick before importing Textual (which then
 overlaps whatever NVML call is still slow): the plain first frame shows at once."""
@@ -254,18 +290,22 @@ def run_tui(
     # the GIL). Replay has its own reader thread, started by the app.
     sampler = None
     first = None
+    stopping = None
     if source.kind != "replay":
-        from gputop_hints.sampling.sampler import Sampler
         from gputop_hints.tui import first_frame
 
         # Process rows on screen before Textual is even imported (tui/first_frame.py).
         first = first_frame.FirstFrame.for_terminal()
         first_frame.install(first)
-        sampler = Sampler(source, interval, None, on_held=first.draw if first else None)
-        sampler.start()
-        if first is not None:
-            first.wait(FIRST_FRAME_WAIT_S)
+        stopping = _StopOnSignals() if first is not None else None
     try:
+        if source.kind != "replay":
+            from gputop_hints.sampling.sampler import Sampler
+
+            sampler = Sampler(source, interval, None, on_held=first.draw if first else None)
+            sampler.start()
+            if first is not None:
+                first.wait(FIRST_FRAME_WAIT_S)
         if thresholds is None:
             thresholds = _defaults()
         with _asyncio_without_tls():
@@ -287,8 +327,14 @@ def run_tui(
             user=getattr(args, "user", None),
         )
         app.exit_on_signals = True
+        if stopping is not None:
+            stopping.restore()  # the app installs its own once mounted
         app.run()
+    except _Signalled as exc:
+        return EXIT_SIGNAL_BASE + exc.signum
     finally:
+        if stopping is not None:
+            stopping.restore()
         if first is not None:
             first.abandon()  # Textual never started: leave the first frame's screen
         if sampler is not None:

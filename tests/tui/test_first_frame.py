@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import threading
 import time
 
+import pytest
 from rich.cells import cell_len
 
+from gputop_hints.cli.monitor import _Signalled, _StopOnSignals
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.tui import first_frame
@@ -166,3 +169,19 @@ def test_the_sampler_shows_held_ticks_and_a_failing_preview_stops_nothing() -> N
         assert seen and set(seen) == {"gputop-hints-sampler"}
     finally:
         sampler.stop()
+
+
+def test_a_signal_while_the_first_frame_is_up_stops_the_monitor_cleanly() -> None:
+    """SIGTERM (or SIGHUP) before Textual runs: the monitor stops there (run_tui leaves
+    the frame's screen and exits 128 + N) instead of dying inside the alternate screen;
+    the handlers are the previous ones again afterwards."""
+    before = signal.getsignal(signal.SIGTERM)
+    stopping = _StopOnSignals()
+    try:
+        with pytest.raises(_Signalled) as raised:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs at the next bytecode: never this long
+        assert raised.value.signum == signal.SIGTERM
+    finally:
+        stopping.restore()
+    assert signal.getsignal(signal.SIGTERM) is before
