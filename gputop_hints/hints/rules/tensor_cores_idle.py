@@ -110,4 +110,5 @@ SPEC = RuleSpec(
     ),
     subject="process",
     needs=(METRIC_VRAM, METRIC_PROCESSES),
+    needs_profiling=True,
 )
