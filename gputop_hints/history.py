@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from itertools import islice, pairwise
 from typing import cast
 
-from gputop_hints.model import GpuProcess, GpuSample, Snapshot, UtilizationSample
+from gputop_hints.model import (
+    PROFILING_FIELDS,
+    GpuProcess,
+    GpuSample,
+    Snapshot,
+    UtilizationSample,
+)
 
 DEFAULT_WINDOW_S = 120.0
 DEFAULT_SNAPSHOTS_S = 15.0
@@ -164,6 +170,12 @@ class GpuHistory:
     pcie_tx_bytes_per_s: Series
     temperature_c: Series
     power_watts: Series
+    sm_active_percent: Series
+    """GPM/DCGM profiling (:data:`~gputop_hints.model.PROFILING_FIELDS`): None where the
+    source does not profile or the GPU has no GPM."""
+    sm_occupancy_percent: Series
+    tensor_active_percent: Series
+    dram_active_percent: Series
     sm_samples: deque[UtilizationSample] = field(default_factory=deque)
     """Sub-second SM readings (NVML buffered samples) inside the window."""
     sm_samples_ordered: bool = True
@@ -178,6 +190,7 @@ class GpuHistory:
         "pcie_tx_bytes_per_s",
         "temperature_c",
         "power_watts",
+        *PROFILING_FIELDS,
     )
 
     @classmethod
@@ -205,6 +218,10 @@ class GpuHistory:
         self.pcie_tx_bytes_per_s.append(gpu.pcie_tx_bytes_per_s)
         self.temperature_c.append(gpu.temperature_c)
         self.power_watts.append(gpu.power_watts)
+        self.sm_active_percent.append(gpu.sm_active_percent)
+        self.sm_occupancy_percent.append(gpu.sm_occupancy_percent)
+        self.tensor_active_percent.append(gpu.tensor_active_percent)
+        self.dram_active_percent.append(gpu.dram_active_percent)
         last = self.sm_samples[-1].timestamp if self.sm_samples else -math.inf
         new = [s for s in gpu.sm_samples if s.timestamp > last]
         if not new:

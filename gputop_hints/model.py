@@ -279,6 +279,29 @@ class GpuSample:
         return None
 
     @property
+    def profiling_known(self) -> bool:
+        """Whether any of the profiling percentages (:data:`PROFILING_FIELDS`) is known."""
+        return (
+            self.sm_active_percent is not None
+            or self.sm_occupancy_percent is not None
+            or self.tensor_active_percent is not None
+            or self.dram_active_percent is not None
+        )
+
+    @property
+    def profiling_shown_unavailable(self) -> str | None:
+        """The reason to show in place of the profiling percentages: the GPU could give
+        them but does not here (profiling restricted to administrators, an nvidia-ml-py
+        without the GPM API). None where they are known, where the source does not
+        profile, and where the GPU has no GPM at all (pre-Hopper: the live source's
+        reason starts "not supported"; ``tests/tui`` pins the wording) -- a GPU that
+        never had them shows nothing in their place."""
+        reason = self.profiling_unavailable
+        if reason is None or self.profiling_known or reason.startswith("not supported"):
+            return None
+        return reason
+
+    @property
     def pcie_link_bytes_per_s(self) -> float | None:
         """One-direction capacity of the current link, when NVML gives gen and width."""
         return pcie_link_bytes_per_s(self.pcie_generation, self.pcie_width)

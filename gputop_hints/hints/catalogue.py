@@ -22,8 +22,13 @@ class RuleInfo:
     """"process" or "gpu": what the finding is attached to."""
     anchor: str
     """Its section of docs/hints.md."""
+    needs_profiling: bool = False
+    """It runs only where the GPU gives GPM/DCGM profiling percentages."""
 
 
 CATALOGUE: tuple[RuleInfo, ...] = tuple(
-    RuleInfo(spec.id, spec.title, spec.sentence, spec.subject, spec.anchor) for spec in ALL_RULES
+    RuleInfo(
+        spec.id, spec.title, spec.sentence, spec.subject, spec.anchor, spec.needs_profiling
+    )
+    for spec in ALL_RULES
 )

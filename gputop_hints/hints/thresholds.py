@@ -46,6 +46,7 @@ from gputop_hints.hints.rules.serving_idle import ServingIdle
 from gputop_hints.hints.rules.simulation_bound import SimulationBound
 from gputop_hints.hints.rules.small_batch import SmallBatch
 from gputop_hints.hints.rules.straggler import Straggler
+from gputop_hints.hints.rules.tensor_cores_idle import TensorCoresIdle
 from gputop_hints.hints.rules.throttled import Throttled
 from gputop_hints.hints.rules.utilization_overstated import UtilizationOverstated
 from gputop_hints.hints.rules.vram_near_limit import VramNearLimit
@@ -92,6 +93,7 @@ class Thresholds:
     utilization_overstated: UtilizationOverstated
     cpu_offload: CpuOffload
     simulation_bound: SimulationBound
+    tensor_cores_idle: TensorCoresIdle
 
     @staticmethod
     def defaults() -> Thresholds:

@@ -26,7 +26,7 @@ from gputop_hints.hints.traces import (
     ring_idle_for_s,
     vram_rise,
 )
-from gputop_hints.history import History, ProcessHistory
+from gputop_hints.history import History, ProcessHistory, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 T = TypeVar("T")
@@ -169,6 +169,20 @@ class Window:
     def gpu_mem_mean(self, index: int) -> float | None:
         gh = self.history.gpus.get(index)
         return gh.memory_access_percent.mean(self.ticks) if gh else None
+
+    def gpu_profiling_mean(self, index: int, name: str) -> float | None:
+        """Mean of a GPM/DCGM profiling percentage (``name``: one of
+        :data:`~gputop_hints.model.PROFILING_FIELDS`) over the window, when the GPU gave
+        it in at least half the window's ticks (None otherwise: a rule then falls back to
+        utilization, power and the host side)."""
+        gh = self.history.gpus.get(index)
+        if gh is None:
+            return None
+        series: Series = getattr(gh, name)
+        known = series.known(self.ticks)
+        if 2 * len(known) < min(self.ticks, len(series)):
+            return None
+        return series.mean(self.ticks)
 
     def gpu_pcie_mean(self, index: int) -> float | None:
         """Mean rx + tx in bytes/s (None when either direction is never known)."""

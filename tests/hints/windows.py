@@ -76,6 +76,9 @@ class G:
     """Enforced power limit, W."""
     default_limit: float | None = None
     """The board's default limit, W (None: not measured)."""
+    gpm: tuple[float | None, float | None, float | None, float | None] | None = None
+    """GPM profiling (SM active, occupancy, tensor active, DRAM active, in
+    PROFILING_FIELDS order); None: the source does not profile."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
     gpus = []
     for g in tick.gpus:
         n = len(g.samples)
+        gpm = g.gpm or (None, None, None, None)
         samples = tuple(
             UtilizationSample(t - interval_s + (j + 1) * interval_s / n, v)
             for j, v in enumerate(g.samples)
@@ -156,6 +160,10 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
                 max_sm_clock_mhz=1980,
                 throttle_reasons=g.throttle,
                 sm_samples=samples,
+                sm_active_percent=gpm[0],
+                sm_occupancy_percent=gpm[1],
+                tensor_active_percent=gpm[2],
+                dram_active_percent=gpm[3],
             )
         )
     procs = tuple(
@@ -259,6 +267,7 @@ def one_gpu(
                     gpu.power,
                     gpu.limit,
                     gpu.default_limit,
+                    gpu.gpm,
                 ),
             ),
             tuple(procs),

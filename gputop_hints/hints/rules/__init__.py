@@ -35,6 +35,7 @@ from gputop_hints.hints.rules import (
     simulation_bound,
     small_batch,
     straggler,
+    tensor_cores_idle,
     throttled,
     utilization_overstated,
     vram_near_limit,
@@ -78,6 +79,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     utilization_overstated.SPEC,
     cpu_offload.SPEC,
     simulation_bound.SPEC,
+    tensor_cores_idle.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

@@ -15,6 +15,13 @@ other ranks spin, the rank whose GPU runs nothing (its process stopped
 arriving: a dead loader, an exception in a thread, a deadlock). When every rank
 on this node spins, the missing peer is elsewhere (another node), and each
 spinning rank gets the finding.
+
+Where the GPU gives GPM's SM activity (Hopper and newer, or DCGM's ``SMACT`` in a
+dcgmi log) the verdict does not rest on power: SM activity is the share of SM cycles
+with a warp resident, averaged over the SMs, and a collective waiting for a peer keeps
+only NCCL's channel blocks resident -- one block per channel, a handful of an H100's
+132 SMs. 100 % utilization with SM activity under ``spin_sm_active_below_percent`` is
+spinning for certain, whatever the board draws.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.rules.signals import hangs, power_share
+from gputop_hints.hints.rules.signals import hangs, power_share, sm_active
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
@@ -45,6 +52,11 @@ class CollectiveHang:
     power_share_below: float = field(
         metadata=threshold(0, 1, "", "... at a mean power below this share of the limit: spinning")
     )
+    spin_sm_active_below_percent: float = field(
+        metadata=threshold(
+            0, 100, "%", "with GPM: SM active below this at that utilization is spinning"
+        )
+    )
     stopped_sm_below_percent: float = field(
         metadata=threshold(0, 100, "%", "a rank whose GPU is below this is not in the collective")
     )
@@ -59,15 +71,47 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         proc = hang.proc
         waiting = ", ".join(map(str, hang.waiting))
         share = power_share(win, hang.waiting[0])
+        actives = [sm_active(win, i) for i in hang.waiting]
+        known = [a for a in actives if a is not None]
+        gpm = len(known) == len(actives)
+        spin_evidence: tuple[Evidence, ...]
+        if gpm:
+            spin_evidence = (
+                Evidence(
+                    f"SM active % (GPM, highest mean) on GPU(s) {waiting}",
+                    max(known),
+                    f"< {c.spin_sm_active_below_percent:g}: SMs hold no work -- spinning "
+                    "for certain",
+                ),
+                Evidence(
+                    "power / enforced limit (mean)",
+                    None if share is None else share * 100,
+                    "for context (SM activity decides)",
+                    met=None,
+                ),
+            )
+        else:
+            spin_evidence = (
+                Evidence(
+                    "power / enforced limit (mean)",
+                    None if share is None else share * 100,
+                    f"< {c.power_share_below * 100:g} (near idle: no arithmetic)",
+                ),
+            )
+        at = (
+            f"with SM activity at {max(known):.0f} % (GPM)"
+            if gpm
+            else f"at {percent(share)} of {'their' if hang.stopped else 'its'} power limit"
+        )
         if hang.stopped:
             summary = (
-                f"GPUs {waiting} read ~100 % busy at {percent(share)} of their power limit -- "
+                f"GPUs {waiting} read ~100 % busy {at} -- "
                 "NCCL kernels spinning in a collective -- while this rank's GPU runs nothing: "
                 "this rank stopped arriving and the others wait for it."
             )
         else:
             summary = (
-                f"GPU {proc.gpu_index} reads ~100 % busy at {percent(share)} of its power limit "
+                f"GPU {proc.gpu_index} reads ~100 % busy {at} "
                 "for minutes: a collective kernel spinning while a peer never arrives (no rank "
                 "on this node is missing: look at the job's other nodes)."
             )
@@ -92,11 +136,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                         min(win.gpu_sm_min(i) or 0.0 for i in hang.waiting),
                         f">= {c.spin_sm_above_percent:g}",
                     ),
-                    Evidence(
-                        "power / enforced limit (mean)",
-                        None if share is None else share * 100,
-                        f"< {c.power_share_below * 100:g} (near idle: no arithmetic)",
-                    ),
+                    *spin_evidence,
                     *(
                         (
                             Evidence(

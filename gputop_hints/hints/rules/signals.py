@@ -25,6 +25,25 @@ from gputop_hints.units import MIB
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
 
+# GPM / DCGM profiling: what happens inside "utilization", where the GPU says
+
+
+def sm_active(win: Window, index: int) -> float | None:
+    """Mean SM activity (GPM ``SM_UTIL``, DCGM ``SMACT``) of GPU ``index`` over the
+    window: None where the source does not profile (pre-Hopper, restricted, a log)."""
+    return win.gpu_profiling_mean(index, "sm_active_percent")
+
+
+def tensor_active(win: Window, index: int) -> float | None:
+    """Mean tensor-pipe activity (GPM ``ANY_TENSOR_UTIL``, DCGM ``TENSO``); None: unknown."""
+    return win.gpu_profiling_mean(index, "tensor_active_percent")
+
+
+def dram_active(win: Window, index: int) -> float | None:
+    """Mean DRAM bandwidth use (GPM ``DRAM_BW_UTIL``, DCGM ``DRAMA``); None: unknown."""
+    return win.gpu_profiling_mean(index, "dram_active_percent")
+
+
 # collective-hang: ranks spinning in a collective
 
 
@@ -48,6 +67,13 @@ def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
     c = t.collective_hang
     sm = win.gpu_sm_mean(index)
     low = win.gpu_sm_min(index)
+    active = sm_active(win, index)
+    if active is not None:
+        # GPM counts the SMs that hold warps: a kernel spinning on a flag keeps only
+        # NCCL's few channel blocks resident, so this decides, power or not.
+        return low is not None and low >= c.spin_sm_above_percent and (
+            active < c.spin_sm_active_below_percent
+        )
     share = power_share(win, index)
     return (
         sm is not None
@@ -327,17 +353,34 @@ def no_host_data(win: Window) -> bool:
 # throttled: clocks held down for power or heat
 
 
-def utilization_overstated(win: Window, t: Thresholds, index: int) -> float | None:
-    """GPU ``index``'s power share of its limit when it reads busy at a fraction of it.
+@dataclass(frozen=True, slots=True)
+class Overstated:
+    """Why a GPU's utilization overstates its work."""
 
-    utilization-overstated reports it; compute-bound asks so as never to call it healthy.
+    power_share: float | None
+    """Mean power over the enforced limit (None: unknown)."""
+    sm_active: float | None
+    """GPM/DCGM SM activity, when the GPU gives it: then it, not power, decided."""
+
+
+def utilization_overstated(win: Window, t: Thresholds, index: int) -> Overstated | None:
+    """Whether GPU ``index`` reads busy while doing a fraction of the work.
+
+    With GPM's SM activity the share of SMs holding warps decides; without it, power
+    at a fraction of the limit. utilization-overstated reports it; compute-bound asks
+    so as never to call it healthy.
     """
     c = t.utilization_overstated
     sm = win.gpu_sm_mean(index)
-    share = power_share(win, index)
-    if sm is None or share is None or sm < c.sm_above_percent or share >= c.power_share_below:
+    if sm is None or sm < c.sm_above_percent:
         return None
-    return share
+    share = power_share(win, index)
+    active = sm_active(win, index)
+    if active is not None:
+        return Overstated(share, active) if active < c.sm_active_below_percent else None
+    if share is None or share >= c.power_share_below:
+        return None
+    return Overstated(share, None)
 
 
 

@@ -1,4 +1,14 @@
-"""small-batch: steady, moderate SM, little VRAM, main process pegged -- launch-bound."""
+"""small-batch: steady, moderate SM, little VRAM, main process pegged -- launch-bound.
+
+Where the GPU gives GPM's SM activity (Hopper and newer; DCGM ``SMACT`` in a dcgmi
+log), it tells a small step apart even at high utilization: utilization counts time
+with any kernel running, SM activity the share of SM cycles with a warp resident,
+averaged over the SMs. A kernel over a small batch launches few blocks and fills few
+SMs, so utilization reads high while SM activity stays low (NVIDIA's DCGM guide: below
+0.5 is likely ineffective use). Then utilization need only pass ``sm_min_percent``,
+with SM activity below ``sm_active_below_percent``; the host-side signs (little VRAM,
+no gaps, the main thread pegged launching kernels) are asked as before.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +18,7 @@ from typing import TYPE_CHECKING
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import gaps_evidence, gaps_seen_by, gib_text, sm_evidence
+from gputop_hints.hints.rules.signals import sm_active
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
@@ -38,6 +49,9 @@ class SmallBatch:
     vram_share_below: float = field(
         metadata=threshold(0, 1, "", "a process using less than this share of VRAM is small")
     )
+    sm_active_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "with GPM: SM active below this is 'moderate' instead")
+    )
     headroom_target: float = field(
         metadata=threshold(0.1, 1, "", "share of VRAM the batch-size advice aims to fill")
     )
@@ -60,7 +74,12 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if share >= c.vram_share_below:
             continue
         sm, scope, notes = sm_evidence(win, proc, t)
-        if sm is None or not c.sm_min_percent <= sm < c.sm_max_percent:
+        active = sm_active(win, proc.gpu_index)
+        if sm is None or sm < c.sm_min_percent:
+            continue
+        if active is None and sm >= c.sm_max_percent:
+            continue
+        if active is not None and active >= c.sm_active_below_percent:
             continue
         gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
         if gaps is None or gaps.fraction > c.max_gap_fraction:
@@ -73,6 +92,29 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         # How much larger a batch fits: aim at headroom_target of the card, at least double.
         factor = max(2, int(c.headroom_target * gpu.vram_total_bytes / vram))
+        if active is None:
+            level = f"SM is a steady {sm:.0f} %"
+            sm_item = Evidence(
+                "SM % (mean)",
+                sm,
+                f"between {c.sm_min_percent:g} and {c.sm_max_percent:g}",
+                "%",
+                scope,
+            )
+            gpm: tuple[Evidence, ...] = ()
+        else:
+            level = (
+                f"Kernels run a steady {sm:.0f} % of the time but hold warps on only "
+                f"{active:.0f} % of the SMs (GPM)"
+            )
+            sm_item = Evidence("SM % (mean)", sm, f">= {c.sm_min_percent:g}", "%", scope)
+            gpm = (
+                Evidence(
+                    "SM active % (GPM, mean)",
+                    active,
+                    f"< {c.sm_active_below_percent:g}: each kernel fills few SMs",
+                ),
+            )
         out.append(
             Finding(
                 rule=ID,
@@ -80,7 +122,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.WARNING,
                 label="small batch/launch-bound",
                 summary=(
-                    f"SM is a steady {sm:.0f} % with no idle gaps, the process holds only "
+                    f"{level} with no idle gaps, the process holds only "
                     f"{share * 100:.0f} % of VRAM, and its main thread is at {main_cpu:.0f} % "
                     "of a core launching kernels: each step is too small to fill the GPU."
                 ),
@@ -93,13 +135,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     "Use bf16 autocast so each kernel does more per launch on tensor cores.",
                 ),
                 evidence=(
-                    Evidence(
-                        "SM % (mean)",
-                        sm,
-                        f"between {c.sm_min_percent:g} and {c.sm_max_percent:g}",
-                        "%",
-                        scope,
-                    ),
+                    sm_item,
+                    *gpm,
                     gaps_evidence(gaps, f"<= {c.max_gap_fraction * 100:g}", gaps_scope),
                     *notes,
                     Evidence(

@@ -59,6 +59,9 @@ class RuleSpec:
     cause_needs: tuple[str, ...] = ()
     """Metrics only its subtype (the cause) reads: without them the rule still runs on
     ``needs`` and names no cause, and a report says the cause was not evaluated."""
+    needs_profiling: bool = False
+    """True when it runs only on GPM/DCGM profiling percentages (there is no
+    ``METRIC_*`` for them): views then list it as checked only where the GPU gives them."""
     explains_low_utilization: bool = False
     """True when its finding on a GPU (or a process on it) already says why that GPU is
     underused, so the engine drops the vaguer low-utilization finding there."""

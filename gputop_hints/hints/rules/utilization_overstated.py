@@ -7,6 +7,13 @@ at full utilization draws well over half the limit, a board at rest 10-20 % of i
 at high utilization and about a third of its limit is not compute-bound: its kernels are
 light (tiny kernels back to back, a small batch), wait on streamed data (CPU offload,
 weights paged over PCIe), or spin (a collective waiting on a peer).
+
+Where the GPU gives GPM's SM activity (Hopper and newer; DCGM ``SMACT`` in a dcgmi log)
+it decides instead of power, because it measures what utilization does not: the share
+of SM cycles with a warp resident, averaged over the SMs. NVIDIA's DCGM guide calls
+SM activity below 0.5 ineffective use of the GPU, so utilization at or above
+``sm_above_percent`` with SM activity below ``sm_active_below_percent`` overstates the
+work for certain.
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ class UtilizationOverstated:
     power_share_below: float = field(
         metadata=threshold(0, 1, "", "mean power below this share of the enforced limit")
     )
+    sm_active_below_percent: float = field(
+        metadata=threshold(0, 100, "%", "with GPM: SM active below this decides instead of power")
+    )
     hysteresis: Hysteresis
 
 
@@ -49,12 +59,42 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     for gpu in win.latest.gpus:
         if gpu.index in spinning:
             continue
-        share = utilization_overstated(win, t, gpu.index)
+        verdict = utilization_overstated(win, t, gpu.index)
         sm = win.gpu_sm_mean(gpu.index)
-        if share is None or sm is None:
+        if verdict is None or sm is None:
             continue
+        share = verdict.power_share
+        active = verdict.sm_active
         clocks = clock_share(win, gpu.index)
         power = win.gpu_power_mean(gpu.index)
+        if active is None:
+            assert share is not None
+            seen = (
+                f"draws {share * 100:.0f} % of its {gpu.power_limit_watts or 0:.0f} W limit"
+            )
+            decisive: tuple[Evidence, ...] = (
+                Evidence(
+                    "power / limit (mean)",
+                    share * 100,
+                    f"< {c.power_share_below * 100:g}",
+                ),
+            )
+        else:
+            seen = f"its SMs hold work only {active:.0f} % of the time (GPM SM activity)"
+            decisive = (
+                Evidence(
+                    "SM active % (GPM, mean)",
+                    active,
+                    f"< {c.sm_active_below_percent:g}: measured, not inferred from power "
+                    "-- certain",
+                ),
+                Evidence(
+                    "power / limit (mean)",
+                    None if share is None else share * 100,
+                    "for context (SM activity decides)",
+                    met=None,
+                ),
+            )
         out.append(
             Finding(
                 rule=ID,
@@ -62,8 +102,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.INFO,
                 label="util overstates work",
                 summary=(
-                    f"GPU {gpu.index} reads {sm:.0f} % busy but draws {share * 100:.0f} % of "
-                    f"its {gpu.power_limit_watts or 0:.0f} W limit: utilization counts time "
+                    f"GPU {gpu.index} reads {sm:.0f} % busy but {seen}: utilization counts time "
                     "with any kernel running, not work done, so this GPU is not "
                     "compute-bound. Likely: light kernels (tiny kernels back to back, a small "
                     "batch), kernels waiting on streamed data (CPU offload, weights over "
@@ -78,11 +117,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 ),
                 evidence=(
                     Evidence("SM % (mean)", sm, f">= {c.sm_above_percent:g}"),
-                    Evidence(
-                        "power / limit (mean)",
-                        share * 100,
-                        f"< {c.power_share_below * 100:g}",
-                    ),
+                    *decisive,
                     Evidence("power (mean)", power, "for context", "W", met=None),
                     Evidence(
                         "SM clock / max (median)",
@@ -102,8 +137,9 @@ SPEC = RuleSpec(
     thresholds_class=UtilizationOverstated,
     title="Utilization overstates the work",
     sentence=(
-        "The GPU reads busy but draws a fraction of its power limit: its kernels are light, "
-        "wait on streamed data or spin in a collective -- not compute-bound."
+        "The GPU reads busy but draws a fraction of its power limit (or, with GPM, its SMs "
+        "hold work a fraction of the time): its kernels are light, wait on streamed data or "
+        "spin in a collective -- not compute-bound."
     ),
     subject="gpu",
     needs=(METRIC_SM, METRIC_POWER),

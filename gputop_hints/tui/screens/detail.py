@@ -60,11 +60,13 @@ class ProcessDetailScreen(Screen[None]):
         engine: HintEngine | None = None,
     ) -> None:
         if engine is not None:
+            gpu = snapshot.gpu(self.gpu_index) if snapshot is not None else None
             self.query_one(FindingsView).set_findings(
                 engine.for_process(self.pid, self.gpu_index),
                 engine.for_gpu(self.gpu_index),
                 snapshot.timestamp if snapshot is not None else None,
                 engine.thresholds.general.window_s,
+                profiling=gpu is not None and gpu.profiling_known,
             )
         header = self.query_one(HeaderBar)
         header.paused = paused

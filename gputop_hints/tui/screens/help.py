@@ -46,6 +46,45 @@ def load_metrics_doc() -> str:
     return _MISSING
 
 
+def profiling_help() -> str:
+    """The "Inside utilization" section: the GPM rows of a GPU panel, against SM %."""
+    lines = [
+        "## Inside utilization: SM active, occupancy, tensor, DRAM (GPM)",
+        "",
+        "On Hopper and newer GPUs (H100, H200, B200; driver R520+) each GPU panel adds "
+        "four rows under TX, each a sparkline on a fixed 0-100 % scale, from NVML's GPU "
+        "Performance Monitoring (the counters DCGM's profiling fields read). They say "
+        "what the SM row cannot:",
+        "",
+        "| row | what it is | how it differs from SM % |",
+        "|---|---|---|",
+        "| `SM` (utilization.gpu) | share of time one or more kernels ran | one tiny "
+        "kernel running all the time reads 100 % |",
+        "| `SMACT` (SM active) | share of SM cycles with at least one warp resident, "
+        "averaged over all SMs | a kernel that fills 2 of 132 SMs reads ~2 %, not 100 % |",
+        "| `OCC` (occupancy) | resident warps as a share of the maximum warps the SMs "
+        "can hold | how full the active SMs are: latency hiding, not speed |",
+        "| `TENS` (tensor active) | share of cycles the tensor-core pipes were busy | ~0 "
+        "with busy SMs: matmuls in FP32 on the CUDA cores (bf16 autocast or TF32 would "
+        "use the tensor cores) |",
+        "| `DRAM` (DRAM active) | share of cycles the device memory interface was busy "
+        "sending or receiving data | a bandwidth share (100 % = peak; ~80-90 % is the "
+        "practical ceiling of HBM), where MEM is a time share |",
+        "",
+        "Where the GPU has GPM but cannot give it here, one line says `GPM n/a` and why "
+        "(not four rows of n/a); a GPU without GPM (A100 and older), the demo and logs "
+        "without profiling fields show nothing in their place. Profiling counters are "
+        "restricted to administrators on many machines: a site enables them for every "
+        "user with the nvidia kernel module option "
+        "`NVreg_RestrictProfilingToAdminUsers=0` (for example "
+        "`options nvidia NVreg_RestrictProfilingToAdminUsers=0` in "
+        "`/etc/modprobe.d/nvidia-profiling.conf`, then reload the module or reboot). "
+        "Where they are known, collective-hang, utilization-overstated, small-batch and "
+        "memory-bound decide on them, and tensor-cores-idle runs.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def hints_help() -> str:
     """The "Hints" section: how to read the HINT column, then one sentence per rule."""
     info = SEVERITY_MARK[Severity.INFO]
@@ -156,7 +195,7 @@ def keys_help() -> str:
 def help_text(replay: bool = False) -> str:
     """Everything ``?`` shows: the metrics guide, the replay keys, then the hints
     (the replay keys first when replaying)."""
-    metrics = load_metrics_doc().rstrip("\n") + "\n\n"
+    metrics = load_metrics_doc().rstrip("\n") + "\n\n" + profiling_help() + "\n"
     if replay:
         return replay_help() + "\n" + metrics + keys_help() + "\n" + hints_help()
     return metrics + keys_help() + "\n" + replay_help() + "\n" + hints_help()

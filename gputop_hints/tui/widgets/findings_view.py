@@ -64,9 +64,14 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, max(1, width), break_on_hyphens=False) or [""]
 
 
-def checked_rules(subject: str) -> str:
-    """The catalogue titles of the rules about ``subject`` ("process" or "gpu"), joined."""
-    return ", ".join(info.title for info in CATALOGUE if info.subject == subject)
+def checked_rules(subject: str, profiling: bool = False) -> str:
+    """The catalogue titles of the rules about ``subject`` ("process" or "gpu"), joined;
+    those that run only on GPM profiling only where the GPU gives it (``profiling``)."""
+    return ", ".join(
+        info.title
+        for info in CATALOGUE
+        if info.subject == subject and (profiling or not info.needs_profiling)
+    )
 
 
 class FindingsView(ScrollView, can_focus=True):
@@ -105,6 +110,8 @@ class FindingsView(ScrollView, can_focus=True):
         """GPU-level findings about the process's GPU, worst first."""
         self.now: float | None = None
         self.window_s = 0.0
+        self.profiling = False
+        """Whether the GPU gives GPM profiling (then its rules were checked too)."""
         self._rows: list[_Row] = []
         self._strips: list[Strip | None] = []
         self._strips_for: tuple[int, Style] | None = None
@@ -116,8 +123,10 @@ class FindingsView(ScrollView, can_focus=True):
         gpu_level: tuple[Finding, ...],
         now: float | None,
         window_s: float,
+        profiling: bool = False,
     ) -> None:
         self.own = own
+        self.profiling = profiling
         self.gpu_level = gpu_level
         self.now = now
         self.window_s = window_s
@@ -154,9 +163,9 @@ class FindingsView(ScrollView, can_focus=True):
             for finding in self.own:
                 rows.extend(self._finding_rows(finding, width))
         else:
-            checked = f"checked {window}: {checked_rules('process')}"
+            checked = f"checked {window}: {checked_rules('process', self.profiling)}"
             if not self.gpu_level:
-                checked += f"; on GPU {self.gpu_index}: {checked_rules('gpu')}"
+                checked += f"; on GPU {self.gpu_index}: {checked_rules('gpu', self.profiling)}"
             rows.extend(
                 self._wrapped(f"No hints for this process -- {checked}.", width, " ", "muted")
             )

@@ -55,9 +55,33 @@ MIG_NOTE = "n/a under MIG"
 """The note of the SM and MEM rows of a GPU in MIG mode: NVML gives no utilization."""
 
 
+PROFILING_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("sm_active_percent", "SMACT", "of SM cycles w/ warps"),
+    ("sm_occupancy_percent", "OCC", "of max warps resident"),
+    ("tensor_active_percent", "TENS", "tensor pipes busy"),
+    ("dram_active_percent", "DRAM", "of peak bandwidth"),
+)
+"""The GPM rows under TX, in PROFILING_FIELDS order: (series, label, note), each on a
+fixed 0-100 scale. What each means, and how it differs from SM %: ``?``."""
+PROFILING_NA = "GPM n/a: "
+"""Starts the one line that stands for the four rows where the GPU gives a reason."""
+
+
+def profiling_lines(gpu: GpuSample) -> int:
+    """Lines the GPM part of a rich panel takes: a row per metric while the GPU gives
+    them, one n/a line with the reason where it could and does not
+    (:attr:`GpuSample.profiling_shown_unavailable`), else none (a GPU without GPM, a
+    source that does not profile: the demo, a log without profiling fields)."""
+    if gpu.profiling_known:
+        return len(PROFILING_ROWS)
+    return 1 if gpu.profiling_shown_unavailable else 0
+
+
 def panel_height(gpus: list[GpuSample] | tuple[GpuSample, ...]) -> int:
-    """Lines a rich panel needs to show every GPU's MIG instances under it."""
-    return RICH_HEIGHT + max((len(g.mig_instances) for g in gpus), default=0)
+    """Lines a rich panel needs to show every GPU's GPM rows and MIG instances under it."""
+    return RICH_HEIGHT + max(
+        (profiling_lines(g) + len(g.mig_instances) for g in gpus), default=0
+    )
 _LABEL = 6
 _VALUE = 9
 _NOTE = 22
@@ -303,8 +327,17 @@ class GpuPanel(StripWidget):
             tx_note = "(link speed n/a)"
         lines.append(row("RX", rx, high, human_rate(gpu.pcie_rx_bytes_per_s), rx_note, p.rx))
         lines.append(row("TX", tx, high, human_rate(gpu.pcie_tx_bytes_per_s), tx_note, p.tx))
+        profiling = profiling_lines(gpu)
+        if profiling == len(PROFILING_ROWS):
+            for name, label, note in PROFILING_ROWS:
+                value = getattr(gpu, name)
+                lines.append(row(label, last(name), 100.0, percent(value), note, p.sm))
+        elif profiling:
+            text = f" {PROFILING_NA}{gpu.profiling_shown_unavailable}"
+            lines.append(Line().add(text, p.muted).strip(width, base))
+        lines = lines[:height]
         instances = gpu.mig_instances
-        room = max(0, height - RICH_HEIGHT)
+        room = max(0, height - RICH_HEIGHT - profiling)
         for n, instance in enumerate(instances[:room]):
             last_row = n == len(instances) - 1
             more = len(instances) - room if n == room - 1 and not last_row else 0
@@ -418,6 +451,9 @@ class GpuPanel(StripWidget):
             groups.append((4, [Piece("throttled", p.warning)]))
         if gpu.mig_mode:
             groups.append((3, [Piece(f"MIG {len(gpu.mig_instances)}", p.info)]))
+        if gpu.sm_active_percent is not None:
+            active = gpu.sm_active_percent
+            groups.append((6, [Piece("SMACT ", p.label), Piece(pct(active), p.text)]))
         marker = findings_text(self.findings, compact=True)
         if marker:
             worst = panel_findings(self.findings)[0]

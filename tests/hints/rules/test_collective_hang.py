@@ -6,17 +6,37 @@ import pytest
 
 from gputop_hints.hints.findings import Severity, Subject
 from gputop_hints.hints.rules import collective_hang
-from tests.hints.windows import PID, TORCHRUN, Case, Expect, G, P, Run, Tick, case, check_case
+from tests.hints.windows import (
+    PID,
+    THRESHOLDS,
+    TORCHRUN,
+    Case,
+    Expect,
+    G,
+    P,
+    Run,
+    Tick,
+    case,
+    check_case,
+    window,
+)
 
 RULE = collective_hang.SPEC
 
 
-def ranks(sms: list[float], powers: list[float], cpus: list[float] | None = None) -> Run:
-    """Four ranks of one job (pid 100+i) with the given SM % and power (W of a 700 W limit)."""
+def ranks(
+    sms: list[float],
+    powers: list[float],
+    cpus: list[float] | None = None,
+    active: list[float] | None = None,
+) -> Run:
+    """Four ranks of one job (pid 100+i) with the given SM % and power (W of a 700 W limit);
+    ``active``: each GPU's GPM SM activity (None: no GPM)."""
     cpus = cpus or [100.0] * len(sms)
+    gpms = [None if active is None else (a, 5.0, 0.0, 1.0) for a in active or sms]
     tick = Tick(
         tuple(
-            G(index=i, sm=sm, vram_gib=31.0, power=pw)
+            G(index=i, sm=sm, vram_gib=31.0, power=pw, gpm=gpms[i])
             for i, (sm, pw) in enumerate(zip(sms, powers, strict=True))
         ),
         tuple(
@@ -60,7 +80,52 @@ CASES: list[Case] = [
         lambda: Run().feed([Tick((G(sm=100.0, power=110.0),), (P(),))] * 12).history,
         Expect(Subject(0, PID), Severity.CRITICAL),
     ),
+    case(
+        # GPM: the SMs hold NCCL's few channel blocks, nothing else -- spinning for certain,
+        # even at a power (40 % of the limit) that alone would not say so
+        "hang/gpm-sm-active-near-zero-decides-over-power",
+        lambda: (
+            ranks(
+                [100.0, 100.0, 0.0, 100.0],
+                [280.0, 280.0, 80.0, 280.0],
+                [100, 100, 0.5, 100],
+                active=[6.0, 6.0, 0.0, 6.0],
+            ).history
+        ),
+        Expect(
+            Subject(2, 102),
+            Severity.CRITICAL,
+            evidence={"SM active % (GPM": 6.0, "power / enforced limit": 40.0},
+        ),
+    ),
+    case(
+        # GPM: busy SMs at low power are work (a light but real kernel), not a spin
+        "hang/gpm-near-miss-sm-active-15",
+        lambda: ranks([100.0] * 4, [110.0] * 4, active=[15.0] * 4).history,
+        None,
+    ),
 ]
+
+
+def test_gpm_evidence_says_certain_and_power_is_context() -> None:
+    history = ranks([100.0] * 4, [110.0] * 4, active=[4.0] * 4).history
+    findings = collective_hang.check(window(history), THRESHOLDS)
+    assert {f.subject.gpu_index for f in findings} == {0, 1, 2, 3}
+    f = findings[0]
+    spin = next(e for e in f.evidence if e.metric.startswith("SM active % (GPM"))
+    assert spin.met is True and "for certain" in spin.threshold
+    power = next(e for e in f.evidence if e.metric.startswith("power"))
+    assert power.met is None and "SM activity decides" in power.threshold
+    assert "SM activity at 4 % (GPM)" in f.summary
+
+
+def test_without_gpm_power_decides_as_before() -> None:
+    [f] = collective_hang.check(
+        window(Run().feed([Tick((G(sm=100.0, power=110.0),), (P(),))] * 12).history),
+        THRESHOLDS,
+    )
+    assert not [e for e in f.evidence if "GPM" in e.metric]
+    assert "of its power limit" in f.summary
 
 
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])

@@ -89,6 +89,23 @@ CASES: list[Case] = [
         None,
     ),
     case(
+        # GPM: utilization 92 % (past the 70 % bound) but warps on only 25 % of the SMs:
+        # each kernel fills few SMs -- a small step, seen at high utilization too
+        "small-batch/gpm-high-utilization-sm-active-low",
+        lambda: one_gpu([92.0] * 12, [P(vram_gib=4.0)], gpu=G(gpm=(25.0, 10.0, 5.0, 8.0))),
+        Expect(
+            P0,
+            Severity.WARNING,
+            evidence={"SM % (mean)": 92, "SM active % (GPM": 25},
+        ),
+    ),
+    case(
+        # GPM: the SMs are full (SM active 50 %+): not a small step, whatever utilization says
+        "small-batch/gpm-near-miss-sm-active-50",
+        lambda: one_gpu([40.0] * 12, [P(vram_gib=4.0)], gpu=G(gpm=(50.0, 30.0, 20.0, 30.0))),
+        None,
+    ),
+    case(
         "small-batch/near-miss-one-idle-gap",
         lambda: one_gpu([40.0] * 9 + [0.0, 40.0, 40.0], [P(vram_gib=4.0)]),
         None,
@@ -105,3 +122,13 @@ def test_small_batch_advice_scales_the_batch_to_the_vram_headroom() -> None:
     [f] = apply(RULE, one_gpu([40.0] * 12, [P(vram_gib=4.0)]))
     # 4 GiB of 80, aiming at 80 % of the card: 16x
     assert "16x" in f.advice[0]
+
+
+def test_with_gpm_the_summary_names_the_sm_activity() -> None:
+    [f] = apply(RULE, one_gpu([92.0] * 12, [P(vram_gib=4.0)], gpu=G(gpm=(25.0, 10.0, 5.0, 8.0))))
+    assert "hold warps on only 25 % of the SMs (GPM)" in f.summary
+
+
+def test_without_gpm_high_utilization_is_not_small_batch() -> None:
+    # the same window without GPM: utilization alone above 70 % is not "moderate"
+    assert not apply(RULE, one_gpu([92.0] * 12, [P(vram_gib=4.0)]))
