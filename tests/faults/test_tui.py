@@ -136,17 +136,23 @@ async def test_key_flood_is_dropped_and_the_app_stays_responsive() -> None:
     assert app.return_code in (None, 0)
 
 
-def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
-    """Ctrl-Z then SIGCONT (fg): the monitor stops, and on resume every label is drawn again."""
-    tmux.start(DEMO, 120, 40)
+def _suspend_and_resume(tmux: Tmux) -> str:
+    """Ctrl-Z, then SIGCONT (what ``fg`` sends) once stopped; the screen after resuming,
+    once the labels that never change (the header's host) are drawn again."""
     tmux.wait_for("of time busy")
     pid = tmux.pid()
     tmux.keys("C-z")
     assert wait_for_state(pid, "T") == "T"
     os.kill(pid, signal.SIGCONT)
+    return tmux.wait_for("host demo-node")
+
+
+def test_ctrl_z_stops_and_resume_repaints_every_label(tmux: Tmux) -> None:
+    """Ctrl-Z then SIGCONT (fg): the monitor stops, and on resume every label is drawn again."""
+    tmux.start(DEMO, 120, 40)
     # Labels that never change (the header's host, the rows' names) are back,
     # not only the numbers that moved since.
-    screen = tmux.wait_for("host demo-node")
+    screen = _suspend_and_resume(tmux)
     assert "of time busy" in screen
     assert " SM " in screen
     tmux.keys("q")
@@ -161,13 +167,7 @@ def test_ctrl_z_and_fg_with_standard_error_redirected_still_draw_and_answer(
     (it was closed: a blank screen that no longer answered keys)."""
     log = tmp_path / "err.log"
     tmux.start(["sh", "-c", 'exec "$0" --demo 2>"$1"', str(SCRIPT), str(log)], 120, 40)
-    tmux.wait_for("of time busy")
-    pid = tmux.pid()
-    tmux.keys("C-z")
-    assert wait_for_state(pid, "T") == "T"
-    os.kill(pid, signal.SIGCONT)
-    screen = tmux.wait_for("host demo-node")
-    assert "of time busy" in screen
+    assert "of time busy" in _suspend_and_resume(tmux)
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0
     assert "Traceback" not in log.read_text()
