@@ -8,11 +8,12 @@ and simulated data behave exactly like live data.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputop_hints.hints.findings import Finding, Severity, Subject
+from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules import (
     ALL_RULES,
     LOW_UTILIZATION,
@@ -31,6 +32,24 @@ class _Track:
     last_true: float
     finding: Finding
     active: bool = False
+
+
+PROFILING_FALLBACK = Evidence(
+    "SM activity not measured on this GPU (no GPM or DCGM profiling): judged from "
+    "utilization, power and the host side, so less certain",
+    None,
+    "fallback",
+    "",
+    Scope.DEVICE,
+    met=None,
+)
+"""The note on a finding of a rule that GPM would decide (``RuleSpec.profiling_sharpens``)
+where the GPU gives no profiling: utilization counts any kernel as busy, so what it
+suggests, SM activity would have measured."""
+
+
+def _profiled(win: Window, index: int) -> bool:
+    return win.gpu_profiling_mean(index, "sm_active_percent") is not None
 
 
 class HintEngine:
@@ -80,6 +99,10 @@ class HintEngine:
         raw: dict[tuple[str, Subject], Finding] = {}
         for spec in self.rules:
             for finding in spec.check(win, self.thresholds):
+                if spec.profiling_sharpens and not _profiled(win, finding.subject.gpu_index):
+                    finding = dataclasses.replace(
+                        finding, evidence=(*finding.evidence, PROFILING_FALLBACK)
+                    )
                 raw.setdefault(finding.key, finding)
         explained = {
             f.subject.gpu_index for f in raw.values() if f.rule in LOW_UTILIZATION_EXPLAINED_BY

@@ -167,6 +167,7 @@ def percent(share: float | None) -> str:
 
 
 SPEC = RuleSpec(
+    profiling_sharpens=True,
     id=ID,
     check=check,
     thresholds_class=CollectiveHang,

@@ -143,6 +143,7 @@ def _measured(index: int, dram: float, active: float, c: MemoryBound) -> Finding
 
 
 SPEC = RuleSpec(
+    profiling_sharpens=True,
     id=ID,
     check=check,
     thresholds_class=MemoryBound,

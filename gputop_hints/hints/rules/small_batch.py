@@ -162,6 +162,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 
 
 SPEC = RuleSpec(
+    profiling_sharpens=True,
     id=ID,
     check=check,
     thresholds_class=SmallBatch,

@@ -62,6 +62,10 @@ class RuleSpec:
     needs_profiling: bool = False
     """True when it runs only on GPM/DCGM profiling percentages (there is no
     ``METRIC_*`` for them): views then list it as checked only where the GPU gives them."""
+    profiling_sharpens: bool = False
+    """True when GPM/DCGM profiling (SM activity) decides its verdict where the GPU gives
+    it; elsewhere it judges from utilization, power and the host side, and the engine
+    adds a note to each finding that it is less certain (:data:`PROFILING_FALLBACK`)."""
     explains_low_utilization: bool = False
     """True when its finding on a GPU (or a process on it) already says why that GPU is
     underused, so the engine drops the vaguer low-utilization finding there."""

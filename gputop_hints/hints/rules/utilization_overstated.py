@@ -132,6 +132,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
 
 
 SPEC = RuleSpec(
+    profiling_sharpens=True,
     id=ID,
     check=check,
     thresholds_class=UtilizationOverstated,

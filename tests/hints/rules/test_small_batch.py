@@ -19,6 +19,7 @@ from tests.hints.windows import (
     case,
     check_case,
     one_gpu,
+    shown,
 )
 
 RULE = small_batch.SPEC
@@ -132,3 +133,14 @@ def test_with_gpm_the_summary_names_the_sm_activity() -> None:
 def test_without_gpm_high_utilization_is_not_small_batch() -> None:
     # the same window without GPM: utilization alone above 70 % is not "moderate"
     assert not apply(RULE, one_gpu([92.0] * 12, [P(vram_gib=4.0)]))
+
+
+def test_without_gpm_the_finding_says_it_is_less_certain_and_with_gpm_it_does_not() -> None:
+    """Where the GPU gives no SM activity the engine says the verdict rests on utilization
+    (which counts any kernel as busy); where GPM measured it, no such note."""
+    [guessed] = [f for f in shown(one_gpu([40.0] * 12, [P(vram_gib=4.0)])) if f.rule == RULE.id]
+    notes = [e.metric for e in guessed.evidence if e.threshold == "fallback"]
+    assert any("less certain" in n for n in notes)
+    gpm = one_gpu([92.0] * 12, [P(vram_gib=4.0)], gpu=G(gpm=(25.0, 10.0, 5.0, 8.0)))
+    [measured] = [f for f in shown(gpm) if f.rule == RULE.id]
+    assert not any("less certain" in e.metric for e in measured.evidence)
