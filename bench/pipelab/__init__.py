@@ -1,0 +1,8 @@
+"""The lab: a real data pipeline drives a simulated GPU, the real monitor names the bottleneck.
+
+:mod:`.trainer` is the training-loop-shaped program (a child process with real
+DataLoader-like worker processes); :mod:`.board` is the shared memory it records its
+simulated GPU use in; :mod:`.monitor` runs the project's live source and hint engine on
+a fake NVML fed from that memory; :mod:`.scenarios` names the configurations and closes
+the loop (apply the advice, run again). See docs/lab.md.
+"""

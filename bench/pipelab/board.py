@@ -1,0 +1,69 @@
+"""The shared memory between the lab's training child and its monitor: an mmap'd file.
+
+Layout (float64 slots): a header, then one slot per ``SAMPLE_S`` bin holding the seconds
+the simulated GPU was busy in that bin. The trainer writes each busy interval when it
+launches it (a kernel queue: the GPU will be busy from now to then), so a bin that has
+ended is complete. The monitor only reads.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+SAMPLE_S = 1 / 6
+"""NVML's utilization sample period on recent GPUs (nvmlDeviceGetSamples)."""
+
+EPOCH, VRAM, PCIE_BYTES, STEPS, SAMPLES, DONE, READY = range(7)
+HEADER = 16
+BINS = 6 * 120
+"""Two minutes of bins: far more than one lab run."""
+
+
+class Board:
+    """The shared record; ``create`` in the monitor, ``attach`` in the trainer."""
+
+    def __init__(self, path: Path, mm: mmap.mmap) -> None:
+        self.path = path
+        self._mm = mm
+        self._view = memoryview(mm)
+        self.slots = self._view.cast("d")
+        """The float64 slots: the header, then :data:`BINS` bins from :data:`HEADER`."""
+
+    @classmethod
+    def create(cls, path: Path) -> Board:
+        size = (HEADER + BINS) * 8
+        with open(path, "wb") as f:
+            f.write(b"\0" * size)
+        return cls.attach(path)
+
+    @classmethod
+    def attach(cls, path: Path) -> Board:
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mm = mmap.mmap(fd, 0)
+        finally:
+            os.close(fd)
+        return cls(path, mm)
+
+    def add_busy(self, start: float, end: float) -> None:
+        """Record the simulated GPU busy from ``start`` to ``end`` (time.time() seconds)."""
+        epoch = self.slots[EPOCH]
+        a, b = (start - epoch) / SAMPLE_S, (end - epoch) / SAMPLE_S
+        first, last = int(a), min(int(b), BINS - 1)
+        for i in range(max(first, 0), last + 1):
+            lo, hi = max(a, float(i)), min(b, float(i + 1))
+            if hi > lo:
+                self.slots[HEADER + i] += (hi - lo) * SAMPLE_S
+
+    def busy_percent(self, index: int) -> float:
+        return min(100.0, self.slots[HEADER + index] / SAMPLE_S * 100.0)
+
+    def bin_end(self, index: int) -> float:
+        return float(self.slots[EPOCH]) + (index + 1) * SAMPLE_S
+
+    def close(self) -> None:
+        self.slots.release()
+        self._view.release()
+        self._mm.close()

@@ -1,0 +1,217 @@
+"""The lab's monitor side: a fake NVML fed from the trainer's board, the real monitor on it.
+
+Each tick the :class:`FakeGpu` takes what the trainer recorded since the last one: the
+completed 1/6 s busy bins become the driver's sample buffer (``nvmlDeviceGetSamples``),
+their mean over the last second the device and per-process utilization, the held bytes
+its VRAM and the consumer's, the copied bytes its PCIe rx rate, the utilization its
+power. Then the project's :class:`LiveSource` takes a tick as the monitor does -- with
+the real ``/proc`` view of the real trainer and its worker processes -- and a
+:class:`Diagnoser` with the default thresholds judges it. Nothing here knows what the
+scenario is meant to show.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from signal import SIGKILL
+
+from gputop_hints.hints.diagnoser import Diagnoser
+from gputop_hints.hints.findings import Finding
+from gputop_hints.sources.live.source import LiveSource
+from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLE_S, STEPS, VRAM, Board
+from pipelab.trainer import Config, make_dataset
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
+
+BENCH = Path(__file__).resolve().parents[1]
+REPO = BENCH.parent
+CONTEXT_BYTES = GIB // 2
+"""What a CUDA context holds before the program allocates anything."""
+IDLE_MW, BUSY_MW = 90_000, 650_000
+START_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Tick:
+    """What the monitor saw in one tick."""
+
+    at_s: float
+    """Seconds since the trainer's epoch."""
+    sm: float
+    findings: tuple[Finding, ...]
+    cpu: float | None
+    workers: int
+
+
+@dataclass
+class Run:
+    """One run of the trainer under the monitor."""
+
+    config: Config
+    ticks: list[Tick] = field(default_factory=list)
+    steps: int = 0
+    busy: list[float] = field(default_factory=list)
+    """Every 1/6 s bin's busy %, in order."""
+
+    def findings_for(self, pid_findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
+        return pid_findings
+
+    @property
+    def final(self) -> tuple[Finding, ...]:
+        """The findings visible at the last tick."""
+        return self.ticks[-1].findings if self.ticks else ()
+
+    def utilization(self, skip_s: float = 3.0) -> float:
+        """The mean simulated utilization after the first ``skip_s`` (start-up)."""
+        values = self.busy[int(skip_s / SAMPLE_S) :] or self.busy
+        return sum(values) / len(values) if values else 0.0
+
+    def raised(self) -> set[str]:
+        """Every ``rule/subtype`` visible at any tick."""
+        return {f.rule_label for t in self.ticks for f in t.findings}
+
+
+class Lab:
+    """The lab's dataset and workspace (a temp dir), shared by its runs."""
+
+    def __init__(self, samples: int = 256) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="gputop-lab-")
+        self.root = Path(self._tmp.name)
+        self.data = self.root / "data"
+        make_dataset(self.data, samples)
+        self._runs = 0
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def config(self, **kwargs: object) -> Config:
+        self._runs += 1
+        board = self.root / f"board-{self._runs}"
+        return Config(data_dir=str(self.data), board=str(board), **kwargs)  # type: ignore[arg-type]
+
+    def run(self, config: Config, *, interval_s: float = 1.0) -> Run:
+        """Run the trainer under ``config`` for its duration, monitored; its findings."""
+        board = Board.create(Path(config.board))
+        try:
+            with _trainer(config, board) as pid:
+                return _monitor(config, board, pid, interval_s)
+        finally:
+            board.close()
+
+
+@contextmanager
+def _trainer(config: Config, board: Board) -> Iterator[int]:
+    """Start the trainer (and so its workers) in a session of its own; kill it all after."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(BENCH), str(REPO), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    board.slots[EPOCH] = time.time()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipelab.trainer", config.to_json()],
+        env=env,
+        cwd=REPO,
+        start_new_session=True,
+    )
+    try:
+        yield proc.pid
+        proc.wait(timeout=10)
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, SIGKILL)  # the trainer and any worker left behind
+        proc.wait()
+
+
+def _monitor(config: Config, board: Board, pid: int, interval_s: float) -> Run:
+    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES)
+    consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
+    gpu.processes.append(consumer)
+    run = Run(config)
+    with FakeNvml([gpu]):
+        source = LiveSource(interval_s, detect_job=False)
+        diagnoser = Diagnoser(interval_s=interval_s)
+        try:
+            deadline = time.time() + START_TIMEOUT_S
+            while not board.slots[READY] and not board.slots[DONE]:
+                if time.time() > deadline:
+                    raise RuntimeError("the lab's trainer did not start")
+                time.sleep(0.05)
+            feeder = _Feeder(board, gpu, consumer)
+            next_tick = time.time()
+            while not board.slots[DONE]:
+                next_tick += interval_s
+                time.sleep(max(0.0, next_tick - time.time()))
+                feeder.update(time.time())
+                snap = source.sample()
+                findings = tuple(
+                    f for f in diagnoser.feed(snap) if f.subject.pid in (pid, None)
+                )
+                row = next((p for p in snap.processes if p.pid == pid), None)
+                run.ticks.append(
+                    Tick(
+                        at_s=time.time() - board.slots[EPOCH],
+                        sm=float(gpu.sm),
+                        findings=findings,
+                        cpu=None if row is None else row.cpu_percent,
+                        workers=0 if row is None else len(row.workers),
+                    )
+                )
+            run.busy = feeder.busy
+            run.steps = int(board.slots[STEPS])
+        finally:
+            source.close()
+    return run
+
+
+class _Feeder:
+    """Moves what the board holds into the fake GPU, one tick at a time."""
+
+    def __init__(self, board: Board, gpu: FakeGpu, consumer: FakeProc) -> None:
+        self.board, self.gpu, self.consumer = board, gpu, consumer
+        self.next_bin = 0
+        self.busy: list[float] = []
+        self._pcie = (time.time(), 0.0)
+
+    def update(self, now: float) -> None:
+        b, gpu = self.board, self.gpu
+        fresh: list[float] = []
+        while b.bin_end(self.next_bin) <= now:
+            value = b.busy_percent(self.next_bin)
+            gpu.sm_sample_buffer.append((int(b.bin_end(self.next_bin) * 1e6), round(value)))
+            fresh.append(value)
+            self.next_bin += 1
+        self.busy.extend(fresh)
+        last_s = self.busy[-6:]
+        sm = round(sum(last_s) / len(last_s)) if last_s else 0
+        held = int(b.slots[VRAM])
+        gpu.sm, gpu.mem = sm, round(sm * 0.4)
+        gpu.power_mw = IDLE_MW + (BUSY_MW - IDLE_MW) * sm // 100
+        gpu.vram_used = CONTEXT_BYTES + held
+        self.consumer.used_bytes = CONTEXT_BYTES + held
+        self.consumer.sm_util, self.consumer.mem_util = sm, round(sm * 0.4)
+        then, copied = self._pcie
+        total = b.slots[PCIE_BYTES]
+        gpu.pcie_rx_kib = int((total - copied) / max(now - then, 1e-3) / 1024)
+        self._pcie = (now, total)
+        del gpu.sm_sample_buffer[:-120]  # the driver's ring holds the last ~20 s
+
+
+def verdict(findings: tuple[Finding, ...]) -> Finding | None:
+    """The worst finding (what the process row's hint column shows)."""
+    return max(findings, key=lambda f: f.severity, default=None)
+
+
+__all__ = ["Lab", "Run", "Tick", "replace", "verdict"]

@@ -1,0 +1,224 @@
+"""The lab's training loop: a real input pipeline feeding a modelled GPU step.
+
+Run as a child process (``python -m pipelab.trainer CONFIG_JSON``). What is real:
+
+* the dataset: sample files on disk (uint8 images, written by :func:`make_dataset`),
+  each read with ``open().read()`` for every sample, every epoch;
+* the per-sample CPU work: decode (bytes -> float32), a random crop and flip, a
+  normalisation and ``cpu_reps`` rounds of a 3-tap blur -- pure Python, on this CPU;
+* the DataLoader shape: with ``num_workers=0`` the main process loads each batch itself;
+  otherwise ``num_workers`` ``multiprocessing`` worker processes (fork, as
+  torch.utils.data on Linux) each build whole batches from an index queue, with
+  ``prefetch`` batches in flight per worker, and send them back pickled;
+* the launch cost: each step the main process spends ``kernels x launch_us`` of real
+  CPU launching kernels, then spin-waits for the step to finish (CUDA's default
+  synchronisation spins when there are few contexts per core).
+
+What is modelled: the GPU. A step keeps it busy for ``kernels x kernel_us +
+batch x gpu_us_per_sample`` from its first launch (so a small batch is launch-bound:
+the launches take longer than the kernels), holds ``vram_base + batch x
+vram_per_sample`` bytes and copies the batch's bytes over PCIe. Each busy interval is
+written to the :class:`~pipelab.board.Board` when it is launched.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import queue
+import random
+import sys
+import time
+from array import array
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLES, STEPS, VRAM, Board
+
+SIDE = 48
+"""Samples are SIDE x SIDE x 3 uint8 images; the model sees CROP x CROP crops."""
+CROP = 40
+MIB = 1024**2
+
+Batch = list["array[float]"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of the training program (a scenario)."""
+
+    data_dir: str
+    board: str
+    num_workers: int = 0
+    batch_size: int = 32
+    cpu_reps: int = 2
+    """Rounds of the blur per sample: the knob for the per-sample CPU cost."""
+    duration_s: float = 14.0
+    kernels: int = 20
+    launch_us: float = 40.0
+    kernel_us: float = 5.0
+    gpu_us_per_sample: float = 8000.0
+    vram_base: int = 1024 * MIB
+    vram_per_sample: int = 8 * MIB
+    prefetch: int = 2
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Config:
+        return cls(**json.loads(text))
+
+
+def make_dataset(directory: Path, samples: int, seed: int = 0) -> None:
+    """Write ``samples`` raw image files into ``directory``."""
+    rng = random.Random(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(samples):
+        (directory / f"{i:05d}.raw").write_bytes(rng.randbytes(SIDE * SIDE * 3))
+
+
+def load_sample(path: str, reps: int, rng: random.Random) -> array[float]:
+    """Read one sample from disk and decode / augment it (real CPU work, pure Python)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    y, x = rng.randrange(SIDE - CROP + 1), rng.randrange(SIDE - CROP + 1)
+    row = SIDE * 3
+    flip = rng.random() < 0.5
+    out: list[float] = []
+    for r in range(y, y + CROP):  # crop (and flip), decode to floats, normalise
+        line = raw[r * row + x * 3 : r * row + (x + CROP) * 3]
+        if flip:
+            line = bytes(
+                line[k * 3 + c] for k in range(CROP - 1, -1, -1) for c in range(3)
+            )
+        out.extend((v - 127.5) / 64.0 for v in line)
+    n = len(out)
+    for _ in range(reps):  # a 3-tap blur along the flattened image: the augmentation cost
+        out = [(out[i - 1] + out[i] + out[(i + 1) % n]) / 3.0 for i in range(n)]
+    return array("f", out)
+
+
+def load_batch(files: list[str], indices: list[int], reps: int, rng: random.Random) -> Batch:
+    return [load_sample(files[i], reps, rng) for i in indices]
+
+
+def batch_bytes(batch: Batch) -> int:
+    return sum(len(a) * a.itemsize for a in batch)
+
+
+def _worker(
+    files: list[str], reps: int, seed: int, tasks: Any, results: Any
+) -> None:  # pragma: no cover - runs in a worker process
+    rng = random.Random(seed)
+    while True:
+        task = tasks.get()
+        if task is None:
+            return
+        number, indices = task
+        results.put((number, load_batch(files, indices, reps, rng)))
+
+
+class Loader:
+    """A DataLoader-like iterator over batches (in order), with or without workers."""
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.files = sorted(str(p) for p in Path(cfg.data_dir).iterdir())
+        self.rng = random.Random(1)
+        self._next_task = 0
+        self._next_out = 0
+        self._ready: dict[int, Batch] = {}
+        self._workers: list[Any] = []
+        if cfg.num_workers > 0:
+            ctx = mp.get_context("fork")
+            self._tasks: Any = ctx.Queue()
+            self._results: Any = ctx.Queue()
+            for w in range(cfg.num_workers):
+                p = ctx.Process(
+                    target=_worker,
+                    args=(self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results),
+                    daemon=True,
+                    name=f"pt_data_worker_{w}",
+                )
+                p.start()
+                self._workers.append(p)
+            for _ in range(cfg.num_workers * cfg.prefetch):
+                self._submit()
+
+    def _indices(self, number: int) -> list[int]:
+        n, b = len(self.files), self.cfg.batch_size
+        return [(number * b + k) % n for k in range(b)]
+
+    def _submit(self) -> None:
+        self._tasks.put((self._next_task, self._indices(self._next_task)))
+        self._next_task += 1
+
+    def next_batch(self) -> Batch:
+        number = self._next_out
+        self._next_out += 1
+        if not self._workers:
+            return load_batch(self.files, self._indices(number), self.cfg.cpu_reps, self.rng)
+        while number not in self._ready:
+            got, batch = self._results.get()
+            self._ready[got] = batch
+        self._submit()
+        return self._ready.pop(number)
+
+    def close(self) -> None:
+        for _ in self._workers:
+            self._tasks.put(None)
+        for p in self._workers:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=2)
+        if self._workers:
+            for q in (self._tasks, self._results):
+                try:
+                    while True:
+                        q.get_nowait()
+                except (queue.Empty, OSError, ValueError):
+                    pass
+                q.close()
+                q.cancel_join_thread()
+
+
+def spin_until(deadline: float) -> None:
+    """Busy-wait (real CPU) until ``deadline``: a kernel launch, or CUDA's spinning sync."""
+    while time.time() < deadline:
+        pass
+
+
+def train(cfg: Config) -> None:
+    board = Board.attach(Path(cfg.board))
+    loader = Loader(cfg)
+    try:
+        board.slots[VRAM] = cfg.vram_base + cfg.batch_size * cfg.vram_per_sample
+        board.slots[READY] = 1.0
+        end = float(board.slots[EPOCH]) + cfg.duration_s
+        gpu_s = (cfg.kernels * cfg.kernel_us + cfg.batch_size * cfg.gpu_us_per_sample) / 1e6
+        launch_s = cfg.kernels * cfg.launch_us / 1e6
+        while time.time() < end:
+            batch = loader.next_batch()
+            board.slots[PCIE_BYTES] += batch_bytes(batch)  # the host-to-device copy
+            start = time.time()
+            board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
+            spin_until(start + launch_s)  # launching the step's kernels
+            spin_until(start + gpu_s)  # loss.item(): wait for the step
+            board.slots[STEPS] += 1
+            board.slots[SAMPLES] += len(batch)
+    finally:
+        loader.close()
+        board.slots[DONE] = 1.0
+        board.close()
+
+
+def main(argv: list[str]) -> int:
+    train(Config.from_json(argv[0]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
