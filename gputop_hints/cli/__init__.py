@@ -25,7 +25,7 @@ from typing import TextIO
 
 from gputop_hints.text import VisibleStream
 
-SUBCOMMANDS = ("config", "explain", "record", "replay", "report")
+SUBCOMMANDS = ("config", "explain", "export", "record", "replay", "report")
 """Each is ``gputop_hints.cli.<name>.<name>_main``, imported only when it runs: the
 monitor's start-up does not load the recorder, the report or the explainer."""
 
@@ -41,6 +41,10 @@ def subcommand(name: str) -> Callable[[Sequence[str]], int]:
         from gputop_hints.cli.explain import explain_main
 
         return explain_main
+    if name == "export":
+        from gputop_hints.cli.export import export_main
+
+        return export_main
     if name == "record":
         from gputop_hints.cli.record import record_main
 

@@ -1,0 +1,211 @@
+"""``gputop-hints export``: a Prometheus endpoint with what the monitor knows each tick.
+
+It samples a source (this machine, or ``--demo``) headless, as ``record`` does,
+puts every tick through the hint :class:`~gputop_hints.hints.diagnoser.Diagnoser`,
+and serves the latest tick and its findings at ``/metrics`` with
+``prometheus_client``'s own server (:mod:`gputop_hints.outputs.prometheus` builds
+the metrics; docs/cluster.md lists them). Read-only: nothing is written, no
+process is touched. It listens on 127.0.0.1 unless ``--bind`` asks for more, and
+serves HTTPS with ``--tls-cert`` and ``--tls-key``.
+
+``prometheus_client`` is the optional extra ``gputop-hints[export]``: without it
+this command says so and exits 2. It runs until SIGTERM, Ctrl-C or a hang-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from gputop_hints.cli.args import (
+    EXIT_OK,
+    EXIT_USAGE,
+    INTERVAL_HELP,
+    add_config_arg,
+    add_source_args,
+    at_least,
+    check_demo_only_args,
+    count,
+    interval,
+    usage_error,
+)
+from gputop_hints.cli.inputs import open_source, print_scenarios
+
+if TYPE_CHECKING:
+    from gputop_hints.model import Snapshot
+
+DEFAULT_PORT = 9842
+DEFAULT_BIND = "127.0.0.1"
+MISSING_CLIENT = (
+    "gputop-hints export: needs prometheus_client, which is not installed: "
+    "install gputop-hints[export] (pip install 'gputop-hints[export]')"
+)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def build_export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gputop-hints export",
+        description="Serve what the monitor knows -- GPU, process and host metrics and the "
+        "active hints' findings -- as Prometheus metrics at http://BIND:PORT/metrics, "
+        "updated every --interval, until SIGTERM, Ctrl-C or a hang-up. Read-only. "
+        "Metric names and cardinality: docs/cluster.md.",
+    )
+    parser.add_argument(
+        "--port",
+        type=count(0, 65535),
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"TCP port to listen on (default {DEFAULT_PORT}; 0: any free port, printed "
+        "on stderr)",
+    )
+    parser.add_argument(
+        "--bind",
+        default=DEFAULT_BIND,
+        metavar="ADDR",
+        help=f"address to listen on (default {DEFAULT_BIND}: this machine only; "
+        "0.0.0.0 or a node's address lets others scrape it, and read its process names "
+        "and users)",
+    )
+    parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate")
+    parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
+    parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
+    parser.add_argument(
+        "--max-processes",
+        type=at_least(0),
+        default=None,
+        metavar="N",
+        help="export at most N processes, the heaviest VRAM users first (default 512)",
+    )
+    add_source_args(parser)
+    add_config_arg(parser)
+    return parser
+
+
+def export_main(argv: Sequence[str]) -> int:
+    """``gputop-hints export``: serve metrics until a signal; 2 on a usage error."""
+    parser = build_export_parser()
+    args = parser.parse_args(argv)
+    if args.list_scenarios:
+        print_scenarios()
+        return EXIT_OK
+    check_demo_only_args(parser, args)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together (HTTPS needs both)")
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        print(MISSING_CLIENT, file=sys.stderr)
+        return EXIT_USAGE
+    return _export(args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry, start_http_server
+
+    from gputop_hints.hints.config import ConfigError, load
+    from gputop_hints.hints.diagnoser import Diagnoser
+    from gputop_hints.outputs.prometheus import MAX_PROCESS_SERIES, SnapshotCollector
+    from gputop_hints.sampling.once import preroll
+    from gputop_hints.sampling.sampler import Sampler
+    from gputop_hints.sources import SourceUnavailable
+
+    try:
+        thresholds = load(args.config)
+    except (ConfigError, OSError, ValueError) as exc:
+        return usage_error(exc)
+    try:
+        source = open_source(args)
+    except (SourceUnavailable, ValueError) as exc:
+        return usage_error(exc)
+    try:
+        diagnoser = Diagnoser(thresholds, interval_s=args.interval)
+        limit = MAX_PROCESS_SERIES if args.max_processes is None else args.max_processes
+        collector = SnapshotCollector(max_processes=limit)
+        lock = threading.Lock()
+
+        def tick(snapshot: Snapshot) -> None:
+            with lock:
+                findings = diagnoser.feed(snapshot)
+                collector.update(snapshot, findings)
+
+        # The demo first runs past its jobs' warm-up, as --once does: the first scrape
+        # shows what it simulates, not its start.
+        for snapshot in preroll(source, args.interval, diagnoser.window_s):
+            tick(snapshot)
+        if collector.tick is None:
+            tick(source.sample())
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(collector)
+        try:
+            server, _thread = start_http_server(
+                args.port,
+                addr=args.bind,
+                registry=registry,
+                certfile=args.tls_cert,
+                keyfile=args.tls_key,
+            )
+        except (OSError, ValueError) as exc:
+            return usage_error(
+                ValueError(f"export: cannot serve on {args.bind} port {args.port}: {exc}")
+            )
+        scheme = "https" if args.tls_cert else "http"
+        print(
+            f"gputop-hints export: serving {scheme}://{_host_text(args.bind)}:"
+            f"{server.server_port}/metrics every {args.interval:g} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        if args.bind not in ("127.0.0.1", "localhost", "::1") and not args.tls_cert:
+            print(
+                f"gputop-hints export: note: {args.bind} without TLS: whoever reaches this "
+                "port reads the GPU processes' names and users",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        def failed(exc: BaseException) -> None:
+            print(f"gputop-hints export: sampling failed: {exc}", file=sys.stderr, flush=True)
+
+        stop = threading.Event()
+        sampler = Sampler(source, args.interval, tick, on_error=failed)
+        with _stop_on_signals(stop):
+            sampler.start()
+            try:
+                while not stop.wait(1.0):
+                    pass
+            finally:
+                sampler.stop(wake=source.close)
+                server.shutdown()
+                server.server_close()
+        return EXIT_OK
+    finally:
+        source.close()
+
+
+def _host_text(bind: str) -> str:
+    return f"[{bind}]" if ":" in bind else bind
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGTERM, SIGINT and SIGHUP while serving; restore the handlers after."""
+    previous: dict[signal.Signals, Any] = {}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
