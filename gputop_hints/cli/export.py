@@ -15,13 +15,10 @@ this command says so and exits 2. It runs until SIGTERM, Ctrl-C or a hang-up.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gputop_hints.cli.args import (
     EXIT_OK,
@@ -46,7 +43,6 @@ MISSING_CLIENT = (
     "gputop-hints export: needs prometheus_client, which is not installed: "
     "install gputop-hints[export] (pip install 'gputop-hints[export]')"
 )
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def build_export_parser() -> argparse.ArgumentParser:
@@ -173,9 +169,11 @@ def _export(args: argparse.Namespace) -> int:
         def failed(exc: BaseException) -> None:
             print(f"gputop-hints export: sampling failed: {exc}", file=sys.stderr, flush=True)
 
+        from gputop_hints.sampling.record import stop_on_signals  # SIGTERM, SIGINT, SIGHUP
+
         stop = threading.Event()
         sampler = Sampler(source, args.interval, tick, on_error=failed)
-        with _stop_on_signals(stop):
+        with stop_on_signals(stop):
             sampler.start()
             try:
                 while not stop.wait(1.0):
@@ -191,21 +189,3 @@ def _export(args: argparse.Namespace) -> int:
 
 def _host_text(bind: str) -> str:
     return f"[{bind}]" if ":" in bind else bind
-
-
-@contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """Set ``stop`` on SIGTERM, SIGINT and SIGHUP while serving; restore the handlers after."""
-    previous: dict[signal.Signals, Any] = {}
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    if threading.current_thread() is threading.main_thread():
-        for sig in STOP_SIGNALS:
-            previous[sig] = signal.signal(sig, on_signal)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -55,7 +55,7 @@ def paces_in_real_time(source: Source, duration_s: float | None) -> bool:
 
 
 @contextlib.contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """Set ``stop`` on :data:`STOP_SIGNALS` while the loop runs; restore the old handlers after.
 
     Python delivers signals to the main thread only, so from another thread the
@@ -130,7 +130,7 @@ def record(
     deadlines = Deadlines(interval_s, clock)
     code = EXIT_RECORDED
     silent: set[int] = set()
-    with _stop_on_signals(stop):
+    with stop_on_signals(stop):
         try:
             while not stop.is_set() and (count is None or writer.ticks < count):
                 snapshot = source.sample()
