@@ -319,7 +319,9 @@ def test_quitting_ends_a_tick_that_waits_on_a_gpu_which_does_not_answer(
     source.deadline_s = 3600.0  # a deadline no test waits out: only the close can end it
     gpus[1].hang()
     thread, out = _in_thread(lambda: source.sample(time.time()))
-    _wait_until(lambda: gpus[1].blocked_calls > 0)
+    # GPU 1 is stuck and GPU 0 has answered (under load its read can still be running
+    # when GPU 1 blocks: closing then would cut the healthy GPU's tick short too).
+    _wait_until(lambda: gpus[1].blocked_calls > 0 and not source._workers[0].in_flight)
     source.close()
     thread.join(SAFETY_S)
     assert not thread.is_alive(), "the tick waited for its deadline after the close"
