@@ -137,43 +137,44 @@ def _export(args: argparse.Namespace) -> int:
             tick(snapshot)
         if collector.tick is None:
             tick(source.sample())
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(collector)
-        try:
-            server, _thread = start_http_server(
-                args.port,
-                addr=args.bind,
-                registry=registry,
-                certfile=args.tls_cert,
-                keyfile=args.tls_key,
-            )
-        except (OSError, ValueError) as exc:
-            return usage_error(
-                ValueError(f"export: cannot serve on {args.bind} port {args.port}: {exc}")
-            )
-        scheme = "https" if args.tls_cert else "http"
-        print(
-            f"gputop-hints export: serving {scheme}://{_host_text(args.bind)}:"
-            f"{server.server_port}/metrics every {args.interval:g} s",
-            file=sys.stderr,
-            flush=True,
-        )
-        if args.bind not in ("127.0.0.1", "localhost", "::1") and not args.tls_cert:
+        from gputop_hints.sampling.record import stop_on_signals  # SIGTERM, SIGINT, SIGHUP
+
+        # Handlers first: a signal as soon as "serving" is printed must stop it cleanly.
+        stop = threading.Event()
+        with stop_on_signals(stop):
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(collector)
+            try:
+                server, _thread = start_http_server(
+                    args.port,
+                    addr=args.bind,
+                    registry=registry,
+                    certfile=args.tls_cert,
+                    keyfile=args.tls_key,
+                )
+            except (OSError, ValueError) as exc:
+                return usage_error(
+                    ValueError(f"export: cannot serve on {args.bind} port {args.port}: {exc}")
+                )
+            scheme = "https" if args.tls_cert else "http"
             print(
-                f"gputop-hints export: note: {args.bind} without TLS: whoever reaches this "
-                "port reads the GPU processes' names and users",
+                f"gputop-hints export: serving {scheme}://{_host_text(args.bind)}:"
+                f"{server.server_port}/metrics every {args.interval:g} s",
                 file=sys.stderr,
                 flush=True,
             )
+            if args.bind not in ("127.0.0.1", "localhost", "::1") and not args.tls_cert:
+                print(
+                    f"gputop-hints export: note: {args.bind} without TLS: whoever reaches this "
+                    "port reads the GPU processes' names and users",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
-        def failed(exc: BaseException) -> None:
-            print(f"gputop-hints export: sampling failed: {exc}", file=sys.stderr, flush=True)
+            def failed(exc: BaseException) -> None:
+                print(f"gputop-hints export: sampling failed: {exc}", file=sys.stderr, flush=True)
 
-        from gputop_hints.sampling.record import stop_on_signals  # SIGTERM, SIGINT, SIGHUP
-
-        stop = threading.Event()
-        sampler = Sampler(source, args.interval, tick, on_error=failed)
-        with stop_on_signals(stop):
+            sampler = Sampler(source, args.interval, tick, on_error=failed)
             sampler.start()
             try:
                 while not stop.wait(1.0):
@@ -182,7 +183,7 @@ def _export(args: argparse.Namespace) -> int:
                 sampler.stop(wake=source.close)
                 server.shutdown()
                 server.server_close()
-        return EXIT_OK
+            return EXIT_OK
     finally:
         source.close()
 
