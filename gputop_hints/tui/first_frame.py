@@ -127,10 +127,6 @@ class FirstFrame:
             return None
         return cls(stream, (size.columns, size.lines), owns)
 
-    @property
-    def drawn(self) -> bool:
-        return self._state in ("drawn", "handed-over")
-
     def draw(self, snapshot: Snapshot) -> None:
         """Draw ``snapshot`` (the first call only, and only before :meth:`hand_over`)."""
         with self._lock:
