@@ -85,12 +85,12 @@ def gaps_seen_by(
     burst in its own trace there is no sawtooth to find (None).
     """
     c = t.input_starved
+    if need_burst and scope is Scope.PROCESS and own_burst_ruled_out(win, proc, t):
+        return None, Scope.PROCESS  # no burst of its own: no sawtooth to find
     others = others_on_gpu(win, proc, t)
     if others and scope is Scope.PROCESS and win.window_s <= t.general.window_s:
         # Sub-second detail matters for a short cycle; over the slow window (10-30 s
         # cycles) the process's own sample a tick shows its gaps (below).
-        if need_burst and not burst_possible(win, proc, c.busy_sm_above_percent):
-            return None, Scope.PROCESS  # too little of its own to burst: no sawtooth
         own_fine = process_fine_sm(win, proc)
         if own_fine is not None:
             # The device's sub-second samples less the others' own share of each tick.
@@ -105,21 +105,16 @@ def gaps_seen_by(
         # The others ran no kernel in the window: the device's finer trace is this one's.
         return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     if others and scope is Scope.PROCESS:
-        peak = win.process_sm_peak(proc)
-        if need_burst and (peak is None or peak < c.busy_sm_above_percent):
-            # No burst in its own trace (a light inference replica): no sawtooth to find.
-            return None, Scope.PROCESS
         return win.process_gaps(proc, c.gap_sm_below_percent, c.min_gap_s), Scope.PROCESS
     return win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s), Scope.DEVICE
 
 
 def own_burst_ruled_out(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
-    """Whether :func:`gaps_seen_by` with ``need_burst`` would find no sawtooth for want
-    of a burst in ``proc``'s own samples, asked from those samples alone.
-
-    The same branches in the same order, without building any trace: most processes
-    on a shared GPU are ruled out here (a replica at a few percent of its own), and a
-    sawtooth rule asks it before anything dearer. False when in doubt.
+    """Whether ``proc``'s own samples leave no burst for a sawtooth, asked from those
+    samples alone: the test :func:`gaps_seen_by` makes with ``need_burst``, in the
+    order of its branches, without building any trace. Most processes on a shared GPU
+    are ruled out here (a replica at a few percent of its own), so a sawtooth rule
+    asks it before anything dearer. False when in doubt (the device's trace decides).
     """
     values = win.process_sm_values(proc)
     if not values or not others_on_gpu(win, proc, t):
