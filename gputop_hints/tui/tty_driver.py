@@ -11,6 +11,14 @@ stop and to time out a lone Esc: ten wake-ups a second, about a fifth of the
 monitor's whole CPU on a small node (``bench/vs_nvitop.py``, 1 x 1). Here the
 thread sleeps until a key arrives, a pending escape sequence times out (the
 parser's own deadline), or a pipe written when it is told to stop wakes it.
+
+A terminal that hangs up (``tmux kill-server``, an SSH link dropping) reads as
+end-of-file, or EIO, at once and for ever: Textual's loop then spins at a full
+core, and when the app had already left without stopping the thread, the process
+stayed alive spinning (seen: monitors orphaned at ~50-80 % CPU for hours). Here a
+hang-up ends the thread and asks the app to quit as on SIGHUP; standard input at
+its end that is not a terminal (``< /dev/null``) is no longer watched -- the
+monitor keeps drawing and quits on a signal.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import contextlib
 import io
 import os
 import selectors
+import signal
 import sys
 import threading
 from typing import Any
@@ -82,6 +91,55 @@ def input_timeout(parser: object, now: float) -> float | None:
     return max(0.0, min(POLL_S, deadline - now))
 
 
+def hang_up() -> None:
+    """The terminal is gone: quit as on SIGHUP (the app's handler; once the app has
+    left, the default action ends the process, which has nothing left to show)."""
+    with contextlib.suppress(OSError):
+        os.kill(os.getpid(), signal.SIGHUP)
+
+
+class _HangUpSafeFile:
+    """The stream Textual's writer thread draws on, for a terminal that may hang up.
+
+    On a hung-up terminal a write raises EIO; Textual's writer thread died of it,
+    its queue (30 writes) filled, and the next write -- or the quit's
+    ``WriterThread.stop`` -- blocked for ever: the process stayed, invisible, after
+    its tmux server or SSH session had gone. Here the first failed write asks the
+    app to quit (:func:`hang_up`) and later writes are dropped: nobody can see them."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return int(self._stream.write(text))
+            except OSError:
+                self._hung_up()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except OSError:
+                self._hung_up()
+
+    def _hung_up(self) -> None:
+        self.gone = True
+        hang_up()
+
+    def fileno(self) -> int:
+        return int(self._stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self._stream.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class TerminalDriver(LinuxDriver):
     """Textual's Linux driver, drawing on /dev/tty when standard error is not a terminal."""
 
@@ -95,6 +153,9 @@ class TerminalDriver(LinuxDriver):
             if tty is not None:
                 self._tty = tty
                 self._file = tty
+        # Decided now: once the terminal hangs up, isatty() on it fails too.
+        self._input_is_terminal = os.isatty(self.fileno)
+        self._file = _HangUpSafeFile(self._file)  # type: ignore[assignment]
 
     def start_application_mode(self) -> None:
         """Start (or, after a suspend, resume) drawing: what was on screen is not known now."""
@@ -115,29 +176,42 @@ class TerminalDriver(LinuxDriver):
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(wake, selectors.EVENT_READ)
         fileno = self.fileno
+        is_terminal = self._input_is_terminal
         parser = XTermParser(self._debug)
         # Looked up now, as Textual's loop does: input_decoding may have replaced it.
         decode = linux_driver.getincrementaldecoder("utf-8")().decode  # type: ignore[attr-defined]
 
-        def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
+        def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
+            """Feed what arrived; False once the terminal has hung up."""
             keys = [key for key, mask in events if mask & selectors.EVENT_READ]
             for i, key in enumerate(keys):
                 if key.fd == wake:
                     with contextlib.suppress(OSError):
                         os.read(wake, 512)
                     continue
-                text = decode(os.read(fileno, 4096), final=final and i == len(keys) - 1)
-                if not text:
-                    break  # stdin is a pipe at its end
+                try:
+                    data = os.read(fileno, 4096)
+                except OSError:  # EIO: the terminal hung up
+                    data = b""
+                text = decode(data, final=final and i == len(keys) - 1)
+                if not data:
+                    selector.unregister(fileno)
+                    if is_terminal:
+                        return False
+                    break  # standard input is a pipe or file at its end: no more keys
                 for message in parser.feed(text):
                     self.process_message(message)
             for message in parser.tick():
                 self.process_message(message)
+            return True
 
         try:
             while not self.exit_event.is_set():
-                process(selector.select(input_timeout(parser, _time.get_time())))
-            selector.unregister(self.fileno)
+                if not process(selector.select(input_timeout(parser, _time.get_time()))):
+                    hang_up()
+                    return
+            if fileno in selector.get_map():
+                selector.unregister(fileno)
             process(selector.select(POLL_S), final=True)
         finally:
             selector.close()

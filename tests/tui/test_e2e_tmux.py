@@ -8,12 +8,15 @@ missing; in CI (``CI=true``) that is a failure instead.
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.tmux_harness import SCRIPT, Tmux, tmux_session
+from tests.support.tmux_harness import SCRIPT, Tmux, process_state, tmux_session
 
 pytestmark = pytest.mark.tmux
 
@@ -61,3 +64,37 @@ def test_without_a_driver_it_starts_cpu_only_and_says_why(tmux: Tmux) -> None:
 def test_require_gpu_without_a_driver_exits_2(tmux: Tmux) -> None:
     tmux.start([str(SCRIPT), "--require-gpu"], 100, 30)
     assert tmux.wait_until_exited() == 2
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        return process_state(pid) != "Z"
+    except OSError:
+        return False
+
+
+def test_the_monitor_ends_when_its_terminal_goes_away(tmux: Tmux) -> None:
+    """tmux kill-server (or an SSH session dropping) under a running monitor: it exits.
+
+    On a hung-up terminal every write fails with EIO and every read returns at once;
+    Textual's writer thread died of the first, the quit then blocked on its full
+    queue, or the input thread spun on the second: monitors stayed behind invisibly
+    for hours at 50-80 % of a core. The race depends on where the hang-up lands, so
+    the terminal is taken away at several moments (~40 % of tries stayed before)."""
+    for delay in (0.0, 0.2, 0.5, 1.0, 1.5, 2.5):
+        tmux = Tmux()  # a server per try (the fixture's checked that tmux is there)
+        try:
+            tmux.start([str(SCRIPT), "--demo"], 120, 40)
+            tmux.wait_for("python")
+            pid = tmux.pid()
+            time.sleep(delay)
+            tmux.kill()
+            end = time.monotonic() + 15
+            while _alive(pid) and time.monotonic() < end:
+                time.sleep(0.1)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+                pytest.fail(f"the monitor (pid {pid}) outlived its terminal (delay {delay} s)")
+        finally:
+            tmux.kill()
