@@ -17,8 +17,12 @@ As a library it starts and stops the sleeping processes
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,15 +57,37 @@ def home_count() -> int:
     return sum(1 for entry in Path("/proc").iterdir() if entry.name.isdigit())
 
 
+def _keep_calls(fake: FakeNvml, path: Path) -> None:
+    """Write ``fake.calls`` with the time to ``path`` twice a second, for ever (a daemon
+    thread): read at two moments, the calls a program made in between."""
+    scratch = path.with_suffix(".tmp")
+    while True:
+        try:
+            calls = dict(fake.calls)
+        except RuntimeError:  # a first call of a function grew the dict meanwhile
+            continue
+        scratch.write_text(json.dumps({"t": time.monotonic(), "calls": calls}))
+        os.replace(scratch, path)
+        time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--pids-file", type=Path, required=True, help="one pid a line")
+    parser.add_argument(
+        "--calls-out",
+        type=Path,
+        help="keep the NVML calls made so far, per function, in this JSON file (every 0.5 s)",
+    )
     parser.add_argument("program", choices=PROGRAMS)
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="the program's own arguments")
     args = parser.parse_args(argv)
     pids = [int(line) for line in args.pids_file.read_text().split()]
-    FakeNvml(gpus_for(args.gpus, pids)).install()  # for the life of the process
+    fake = FakeNvml(gpus_for(args.gpus, pids))
+    fake.install()  # for the life of the process
+    if args.calls_out is not None:
+        threading.Thread(target=_keep_calls, args=(fake, args.calls_out), daemon=True).start()
     if args.program == "nvitop":
         from nvitop.cli import main as nvitop_main
 
