@@ -218,6 +218,25 @@ def test_missing_metrics_are_absent_and_rules_not_evaluated() -> None:
     assert "n/a" in text  # PCIe: absent, not 0
 
 
+def test_a_file_without_profiling_does_not_evaluate_the_rules_that_need_it() -> None:
+    """tensor-cores-idle judges only on GPM/DCGM tensor and SM activity: a file without
+    them (the demo, nvidia-smi logs) says so, one with them (dcgmi dmon SMACT) does not."""
+    source = DemoSource("healthy")
+    snaps = [source.sample() for _ in range(20)]
+    assert not any(g.profiling_known for s in snaps for g in s.gpus)
+    report = build_report(_Imported(snaps))
+    assert "GPM/DCGM profiling" in report.not_evaluated["tensor-cores-idle"]
+    assert "GPM/DCGM profiling in this file)" in report_text(report, 120)
+    profiled = [
+        dataclasses.replace(
+            s, gpus=tuple(dataclasses.replace(g, sm_active_percent=70.0) for g in s.gpus)
+        )
+        for s in snaps
+    ]
+    report = build_report(_Imported(profiled))
+    assert "GPM/DCGM profiling" not in report.not_evaluated.get("tensor-cores-idle", [])
+
+
 def test_empty_truncated_and_damaged_files(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gputop_hints.hints.diagnoser import Diagnoser
-from gputop_hints.hints.rules import RULE_NEEDS
+from gputop_hints.hints.rules import ALL_RULES, RULE_NEEDS
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
@@ -228,6 +228,11 @@ class _Timeline:
             self.longest_gap_s = max(self.longest_gap_s, dt)
 
 
+PROFILING_NEEDED = "GPM/DCGM profiling"
+"""What a report says a file lacks for the rules that judge only on profiling
+percentages (SM, tensor and DRAM activity): "not evaluated: tensor-cores-idle (no
+GPM/DCGM profiling in this file)"."""
+
 _FULL_ONLY = (METRIC_PROCESSES, METRIC_HOST_CPU)
 """Metrics seen only in fully decoded ticks (the GPU columns are read on every tick)."""
 
@@ -347,6 +352,11 @@ def _assemble(
         for rule, needs in RULE_NEEDS.items()
         if any(m in missing for m in needs)
     }
+    if not any(st.profiled for st in gpus.gpus.values()):
+        # Rules that judge only on GPM/DCGM profiling (no METRIC_* names those).
+        for spec in ALL_RULES:
+            if spec.needs_profiling:
+                not_evaluated.setdefault(spec.id, []).append(PROFILING_NEEDED)
     report = Report(
         info=info,
         counters=counters,
