@@ -89,6 +89,25 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration(text: str) -> float:
+    """A span of time as people write it: ``90s``, ``30m``, ``2h``, ``1d`` or seconds."""
+    body = text.strip().lower()
+    scale = _DURATION_UNITS.get(body[-1:]) if body else None
+    number = body[:-1] if scale is not None else body
+    try:
+        value = float(number) * (scale or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration (e.g. 90s, 30m, 2h, 1d)"
+        ) from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration must be more than 0")
+    return value
+
+
 def slurm_job_id(text: str) -> str:
     """A SLURM job id for ``--job``, checked here so that no other form reaches a subprocess."""
     # Imported here: only runs given --job pay for the SLURM helpers.
@@ -187,14 +206,15 @@ def add_look_args(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def add_input_args(parser: argparse.ArgumentParser) -> None:
-    """How to read FILE: recordings are recognised by content; logs may need hints."""
+def add_input_args(parser: argparse.ArgumentParser, files_optional: bool = False) -> None:
+    """How to read FILE: recordings are recognised by content; logs may need hints.
+    ``files_optional``: FILE may be left out (another input is given instead)."""
     from gputop_hints.sources.files import FORMATS
 
     parser.add_argument(
         "file",
         metavar="FILE",
-        nargs="+",
+        nargs="*" if files_optional else "+",
         help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), or a log: plain nvidia-smi "
         "tables appended to a file (also a captured 'watch nvidia-smi'), nvidia-smi -q, "
         "--query-gpu CSV, dmon, pmon, --query-compute-apps CSV, dcgmi dmon, gpustat, "

@@ -79,9 +79,41 @@ def build_export_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="export at most N processes, the heaviest VRAM users first (default 512)",
     )
+    parser.add_argument(
+        "--label-host",
+        metavar="NAME",
+        help="the host label of every series (default: this machine's hostname; a "
+        "container's own hostname is seldom the node's)",
+    )
+    parser.add_argument(
+        "--label-job",
+        metavar="ID",
+        help="the job label of every GPU, process and finding series, where the exporter "
+        "cannot see the job itself (outside SLURM, or a demo node of a simulated job)",
+    )
     add_source_args(parser)
     add_config_arg(parser)
     return parser
+
+
+def labelled(snapshot: Snapshot, host: str | None, job: str | None) -> Snapshot:
+    """``snapshot`` as the collector publishes it with ``--label-host``/``--label-job``:
+    the host's name replaced, and the whole node attached to job ``job``."""
+    import dataclasses
+
+    from gputop_hints.model import JobInfo
+
+    if host:
+        snapshot = dataclasses.replace(
+            snapshot, host=dataclasses.replace(snapshot.host, hostname=host)
+        )
+    if job:
+        snapshot = dataclasses.replace(
+            snapshot,
+            job=JobInfo(job_id=job, detected_from="--label-job", filtered=False),
+            processes=tuple(dataclasses.replace(p, in_job=True) for p in snapshot.processes),
+        )
+    return snapshot
 
 
 def export_main(argv: Sequence[str]) -> int:
@@ -129,7 +161,7 @@ def _export(args: argparse.Namespace) -> int:
         def tick(snapshot: Snapshot) -> None:
             with lock:
                 findings = diagnoser.feed(snapshot)
-                collector.update(snapshot, findings)
+                collector.update(labelled(snapshot, args.label_host, args.label_job), findings)
 
         # The demo first runs past its jobs' warm-up, as --once does: the first scrape
         # shows what it simulates, not its start.

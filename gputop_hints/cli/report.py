@@ -1,7 +1,10 @@
 """``gputop-hints report FILE``: a post-mortem of a recording or a log.
 
 The report itself is :mod:`gputop_hints.outputs.report`; this module reads the
-arguments, opens FILE and prints the text or JSON.
+arguments, opens FILE and prints the text or JSON. With ``--prometheus URL --job
+ID`` the input is a multi-node job read back from Prometheus instead
+(:mod:`gputop_hints.sources.prometheus`), and the report adds its nodes
+(:mod:`gputop_hints.outputs.job_report`).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gputop_hints.cli.args import add_input_args, usage_error
+from gputop_hints.cli.args import EXIT_USAGE, add_input_args, duration, positive, usage_error
 from gputop_hints.cli.inputs import input_errors, open_input
 from gputop_hints.cli.progress import ReadProgress
 
@@ -21,7 +24,37 @@ def build_report_parser() -> argparse.ArgumentParser:
         description="Summarise a recording or a GPU log: per-GPU statistics, time spent in "
         "each hint with evidence and advice, and what the data cannot show.",
     )
-    add_input_args(parser)
+    add_input_args(parser, files_optional=True)
+    job = parser.add_argument_group(
+        "a multi-node job from Prometheus (instead of FILE; docs/cluster.md)"
+    )
+    job.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="Prometheus's base URL; credentials from GPUTOP_HINTS_PROMETHEUS_TOKEN, or "
+        "GPUTOP_HINTS_PROMETHEUS_USER and _PASSWORD, never the command line",
+    )
+    job.add_argument("--job", metavar="ID", help="the job whose GPUs to read (its job label)")
+    job.add_argument(
+        "--since",
+        type=duration,
+        default=3600.0,
+        metavar="DUR",
+        help="how far back from now (e.g. 30m, 2h, 1d; default 1h)",
+    )
+    job.add_argument(
+        "--step",
+        type=positive,
+        metavar="S",
+        help="seconds between the points read (default: the range / 2000, at least 15 s; "
+        "no finer than the exporters are scraped)",
+    )
+    job.add_argument(
+        "--nodes",
+        metavar="A,B",
+        help="the job's nodes, where no series carries its job label (default: from "
+        "scontrol, when SLURM knows the job)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON document instead of text")
     parser.add_argument(
         "--fail-on",
@@ -33,7 +66,16 @@ def build_report_parser() -> argparse.ArgumentParser:
 
 def report_main(argv: Sequence[str]) -> int:
     """Print the report of FILE; exit 1 when ``--fail-on`` was reached, 2 on bad input."""
-    args = build_report_parser().parse_args(argv)
+    parser = build_report_parser()
+    args = parser.parse_args(argv)
+    if args.prometheus is not None or args.job is not None:
+        if args.file:
+            parser.error("give FILE or --prometheus URL --job ID, not both")
+        if args.prometheus is None or args.job is None:
+            parser.error("--prometheus URL and --job ID go together")
+        return _job_report(args)
+    if not args.file:
+        parser.error("give FILE (a recording or a GPU log), or --prometheus URL --job ID")
     from gputop_hints.hints.config import load
     from gputop_hints.outputs.report import build_report, report_json_text, report_text
 
@@ -50,3 +92,71 @@ def report_main(argv: Sequence[str]) -> int:
     sys.stdout.write(report_json_text(report) if args.json else report_text(report))
     sys.stdout.flush()
     return report.exit_code(args.fail_on)
+
+
+DEFAULT_POINTS = 2000
+"""Points per series a job report reads by default (--step: the range over this)."""
+MIN_STEP_S = 15.0
+"""Prometheus's default scrape interval: finer points would repeat the same sample."""
+
+
+def _job_report(args: argparse.Namespace) -> int:
+    """``report --prometheus URL --job ID``: the job read back from Prometheus."""
+    import json
+    import time
+
+    from gputop_hints.hints.config import load
+    from gputop_hints.outputs.job_report import (
+        JobSection,
+        job_section_json,
+        job_section_text,
+        node_rows,
+        uneven_nodes,
+    )
+    from gputop_hints.outputs.report import build_report, report_json, report_text
+    from gputop_hints.sources.prometheus import (
+        JobQuery,
+        PrometheusClient,
+        PrometheusError,
+        PrometheusJobStream,
+        node_findings,
+        nodes_of_job,
+    )
+    from gputop_hints.sources.prometheus.job import check_job
+
+    try:
+        thresholds = load(args.config)
+        client = PrometheusClient(args.prometheus)
+        job = check_job(args.job)
+    except input_errors() as exc:
+        return usage_error(exc)
+    end = time.time()
+    start = end - args.since
+    step = args.step or max(MIN_STEP_S, args.since / DEFAULT_POINTS)
+    nodes = tuple(n for n in (args.nodes or "").split(",") if n)
+    query = JobQuery(job, start, end, step, nodes)
+    try:
+        try:
+            stream = PrometheusJobStream(client, query)
+        except PrometheusError:
+            found = () if nodes else nodes_of_job(job)
+            if not found:
+                raise
+            query = JobQuery(job, start, end, step, found)  # SLURM named its nodes
+            stream = PrometheusJobStream(client, query)
+        report = build_report(stream, thresholds)
+        findings = node_findings(client, query)
+    except PrometheusError as exc:
+        print(f"gputop-hints report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    rows = node_rows(
+        report, stream.sources, {n: stream.gpus_of(n) for n in stream.nodes}, stream.power_means()
+    )
+    section = JobSection(job, client.url, rows, uneven_nodes(rows), tuple(findings))
+    if args.json:
+        doc = report_json(report) | {"job": job_section_json(section)}
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(job_section_text(section) + "\n" + report_text(report))
+    sys.stdout.flush()
+    return report.exit_code(args.fail_on) or (1 if args.fail_on and section.uneven else 0)

@@ -1,0 +1,193 @@
+"""The multi-node part of ``gputop-hints report --prometheus URL --job ID``.
+
+The job's GPUs, read back from Prometheus (:mod:`gputop_hints.sources.prometheus`),
+go through the ordinary report as one machine; this adds what only a job-wide
+view can say (docs/cluster.md, "The multi-node job view"):
+
+* **Nodes**: each node, where its numbers come from, its GPUs' index in the
+  report's tables, their mean utilization, power and VRAM peak.
+* **Across nodes**: a node far less busy than the others, or holding a different
+  amount of memory. In a synchronous data-parallel job (DDP, FSDP, DeepSpeed,
+  Megatron) every step ends in a collective that waits for the slowest rank, so
+  the ranks' GPUs run about the same kernel time per step. A node whose GPUs run
+  kernels less than half as much of the time as the median of the nodes
+  (and at least 25 points less) waits on something of its own -- input, host CPU,
+  storage, its network -- while its peers wait for it (spinning in NCCL, which
+  NVML counts as busy, or idle). Uneven VRAM (a node's peak more than 25 % off
+  the median of the nodes) is a different batch, shard or model on that node, or
+  ranks not all running. Neither says *why*: the node's own findings do.
+* **Findings the nodes reported**: what ``gputop-hints export`` on each node
+  found with its host data (the cause the job-wide view cannot see).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gputop_hints.outputs.report import Report
+from gputop_hints.sources.prometheus import NodeFinding
+from gputop_hints.text import visible_lines
+from gputop_hints.units import duration_text, human_bytes
+
+UNEVEN_BUSY_RATIO = 0.5
+"""A node runs kernels less than this share of the nodes' median..."""
+UNEVEN_BUSY_POINTS = 25.0
+"""...and at least this many points less: "uneven"."""
+UNEVEN_VRAM_SHARE = 0.25
+"""A node's VRAM peak this far (either way) from the nodes' median: "uneven"."""
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node: str
+    source: str
+    gpus: tuple[tuple[int, str], ...]
+    """(index in the report's tables, the node's own GPU number)."""
+    sm_mean: float | None
+    power_mean: float | None
+    vram_peak_bytes: int | None
+
+
+@dataclass(frozen=True)
+class JobSection:
+    job: str
+    url: str
+    nodes: tuple[NodeRow, ...]
+    uneven: tuple[str, ...]
+    findings: tuple[NodeFinding, ...]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def node_rows(
+    report: Report,
+    sources: Mapping[str, str],
+    gpus_of: Mapping[str, Sequence[tuple[int, str]]],
+    power_means: Mapping[int, float],
+) -> tuple[NodeRow, ...]:
+    """Each node's summary from the report's per-GPU statistics."""
+    stats = {g.index: g for g in report.gpus}
+    rows = []
+    for node in sorted(sources):
+        gpus = tuple(gpus_of.get(node, ()))
+        sm = [m for i, _ in gpus if (m := stats[i].sm.mean) is not None] if stats else []
+        power = [power_means[i] for i, _ in gpus if i in power_means]
+        peaks = [p for i, _ in gpus if i in stats and (p := stats[i].vram_peak_bytes) is not None]
+        rows.append(
+            NodeRow(
+                node=node,
+                source=sources[node],
+                gpus=gpus,
+                sm_mean=_mean(sm),
+                power_mean=_mean(power),
+                vram_peak_bytes=max(peaks) if peaks else None,
+            )
+        )
+    return tuple(rows)
+
+
+def uneven_nodes(rows: Sequence[NodeRow]) -> tuple[str, ...]:
+    """What differs between nodes beyond what a synchronous job explains (module doc)."""
+    out = []
+    # Against the median of all nodes: with one odd node out of three, the median of
+    # the *other* two would sit halfway and call the normal ones odd too.
+    busy = [r.sm_mean for r in rows if r.sm_mean is not None]
+    peaks = [r.vram_peak_bytes for r in rows if r.vram_peak_bytes is not None]
+    for row in rows if len(rows) > 1 else ():
+        if row.sm_mean is not None and busy:
+            median = statistics.median(busy)
+            gap = median - row.sm_mean
+            if row.sm_mean < UNEVEN_BUSY_RATIO * median and gap >= UNEVEN_BUSY_POINTS:
+                out.append(
+                    f"{row.node} runs kernels {row.sm_mean:.0f} % of the time against "
+                    f"a median of {median:.0f} % over the nodes: in a synchronous job the ranks "
+                    "are about equally busy, so this node waits on something of its own "
+                    "(input, host CPU, storage, network) while the others wait for it; "
+                    "see its own findings, or run gputop-hints on it."
+                )
+        if row.vram_peak_bytes is not None and peaks:
+            median_peak = statistics.median(peaks)
+            off = abs(row.vram_peak_bytes - median_peak)
+            if median_peak and off > UNEVEN_VRAM_SHARE * median_peak:
+                peak, median_text = human_bytes(row.vram_peak_bytes), human_bytes(median_peak)
+                out.append(
+                    f"{row.node} holds up to {peak} of VRAM per GPU against a median of "
+                    f"{median_text} over the nodes: a different batch, shard or model "
+                    "there, or ranks not all running."
+                )
+    return tuple(out)
+
+
+def job_section_text(section: JobSection) -> str:
+    """The job part of the report, as plain text (external strings made visible)."""
+    out = [f"Job {section.job}: {len(section.nodes)} node(s), from Prometheus at {section.url}"]
+    out.append(
+        f"  {'NODE':<24} {'GPU=report index':<24} {'SM % mean':>9} {'power W':>8} "
+        f"{'VRAM peak':>10}  source"
+    )
+    for r in section.nodes:
+        gpus = ", ".join(f"{own}={i}" for i, own in r.gpus)
+        sm = "n/a" if r.sm_mean is None else f"{r.sm_mean:.0f}"
+        power = "n/a" if r.power_mean is None else f"{r.power_mean:.0f}"
+        vram = "n/a" if r.vram_peak_bytes is None else human_bytes(r.vram_peak_bytes)
+        out.append(f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10}  {r.source}")
+    out.append("")
+    if section.uneven:
+        out.append("Across nodes:")
+        out.extend(f"  [!] {line}" for line in section.uneven)
+    else:
+        out.append("Across nodes: the nodes are about equally busy and hold about the same memory.")
+    out.append("")
+    if section.findings:
+        out.append("Findings the nodes' own gputop-hints export reported (with their host data):")
+        for f in section.findings:
+            subject = f"GPU {f.gpu}" + (f" pid {f.pid}" if f.pid else "")
+            rule = f.rule + (f"/{f.subtype}" if f.subtype else "")
+            out.append(
+                f"  {f.node:<24} {rule:<36} {f.severity:<8} {subject:<18} "
+                f"{duration_text(f.seconds)}"
+            )
+    else:
+        out.append(
+            "Findings the nodes reported: none (no node runs gputop-hints export, or it "
+            "found nothing in the range)."
+        )
+    return visible_lines("\n".join(out) + "\n")
+
+
+def job_section_json(section: JobSection) -> dict[str, Any]:
+    return {
+        "job": section.job,
+        "prometheus": section.url,
+        "nodes": [
+            {
+                "node": r.node,
+                "source": r.source,
+                "gpus": [{"index": i, "gpu": own} for i, own in r.gpus],
+                "sm_percent_mean": r.sm_mean,
+                "power_watts_mean": r.power_mean,
+                "vram_peak_bytes": r.vram_peak_bytes,
+            }
+            for r in section.nodes
+        ],
+        "uneven": list(section.uneven),
+        "node_findings": [
+            {
+                "node": f.node,
+                "rule": f.rule,
+                "subtype": f.subtype or None,
+                "severity": f.severity,
+                "gpu": f.gpu,
+                "pid": f.pid or None,
+                "seconds": f.seconds,
+                "first": f.first,
+                "last": f.last,
+            }
+            for f in section.findings
+        ],
+    }

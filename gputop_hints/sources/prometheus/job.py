@@ -1,0 +1,415 @@
+"""A multi-node job's GPUs, read back from Prometheus as one stream of snapshots.
+
+The job's GPUs are found by the job label each node exporter puts on its series,
+in this order of preference per node (the first that has the node wins, and the
+stream says which source each node's numbers come from):
+
+* ``gputop-hints export``: ``gputop_hints_gpu_*{job="ID"}`` (labels ``host``, ``gpu``);
+* NVIDIA dcgm-exporter with its HPC job mapping (``--hpc-job-mapping-dir``):
+  ``DCGM_FI_DEV_*{hpc_job="ID"}`` (labels ``Hostname``, ``gpu``; VRAM in MiB,
+  ``DCGM_FI_PROF_*`` as ratios 0-1);
+* Princeton's jobstats GPU exporter: ``nvidia_gpu_duty_cycle`` and friends, joined
+  on ``nvidia_gpu_jobId == ID`` by ``instance`` and ``minor_number``.
+
+When no series carries the job, the job's nodes can be named instead (``nodes``,
+e.g. from ``scontrol show hostnames``): then every GPU of those nodes is read.
+
+Each GPU of the job becomes one GPU of the snapshots, numbered in (node, GPU) order
+and named ``<node> GPU <n>``; the report and the hints then see the whole job as
+one machine, so a rank that holds the others back shows as the straggler across
+nodes, as it does within one. Processes and host CPU are not read (they differ
+per node): the stream says so, and the rules that need them are "not evaluated".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gputop_hints.model import (
+    METRIC_HOST_CPU,
+    METRIC_PROCESSES,
+    METRIC_SUBSECOND,
+    METRIC_THROTTLE,
+    GpuSample,
+    HostSample,
+    Snapshot,
+)
+from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
+from gputop_hints.streams import ReadCounters, StreamInfo
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """How one kind of node exporter names a GPU's numbers."""
+
+    name: str
+    host_label: str
+    gpu_label: str
+    fields: Mapping[str, tuple[str, float]]
+    """GpuSample field -> (PromQL with ``{sel}`` for the series selector, scale)."""
+    job_selectors: tuple[str, ...]
+    """The label matchers that pick a job's series, with ``{job}``; any of them."""
+    join: str = ""
+    """PromQL appended to every query (a join that restricts it to the job), with ``{job}``."""
+    uuid_label: str = ""
+
+    def expr(self, field_name: str, selectors: Sequence[str], job: str, join: bool = True) -> str:
+        """The query of one field: the union over ``selectors``, then the job's join."""
+        template, _scale = self.fields[field_name]
+        tail = self.join.format(job=job) if join else ""
+        if len(selectors) == 1:
+            return template.format(sel=selectors[0]) + tail
+        union = " or ".join(f"({template.format(sel=s)})" for s in selectors)
+        return f"({union}){tail}"
+
+    def node_of(self, labels: Mapping[str, str]) -> str:
+        node = labels.get(self.host_label, "")
+        # jobstats labels by instance "host:port": the node is the host part.
+        return node.rsplit(":", 1)[0] if self.host_label == "instance" else node
+
+
+def _ours(name: str) -> str:
+    return "gputop_hints_gpu_" + name + "{sel}"
+
+
+OURS = Exporter(
+    name="gputop-hints export",
+    host_label="host",
+    gpu_label="gpu",
+    uuid_label="uuid",
+    # Prometheus renames a scraped "job" label to "exported_job" (the scrape job's own
+    # label wins) unless the scrape config says honor_labels: either is the job.
+    job_selectors=('job="{job}"', 'exported_job="{job}"'),
+    fields={
+        "sm_percent": (_ours("utilization_percent"), 1.0),
+        "memory_access_percent": (_ours("memory_access_percent"), 1.0),
+        "vram_used_bytes": (_ours("vram_used_bytes"), 1.0),
+        "vram_total_bytes": (_ours("vram_total_bytes"), 1.0),
+        "pcie_rx_bytes_per_s": (_ours("pcie_rx_bytes_per_second"), 1.0),
+        "pcie_tx_bytes_per_s": (_ours("pcie_tx_bytes_per_second"), 1.0),
+        "power_watts": (_ours("power_watts"), 1.0),
+        "power_limit_watts": (_ours("power_limit_watts"), 1.0),
+        "sm_clock_mhz": (_ours("sm_clock_hertz"), 1e-6),
+        "temperature_c": (_ours("temperature_celsius"), 1.0),
+        "sm_active_percent": (_ours("sm_active_percent"), 1.0),
+        "sm_occupancy_percent": (_ours("sm_occupancy_percent"), 1.0),
+        "tensor_active_percent": (_ours("tensor_active_percent"), 1.0),
+        "dram_active_percent": (_ours("dram_active_percent"), 1.0),
+    },
+)
+DCGM = Exporter(
+    name="dcgm-exporter",
+    host_label="Hostname",
+    gpu_label="gpu",
+    uuid_label="UUID",
+    job_selectors=('hpc_job="{job}"',),
+    fields={
+        "sm_percent": ("DCGM_FI_DEV_GPU_UTIL{sel}", 1.0),
+        "memory_access_percent": ("DCGM_FI_DEV_MEM_COPY_UTIL{sel}", 1.0),
+        "vram_used_bytes": ("DCGM_FI_DEV_FB_USED{sel}", MIB),
+        "vram_total_bytes": ("(DCGM_FI_DEV_FB_USED{sel} + DCGM_FI_DEV_FB_FREE{sel})", MIB),
+        "pcie_rx_bytes_per_s": ("DCGM_FI_PROF_PCIE_RX_BYTES{sel}", 1.0),
+        "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES{sel}", 1.0),
+        "power_watts": ("DCGM_FI_DEV_POWER_USAGE{sel}", 1.0),
+        "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK{sel}", 1.0),
+        "temperature_c": ("DCGM_FI_DEV_GPU_TEMP{sel}", 1.0),
+        "sm_active_percent": ("DCGM_FI_PROF_SM_ACTIVE{sel}", 100.0),
+        "sm_occupancy_percent": ("DCGM_FI_PROF_SM_OCCUPANCY{sel}", 100.0),
+        "tensor_active_percent": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{sel}", 100.0),
+        "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE{sel}", 100.0),
+    },
+)
+JOBSTATS = Exporter(
+    name="jobstats nvidia_gpu exporter",
+    host_label="instance",
+    gpu_label="minor_number",
+    uuid_label="uuid",
+    job_selectors=(),
+    join=" and on(instance, minor_number) (nvidia_gpu_jobId == {job})",
+    fields={
+        "sm_percent": ("nvidia_gpu_duty_cycle{sel}", 1.0),
+        "vram_used_bytes": ("nvidia_gpu_memory_used_bytes{sel}", 1.0),
+        "vram_total_bytes": ("nvidia_gpu_memory_total_bytes{sel}", 1.0),
+        "power_watts": ("nvidia_gpu_power_usage_milliwatts{sel}", 1e-3),
+        "temperature_c": ("nvidia_gpu_temperature_celsius{sel}", 1.0),
+    },
+)
+EXPORTERS = (OURS, DCGM, JOBSTATS)
+"""In order of preference for a node that more than one of them covers."""
+
+_INT_FIELDS = frozenset({"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz"})
+
+
+def _regex(names: Sequence[str]) -> str:
+    """A PromQL (RE2) alternation of the literal names, quoted for a label matcher."""
+    return "|".join(re.escape(n).replace("\\", "\\\\") for n in names)
+
+
+def selectors(exporter: Exporter, job: str, nodes: Sequence[str]) -> tuple[str, ...]:
+    """The series selectors of the job's GPUs for ``exporter`` (any of them): by its
+    job label, or by node name where ``nodes`` are given; ("",) for one that finds
+    the job by a join, () for one that cannot find it."""
+    if nodes:
+        pattern = _regex(nodes)
+        if exporter.host_label == "instance":
+            return (f'{{instance=~"({pattern})(:[0-9]+)?"}}',)
+        return (f'{{{exporter.host_label}=~"{pattern}"}}',)
+    if exporter.job_selectors:
+        return tuple("{" + m.format(job=_quoted(job)) + "}" for m in exporter.job_selectors)
+    return ("",) if exporter.join else ()
+
+
+def _quoted(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def check_job(job: str) -> str:
+    """A job id as given on the command line; ValueError if it could not be one."""
+    if not re.fullmatch(r"[0-9A-Za-z_.\-]+", job or ""):
+        raise ValueError(f"--job {job!r}: a job id is letters, digits, '_', '.' and '-'")
+    return job
+
+
+@dataclass
+class _Gpu:
+    node: str
+    gpu: str
+    exporter: Exporter
+    uuid: str | None = None
+    values: dict[str, dict[float, float]] = field(default_factory=dict)
+    """field -> time -> value."""
+
+
+@dataclass(frozen=True)
+class JobQuery:
+    """What to read: a job (by label, or by its nodes) over a time range."""
+
+    job: str
+    start: float
+    end: float
+    step_s: float
+    nodes: tuple[str, ...] = ()
+
+
+class PrometheusJobStream:
+    """The job's GPUs over the range, tick by tick (a :class:`SnapshotStream`).
+
+    All queries are made when it is opened (a range query per metric per exporter
+    kind): a job with no series, or a Prometheus that does not answer, fails there
+    with a :class:`PrometheusError`, before anything is printed."""
+
+    def __init__(self, client: PrometheusClient, query: JobQuery) -> None:
+        self.client = client
+        self.query = query
+        self._gpus = self._read()
+        if not self._gpus:
+            raise PrometheusError(self._nothing_found())
+        self._times = sorted({t for g in self._gpus for vs in g.values.values() for t in vs})
+        by_node: dict[str, str] = {}
+        for g in self._gpus:
+            by_node.setdefault(g.node, g.exporter.name)
+        self.sources = by_node
+        """node -> the exporter its numbers come from."""
+        read = {f for g in self._gpus for f, vs in g.values.items() if vs}
+        missing = [METRIC_PROCESSES, METRIC_HOST_CPU, METRIC_SUBSECOND, METRIC_THROTTLE]
+        if not read & {"pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"}:
+            missing.append("pcie")
+        if "power_watts" not in read:
+            missing.append("power")
+        if "memory_access_percent" not in read:
+            missing.append("memory_access_percent")
+        nodes = sorted(by_node)
+        sources = "; ".join(
+            f"{name}: {', '.join(n for n in nodes if by_node[n] == name)}"
+            for name in dict.fromkeys(by_node[n] for n in nodes)
+        )
+        self.info = StreamInfo(
+            path=f"{client.url} job {query.job}",
+            format="prometheus",
+            interval_s=query.step_s,
+            hostname=f"job {query.job} ({len(nodes)} nodes)",
+            gpu_count=len(self._gpus),
+            missing=tuple(missing),
+            detail=f"job {query.job} on {len(nodes)} node(s), {len(self._gpus)} GPU(s), "
+            f"every {query.step_s:g} s, from {sources}",
+            header={"job": query.job, "nodes": nodes, "sources": dict(by_node)},
+        )
+        self.counters = ReadCounters()
+        self.counters.saw_gpus(len(self._gpus))
+
+    @property
+    def nodes(self) -> list[str]:
+        return sorted(self.sources)
+
+    def power_means(self) -> dict[int, float]:
+        """Mean power draw of each GPU (by index in the snapshots) over the range."""
+        out = {}
+        for i, g in enumerate(self._gpus):
+            points = g.values.get("power_watts")
+            if points:
+                out[i] = sum(points.values()) / len(points)
+        return out
+
+    def gpus_of(self, node: str) -> list[tuple[int, str]]:
+        """The node's GPUs: (index in the snapshots, the node's own GPU number)."""
+        return [(i, g.gpu) for i, g in enumerate(self._gpus) if g.node == node]
+
+    def _read(self) -> list[_Gpu]:
+        q = self.query
+        gpus: dict[tuple[str, str], _Gpu] = {}
+        for exporter in EXPORTERS:
+            sel = selectors(exporter, q.job, q.nodes)
+            join = bool(exporter.join) and not q.nodes  # by node: every GPU of the node
+            if not sel:
+                continue
+            covered = {node for node, _ in gpus}
+            for name, (_template, scale) in exporter.fields.items():
+                expr = exporter.expr(name, sel, _quoted(q.job), join=join)
+                for series in self.client.query_range(expr, q.start, q.end, q.step_s):
+                    self._take(series, exporter, name, scale, covered, gpus)
+        return [gpus[k] for k in sorted(gpus, key=_order)]
+
+    @staticmethod
+    def _take(
+        series: Series,
+        exporter: Exporter,
+        name: str,
+        scale: float,
+        covered: set[str],
+        gpus: dict[tuple[str, str], _Gpu],
+    ) -> None:
+        node = exporter.node_of(series.labels)
+        gpu = series.labels.get(exporter.gpu_label, "")
+        if not node or not gpu or node in covered or not series.points:
+            return  # a node another exporter already gives is read from that one
+        g = gpus.get((node, gpu))
+        if g is None:
+            g = gpus[(node, gpu)] = _Gpu(node, gpu, exporter)
+        if g.exporter is not exporter:
+            return
+        g.uuid = g.uuid or series.labels.get(exporter.uuid_label) or None
+        g.values.setdefault(name, {}).update((t, v * scale) for t, v in series.points)
+
+    def _nothing_found(self) -> str:
+        q = self.query
+        where = (
+            f"on the nodes {', '.join(q.nodes)}"
+            if q.nodes
+            else "with a job label (gputop_hints_gpu_utilization_percent{job=...}, "
+            "DCGM_FI_DEV_GPU_UTIL{hpc_job=...}, nvidia_gpu_jobId)"
+        )
+        return (
+            f"Prometheus at {self.client.url} has no GPU series of job {q.job} {where} "
+            f"between the range's start and end: is an exporter scraped on the job's nodes, "
+            "and is the range (--since) when the job ran?"
+        )
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        host = HostSample(
+            hostname=f"job {self.query.job}", cpu_percent_per_core=(), allowed_cores=()
+        )
+        for t in self._times:
+            gpus = []
+            for index, g in enumerate(self._gpus):
+                values: dict[str, float | int] = {}
+                for name, points in g.values.items():
+                    v = points.get(t)
+                    if v is not None:
+                        values[name] = round(v) if name in _INT_FIELDS else v
+                name = f"{g.node} GPU {g.gpu}"
+                gpus.append(GpuSample(index=index, name=name, uuid=g.uuid, **values))  # type: ignore[arg-type]
+            yield Snapshot(
+                timestamp=t,
+                interval_s=self.query.step_s,
+                host=host,
+                gpus=tuple(gpus),
+                source="replay",
+                source_detail=self.info.detail,
+            )
+
+    def close(self) -> None:
+        """Nothing stays open: every answer was read when the stream was opened."""
+
+
+def _order(key: tuple[str, str]) -> tuple[str, int, str]:
+    node, gpu = key
+    return (node, int(gpu) if gpu.isdigit() else 1 << 30, gpu)
+
+
+def nodes_of_job(job: str) -> tuple[str, ...]:
+    """The job's nodes from SLURM (``scontrol show job`` then ``show hostnames``); ()
+    where SLURM is not here or does not know the job."""
+    import shutil
+    import subprocess
+
+    if shutil.which("scontrol") is None:
+        return ()
+    try:
+        shown = subprocess.run(
+            ["scontrol", "show", "job", "-o", job],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+        match = re.search(r"\bNodeList=(\S+)", shown.stdout)
+        if shown.returncode != 0 or match is None or match.group(1) in ("(null)", ""):
+            return ()
+        names = subprocess.run(
+            ["scontrol", "show", "hostnames", match.group(1)],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return tuple(n for n in names.stdout.split() if n)
+
+
+@dataclass(frozen=True)
+class NodeFinding:
+    """A finding a node's own ``gputop-hints export`` reported in the range (with its
+    host data: the cause the job-wide view cannot see)."""
+
+    node: str
+    rule: str
+    subtype: str
+    severity: str
+    gpu: str
+    pid: str
+    seconds: float
+    """How long it was active in the range (points seen x step)."""
+    first: float
+    last: float
+
+
+def node_findings(client: PrometheusClient, query: JobQuery) -> list[NodeFinding]:
+    """The findings ``gputop-hints export`` on the job's nodes reported in the range,
+    worst first, then longest ([] where no node runs it)."""
+    sels = selectors(OURS, query.job, query.nodes)
+    union = " or ".join(f"(gputop_hints_finding{s})" for s in sels)
+    out = []
+    for series in client.query_range(union, query.start, query.end, query.step_s):
+        labels = series.labels
+        if not series.points:
+            continue
+        out.append(
+            NodeFinding(
+                node=labels.get("host", ""),
+                rule=labels.get("rule", ""),
+                subtype=labels.get("subtype", ""),
+                severity=labels.get("severity", ""),
+                gpu=labels.get("gpu", ""),
+                pid=labels.get("pid", ""),
+                seconds=len(series.points) * query.step_s,
+                first=series.points[0][0],
+                last=series.points[-1][0],
+            )
+        )
+    return sorted(out, key=_finding_order)
+
+
+def _finding_order(f: NodeFinding) -> tuple[int, float, str, str, str, str]:
+    return (_SEVERITY_ORDER.get(f.severity, 3), -f.seconds, f.node, f.rule, f.gpu, f.pid)
+
+
+_SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}

@@ -1,0 +1,255 @@
+"""``gputop-hints report --prometheus URL --job ID`` against a real Prometheus.
+
+Three ``gputop-hints export --demo`` processes are three nodes of one job
+(``--label-host``, ``--label-job``): two train healthily, the third starves on
+``num_workers=0``. A real Prometheus (Debian's package; ``.ci/run`` installs it)
+scrapes them every second from a temporary config and data directory. The report
+then reads the job back over Prometheus's HTTP API, as a user on a login node
+would. Locally the tests skip without the ``prometheus`` binary; in CI that fails.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import ClassVar
+
+import pytest
+
+from gputop_hints.outputs.job_report import NodeRow, uneven_nodes
+from tests.support.ci import IN_CI
+from tests.support.cli import run_cli
+from tests.support.paths import REPO
+
+JOB = "4242"
+NODES = {"node-a": "healthy", "node-b": "healthy", "node-c": "starved-loader"}
+WAIT_S = 90.0
+"""Longest wait for a process to start or for Prometheus to hold enough samples."""
+SAMPLES = 12
+"""Scrapes of every node Prometheus must hold before the report is read."""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in list(env):
+        if name.startswith("GPUTOP_HINTS_"):
+            del env[name]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH"))))
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serving_port(proc: subprocess.Popen[str]) -> int:
+    """The port an exporter started with --port 0 prints on stderr."""
+    assert proc.stderr is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        if not sel.select(WAIT_S):
+            raise AssertionError("the exporter printed nothing")
+        line = proc.stderr.readline()
+    assert "serving http://127.0.0.1:" in line, line
+    return int(line.split("127.0.0.1:", 1)[1].split("/", 1)[0])
+
+
+def _get(url: str) -> dict[str, object]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        data: dict[str, object] = json.loads(response.read())
+    return data
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus scraping three demo exporters of job 4242; its base URL."""
+    binary = shutil.which("prometheus")
+    if binary is None:
+        if IN_CI:
+            pytest.fail("prometheus is not installed (CI: .ci/run installs it)")
+        pytest.skip("prometheus is not installed (apt-get install prometheus)")
+    tmp = tmp_path_factory.mktemp("prometheus")
+    procs: list[subprocess.Popen[str]] = []
+    log = open(tmp / "prometheus.log", "w")  # noqa: SIM115 (closed at the end)
+    try:
+        targets = []
+        for node, scenario in NODES.items():
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "gputop_hints", "export", "--demo", scenario,
+                 "--gpus", "2", "--port", "0", "--label-host", node, "--label-job", JOB],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                text=True, env=_env(),
+            )  # fmt: skip
+            procs.append(proc)
+            targets.append(f"'127.0.0.1:{_serving_port(proc)}'")
+        config = tmp / "prometheus.yml"
+        config.write_text(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: gputop\n"
+            f"    static_configs:\n      - targets: [{', '.join(targets)}]\n"
+        )
+        port = _free_port()
+        server = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={tmp / 'data'}",
+             f"--web.listen-address=127.0.0.1:{port}"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, text=True,
+        )  # fmt: skip
+        procs.append(server)
+        url = f"http://127.0.0.1:{port}"
+        query = "count_over_time(gputop_hints_gpu_utilization_percent[5m])"
+        end = time.monotonic() + WAIT_S
+        while True:
+            try:
+                data = _get(f"{url}/api/v1/query?query={query}")
+                result = data["data"]["result"]  # type: ignore[index]
+                counts = [float(r["value"][1]) for r in result]
+                if len(counts) == 2 * len(NODES) and min(counts) >= SAMPLES:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            if time.monotonic() > end:
+                tail = (tmp / "prometheus.log").read_text()[-2000:]
+                raise AssertionError(f"Prometheus never held {SAMPLES} samples; log:\n{tail}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            _reap(proc)
+        log.close()
+
+
+def _reap(proc: subprocess.Popen[str]) -> None:
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) -> None:
+    result = run_cli("report", "--prometheus", prometheus, "--job", JOB, "--since", "5m",
+                     "--step", "1", columns=200)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Traceback" not in result.stderr
+    # Every node, where its numbers come from, and which report GPUs are its own.
+    for node in NODES:
+        assert f"{node} " in out
+    assert out.count("gputop-hints export") >= len(NODES)
+    across = out.split("Across nodes:", 1)[1].split("Findings the nodes", 1)[0]
+    assert "node-c runs kernels" in across
+    assert "node-a runs" not in across and "node-b runs" not in across
+    # The cause comes from node-c's own exporter, which has its host data.
+    own = out.split("Findings the nodes' own gputop-hints export reported", 1)[1]
+    first = own.splitlines()[1]
+    assert first.split()[:2] == ["node-c", "input-starved/num-workers-0"], own
+    # Then the ordinary report over the job's six GPUs.
+    assert "job 4242 (3 nodes)" in out
+    assert "not evaluated: straggler (no processes" in out
+
+
+def test_the_job_report_as_json_and_fail_on(prometheus: str) -> None:
+    result = run_cli("report", "--prometheus", prometheus, "--job", JOB, "--since", "5m",
+                     "--step", "1", "--json", "--fail-on", "warning")  # fmt: skip
+    assert result.returncode == 1, result.stderr  # node-c's uneven load is a warning
+    doc = json.loads(result.stdout)
+    nodes = {n["node"]: n for n in doc["job"]["nodes"]}
+    assert set(nodes) == set(NODES)
+    assert [g["gpu"] for g in nodes["node-c"]["gpus"]] == ["0", "1"]
+    assert nodes["node-c"]["sm_percent_mean"] < nodes["node-a"]["sm_percent_mean"] / 2
+    rules = {(f["node"], f["rule"]) for f in doc["job"]["node_findings"]}
+    assert ("node-c", "input-starved") in rules
+    assert ("node-a", "input-starved") not in rules
+    assert len(doc["gpus"]) == 2 * len(NODES)
+
+
+def test_a_job_prometheus_has_no_series_of_is_a_clear_error(prometheus: str) -> None:
+    result = run_cli("report", "--prometheus", prometheus, "--job", "999999", "--since", "5m")
+    assert result.returncode == 2
+    assert "no GPU series of job 999999" in result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+def test_an_unreachable_prometheus_is_a_clear_error() -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = run_cli("report", "--prometheus", url, "--job", JOB, timeout=60)
+    assert result.returncode == 2
+    assert f"Prometheus at {url} is unreachable" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    seen: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(self.headers.get("Authorization", ""))
+        self.send_response(401)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(b"Unauthorized\n")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_credentials_come_from_the_environment_and_a_refusal_says_so() -> None:
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        args = ["-m", "gputop_hints", "report", "--prometheus", url, "--job", JOB]
+        base = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              env=_env(), timeout=60, check=False)  # fmt: skip
+        assert base.returncode == 2
+        assert "refused the query (HTTP 401)" in base.stderr
+        assert "GPUTOP_HINTS_PROMETHEUS_TOKEN" in base.stderr  # what to set
+        env = _env() | {"GPUTOP_HINTS_PROMETHEUS_TOKEN": "s3cret"}
+        sent = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              env=env, timeout=60, check=False)  # fmt: skip
+        assert sent.returncode == 2
+        assert "credentials from the environment were refused" in sent.stderr
+        assert "Bearer s3cret" in _Refusing.seen
+        assert "s3cret" not in sent.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_credentials_in_the_url_are_refused() -> None:
+    result = run_cli("report", "--prometheus", "http://me:pw@127.0.0.1:9/", "--job", JOB)
+    assert result.returncode == 2
+    assert "no credentials in the URL" in result.stderr
+
+
+def _row(node: str, sm: float | None, vram_gib: float | None) -> NodeRow:
+    vram = None if vram_gib is None else int(vram_gib * 2**30)
+    return NodeRow(node, "gputop-hints export", ((0, "0"),), sm, None, vram)
+
+
+def test_uneven_nodes_against_the_median_of_all_nodes() -> None:
+    rows = [_row("a", 95, 60), _row("b", 94, 60), _row("c", 30, 60), _row("d", 96, 60)]
+    assert [line.split()[0] for line in uneven_nodes(rows)] == ["c"]
+    # One odd node of three: the two normal ones are not called odd.
+    rows = [_row("a", 95, 62), _row("b", 95, 62), _row("c", 24, 31)]
+    assert [line.split()[0] for line in uneven_nodes(rows)] == ["c", "c"]
+    # Busy but a little uneven (rank 0 logs and evaluates): not flagged.
+    assert uneven_nodes([_row("a", 95, 60), _row("b", 80, 58), _row("c", 92, 61)]) == ()
+    # Low everywhere is not uneven (the job itself is light: the GPU findings say so).
+    assert uneven_nodes([_row("a", 20, 10), _row("b", 9, 10)]) == ()
+    # One node: nothing to compare.
+    assert uneven_nodes([_row("a", 5, 1)]) == ()
