@@ -253,3 +253,15 @@ def test_uneven_nodes_against_the_median_of_all_nodes() -> None:
     assert uneven_nodes([_row("a", 20, 10), _row("b", 9, 10)]) == ()
     # One node: nothing to compare.
     assert uneven_nodes([_row("a", 5, 1)]) == ()
+
+
+def test_since_reads_durations_as_people_write_them() -> None:
+    from gputop_hints.cli.args import duration
+
+    assert [duration(t) for t in ("90s", "30m", "2h", "1d", "45", "1.5h")] == [
+        90.0, 1800.0, 7200.0, 86400.0, 45.0, 5400.0,
+    ]  # fmt: skip
+    for bad in ("", "h", "-2h", "0", "two hours", "inf"):
+        result = run_cli("report", "--prometheus", "http://127.0.0.1:9", "--job", JOB,
+                         "--since", bad)  # fmt: skip
+        assert result.returncode == 2 and "--since" in result.stderr, bad
