@@ -27,7 +27,7 @@ from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
 from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLE_S, STEPS, VRAM, Board
-from pipelab.trainer import Config, make_dataset
+from pipelab.trainer import CLOSE_S, Config, make_dataset
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
 BENCH = Path(__file__).resolve().parents[1]
@@ -36,6 +36,8 @@ CONTEXT_BYTES = GIB // 2
 """What a CUDA context holds before the program allocates anything."""
 IDLE_MW, BUSY_MW = 90_000, 650_000
 START_TIMEOUT_S = 20.0
+END_GRACE_S = 3.0
+"""Past its duration and its loader's close, a trainer that has not finished is a failure."""
 
 
 @dataclass
@@ -106,14 +108,14 @@ class Lab:
         """Run the trainer under ``config`` for its duration, monitored; its findings."""
         board = Board.create(Path(config.board))
         try:
-            with _trainer(config, board) as pid:
-                return _monitor(config, board, pid, interval_s)
+            with _trainer(config, board) as proc:
+                return _monitor(config, board, proc, interval_s)
         finally:
             board.close()
 
 
 @contextmanager
-def _trainer(config: Config, board: Board) -> Iterator[int]:
+def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
     """Start the trainer (and so its workers) in a session of its own; kill it all after."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -127,15 +129,18 @@ def _trainer(config: Config, board: Board) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        yield proc.pid
-        proc.wait(timeout=10)
+        yield proc
+        proc.wait(timeout=CLOSE_S + 2)
     finally:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, SIGKILL)  # the trainer and any worker left behind
         proc.wait()
 
 
-def _monitor(config: Config, board: Board, pid: int, interval_s: float) -> Run:
+def _monitor(
+    config: Config, board: Board, proc: subprocess.Popen[bytes], interval_s: float
+) -> Run:
+    pid = proc.pid
     gpu = FakeGpu(0, vram_used=CONTEXT_BYTES)
     consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
     gpu.processes.append(consumer)
@@ -146,12 +151,17 @@ def _monitor(config: Config, board: Board, pid: int, interval_s: float) -> Run:
         try:
             deadline = time.time() + START_TIMEOUT_S
             while not board.slots[READY] and not board.slots[DONE]:
-                if time.time() > deadline:
+                if time.time() > deadline or proc.poll() is not None:
                     raise RuntimeError("the lab's trainer did not start")
                 time.sleep(0.05)
             feeder = _Feeder(board, gpu, consumer)
             next_tick = time.time()
+            end = board.slots[EPOCH] + config.duration_s + CLOSE_S + END_GRACE_S
             while not board.slots[DONE]:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the lab's trainer died (exit {proc.returncode})")
+                if time.time() > end:
+                    raise RuntimeError("the lab's trainer did not finish in time")
                 next_tick += interval_s
                 time.sleep(max(0.0, next_tick - time.time()))
                 feeder.update(time.time())

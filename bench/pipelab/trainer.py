@@ -30,6 +30,7 @@ import random
 import sys
 import time
 from array import array
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ SIDE = 48
 """Samples are SIDE x SIDE x 3 uint8 images; the model sees CROP x CROP crops."""
 CROP = 40
 MIB = 1024**2
+CLOSE_S = 3.0
+"""The most a loader takes to stop its workers (then they are killed)."""
 
 Batch = list["array[float]"]
 
@@ -161,28 +164,45 @@ class Loader:
         if not self._workers:
             return load_batch(self.files, self._indices(number), self.cfg.cpu_reps, self.rng)
         while number not in self._ready:
-            got, batch = self._results.get()
+            try:
+                got, batch = self._results.get(timeout=1.0)
+            except queue.Empty:
+                dead = [p.name for p in self._workers if not p.is_alive()]
+                if dead:
+                    raise RuntimeError(f"data loader worker(s) exited: {dead}") from None
+                continue
             self._ready[got] = batch
         self._submit()
         return self._ready.pop(number)
 
     def close(self) -> None:
+        """Stop the workers within :data:`CLOSE_S`; never block on a queue.
+
+        The hang this replaces: the main process stopped reading ``results``, so a
+        worker's queue feeder thread sat in the middle of writing a pickled batch
+        (~200 KB) into the 64 KB pipe, and the worker could not exit (a process joins
+        its queues' feeder threads at exit). ``join(timeout)`` then killed it mid-write,
+        and draining ``results`` afterwards read the half message's length header and
+        blocked forever on bytes that would never come. So: send the sentinels, keep
+        reading ``results`` (with a timeout) while any worker is alive so their writes
+        can finish, kill what is left at the deadline, and read nothing after a kill.
+        """
+        if not self._workers:
+            return
         for _ in self._workers:
             self._tasks.put(None)
+        deadline = time.monotonic() + CLOSE_S
+        while any(p.is_alive() for p in self._workers) and time.monotonic() < deadline:
+            with suppress(queue.Empty):
+                self._results.get(timeout=0.05)
         for p in self._workers:
-            p.join(timeout=2)
             if p.is_alive():
                 p.kill()
-                p.join(timeout=2)
-        if self._workers:
-            for q in (self._tasks, self._results):
-                try:
-                    while True:
-                        q.get_nowait()
-                except (queue.Empty, OSError, ValueError):
-                    pass
-                q.close()
-                q.cancel_join_thread()
+            p.join(timeout=1)
+        for q in (self._tasks, self._results):
+            q.cancel_join_thread()  # our own unflushed puts must not hold up exit
+            q.close()
+        self._workers = []
 
 
 def spin_until(deadline: float) -> None:
