@@ -62,13 +62,17 @@ class Run:
     busy: list[float] = field(default_factory=list)
     """Every 1/6 s bin's busy %, in order."""
 
-    def findings_for(self, pid_findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
-        return pid_findings
-
     @property
     def final(self) -> tuple[Finding, ...]:
         """The findings visible at the last tick."""
         return self.ticks[-1].findings if self.ticks else ()
+
+    @property
+    def steady(self) -> tuple[Finding, ...]:
+        """The findings at the last tick inside the configured duration (the loop's
+        steady state; later ticks see the trainer shutting its loader down)."""
+        inside = [t for t in self.ticks if t.at_s <= self.config.duration_s]
+        return inside[-1].findings if inside else self.final
 
     def utilization(self, skip_s: float = 3.0) -> float:
         """The mean simulated utilization after the first ``skip_s`` (start-up)."""

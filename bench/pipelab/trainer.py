@@ -57,13 +57,18 @@ class Config:
     batch_size: int = 32
     cpu_reps: int = 2
     """Rounds of the blur per sample: the knob for the per-sample CPU cost."""
-    duration_s: float = 14.0
-    kernels: int = 20
-    launch_us: float = 40.0
-    kernel_us: float = 5.0
+    duration_s: float = 10.0
+    kernels: int = 50
+    """Launches per step. With ``launch_us`` these are launch *groups* at the lab's time
+    scale: 50 x 1 ms of host-side launch work per step (eager PyTorch's per-op Python
+    and dispatch overhead over a model's ~1000s of ops), so a small batch is
+    launch-bound in a run of seconds."""
+    launch_us: float = 1000.0
+    kernel_us: float = 100.0
     gpu_us_per_sample: float = 8000.0
-    vram_base: int = 1024 * MIB
-    vram_per_sample: int = 8 * MIB
+    vram_base: int = 15 * 1024 * MIB
+    """Weights, gradients and optimizer state (fixed), then activations per sample."""
+    vram_per_sample: int = 256 * MIB
     prefetch: int = 2
 
     def to_json(self) -> str:
@@ -211,6 +216,14 @@ def spin_until(deadline: float) -> None:
         pass
 
 
+def spin_cpu(seconds: float) -> None:
+    """Burn ``seconds`` of this thread's CPU time: launching kernels is host work, so a
+    launcher descheduled on a contended core launches late."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
 def train(cfg: Config) -> None:
     board = Board.attach(Path(cfg.board))
     loader = Loader(cfg)
@@ -220,13 +233,16 @@ def train(cfg: Config) -> None:
         end = float(board.slots[EPOCH]) + cfg.duration_s
         gpu_s = (cfg.kernels * cfg.kernel_us + cfg.batch_size * cfg.gpu_us_per_sample) / 1e6
         launch_s = cfg.kernels * cfg.launch_us / 1e6
+        kernel_tail_s = cfg.kernel_us / 1e6  # the last kernel runs after its launch
         while time.time() < end:
             batch = loader.next_batch()
             board.slots[PCIE_BYTES] += batch_bytes(batch)  # the host-to-device copy
             start = time.time()
             board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
-            spin_until(start + launch_s)  # launching the step's kernels
-            spin_until(start + gpu_s)  # loss.item(): wait for the step
+            spin_cpu(launch_s)  # launching the step's kernels
+            if time.time() - start > gpu_s:  # the kernels waited for their launches
+                board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
+            spin_until(max(start + gpu_s, time.time() + kernel_tail_s))  # loss.item()
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:
