@@ -67,7 +67,9 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
 
 
 def table(loops: list[Loop]) -> str:
-    head = ("scenario", "verdict", "advice", "util", "applied", "util after", "cleared")
+    head = (
+        "scenario", "verdict", "advice", "util", "applied", "util after", "cleared", "host busy"
+    )
     rows = [head]
     for lp in loops:
         advice = lp.verdict.advice[0] if lp.verdict else "-"
@@ -80,6 +82,9 @@ def table(loops: list[Loop]) -> str:
                 lp.step or "-",
                 f"{lp.after.utilization():.0f} %" if lp.after else "-",
                 {None: "-", True: "yes", False: "NO"}[lp.cleared],
+                "/".join(
+                    f"{r.host_busy_before:.0f} %" for r in (lp.before, lp.after) if r is not None
+                ),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

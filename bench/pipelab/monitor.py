@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from signal import SIGKILL
 
+import psutil
+
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
@@ -37,6 +39,7 @@ CONTEXT_BYTES = GIB // 2
 IDLE_MW, BUSY_MW = 90_000, 650_000
 START_TIMEOUT_S = 20.0
 END_GRACE_S = 3.0
+HOST_PROBE_S = 0.5
 """Past its duration and its loader's close, a trainer that has not finished is a failure."""
 
 
@@ -61,6 +64,9 @@ class Run:
     steps: int = 0
     busy: list[float] = field(default_factory=list)
     """Every 1/6 s bin's busy %, in order."""
+    host_busy_before: float = 0.0
+    """% of the host's CPU in use (by other work) over the half second before the run:
+    on a 2-core host a neighbour using one core moves the verdicts (docs/lab.md)."""
 
     @property
     def final(self) -> tuple[Finding, ...]:
@@ -111,9 +117,12 @@ class Lab:
     def run(self, config: Config, *, interval_s: float = 1.0) -> Run:
         """Run the trainer under ``config`` for its duration, monitored; its findings."""
         board = Board.create(Path(config.board))
+        host_busy = psutil.cpu_percent(interval=HOST_PROBE_S)
         try:
             with _trainer(config, board) as proc:
-                return _monitor(config, board, proc, interval_s)
+                run = _monitor(config, board, proc, interval_s)
+                run.host_busy_before = host_busy
+                return run
         finally:
             board.close()
 
