@@ -28,7 +28,7 @@ import psutil
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
-from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLE_S, STEPS, VRAM, Board
+from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board
 from pipelab.trainer import CLOSE_S, Config, make_dataset
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
@@ -154,7 +154,7 @@ def _monitor(
     config: Config, board: Board, proc: subprocess.Popen[bytes], interval_s: float
 ) -> Run:
     pid = proc.pid
-    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES)
+    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)  # Gen4 x16 host
     consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
     gpu.processes.append(consumer)
     run = Run(config)
@@ -206,7 +206,6 @@ class _Feeder:
         self.board, self.gpu, self.consumer = board, gpu, consumer
         self.next_bin = 0
         self.busy: list[float] = []
-        self._pcie = (time.time(), 0.0)
 
     def update(self, now: float) -> None:
         b, gpu = self.board, self.gpu
@@ -225,10 +224,7 @@ class _Feeder:
         gpu.vram_used = CONTEXT_BYTES + held
         self.consumer.used_bytes = CONTEXT_BYTES + held
         self.consumer.sm_util, self.consumer.mem_util = sm, round(sm * 0.4)
-        then, copied = self._pcie
-        total = b.slots[PCIE_BYTES]
-        gpu.pcie_rx_kib = int((total - copied) / max(now - then, 1e-3) / 1024)
-        self._pcie = (now, total)
+        gpu.pcie_rx_kib = int(b.copy_rate_at(now) / 1024)  # NVML: a ~20 ms reading
         del gpu.sm_sample_buffer[:-120]  # the driver's ring holds the last ~20 s
 
 

@@ -26,7 +26,7 @@ class Scenario:
     name: str
     what: str
     """What the user did, in words (not what the monitor should say)."""
-    settings: dict[str, int]
+    settings: dict[str, float]
 
 
 SCENARIOS = (
@@ -53,6 +53,11 @@ SCENARIOS = (
         # serial load caps it near 62 % at any batch; its idle stretches are shorter
         # than NVML's 1/6 s sample, so input-starved cannot see them). See docs/lab.md.
         {"num_workers": 0, "batch_size": 2, "cpu_reps": 0},
+    ),
+    Scenario(
+        "pageable-copies",
+        "batch 32 of 128 MiB samples (volumes) from pageable memory, 1 worker, no augmentation",
+        {"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "h2d_mib_per_sample": 128},
     ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -82,6 +87,8 @@ def apply_advice(config: Config, finding: Finding) -> tuple[Config, str] | None:
         if "raise num_workers" in low:
             n = config.num_workers + 1
             return replace(config, num_workers=n), f"num_workers={n} (one more)"
+        if "pin_memory=true" in low and not config.pin_memory:
+            return replace(config, pin_memory=True), "pin_memory=True"
         if m := _BATCH_X.search(line):
             b = min(MAX_BATCH, config.batch_size * int(m.group(1)))
             return replace(config, batch_size=b), f"batch_size={b}"

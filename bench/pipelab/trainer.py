@@ -35,7 +35,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLES, STEPS, VRAM, Board
+from pipelab.board import (
+    COPY_FROM,
+    COPY_RATE,
+    COPY_TO,
+    DONE,
+    EPOCH,
+    PCIE_BYTES,
+    READY,
+    SAMPLES,
+    STEPS,
+    VRAM,
+    Board,
+)
 
 SIDE = 48
 """Samples are SIDE x SIDE x 3 uint8 images; the model sees CROP x CROP crops."""
@@ -70,6 +82,14 @@ class Config:
     """Weights, gradients and optimizer state (fixed), then activations per sample."""
     vram_per_sample: int = 256 * MIB
     prefetch: int = 2
+    pin_memory: bool = False
+    """Pageable batches are copied synchronously, staged by a CPU memcpy (main-thread CPU
+    at ``pageable_gbps``); pinned ones by DMA at ``pinned_gbps``, overlapping the step."""
+    h2d_mib_per_sample: float = 0.0
+    """Bytes a sample takes on the GPU (0: the real decoded sample's, ~6 KiB)."""
+    pageable_gbps: float = 11.0
+    """~35 % of a Gen4 x16 link (CUDA Best Practices, "Pinned Memory"), pinned ~80 %."""
+    pinned_gbps: float = 25.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -236,13 +256,25 @@ def train(cfg: Config) -> None:
         kernel_tail_s = cfg.kernel_us / 1e6  # the last kernel runs after its launch
         while time.time() < end:
             batch = loader.next_batch()
-            board.slots[PCIE_BYTES] += batch_bytes(batch)  # the host-to-device copy
+            copied = cfg.h2d_mib_per_sample * MIB * len(batch) or batch_bytes(batch)
+            board.slots[PCIE_BYTES] += copied
+            rate = (cfg.pinned_gbps if cfg.pin_memory else cfg.pageable_gbps) * 1e9
+            copy_s = copied / rate
+            now = time.time()
+            board.slots[COPY_RATE] = rate
+            board.slots[COPY_FROM], board.slots[COPY_TO] = now, now + copy_s
+            if not cfg.pin_memory:  # .to(device) from pageable memory: the CPU stages it
+                spin_cpu(copy_s)
+                board.slots[COPY_TO] = time.time()
             start = time.time()
             board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
             spin_cpu(launch_s)  # launching the step's kernels
             if time.time() - start > gpu_s:  # the kernels waited for their launches
                 board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
-            spin_until(max(start + gpu_s, time.time() + kernel_tail_s))  # loss.item()
+            done = max(start + gpu_s, time.time() + kernel_tail_s)
+            if cfg.pin_memory:  # the DMA overlaps the step; the next one waits for it
+                done = max(done, now + copy_s)
+            spin_until(done)  # loss.item()
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:
