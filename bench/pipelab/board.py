@@ -15,7 +15,10 @@ from pathlib import Path
 SAMPLE_S = 1 / 6
 """NVML's utilization sample period on recent GPUs (nvmlDeviceGetSamples)."""
 
-EPOCH, VRAM, PCIE_BYTES, STEPS, SAMPLES, DONE, READY = range(7)
+EPOCH, VRAM, PCIE_BYTES, STEPS, SAMPLES, DONE, READY, COPY_FROM, COPY_TO, COPY_RATE = range(10)
+"""Header slots. ``COPY_*``: the latest host-to-device copy's interval (time.time()) and
+its rate (bytes/s), so the monitor can take a reading as NVML's ~20 ms PCIe counter
+does: the rate of whatever copy is running at that moment."""
 HEADER = 16
 BINS = 6 * 120
 """Two minutes of bins: far more than one lab run."""
@@ -56,6 +59,12 @@ class Board:
             lo, hi = max(a, float(i)), min(b, float(i + 1))
             if hi > lo:
                 self.slots[HEADER + i] += (hi - lo) * SAMPLE_S
+
+    def copy_rate_at(self, now: float, window_s: float = 0.02) -> float:
+        """Bytes/s a PCIe reading over ``window_s`` ending at ``now`` would see."""
+        lo = max(now - window_s, float(self.slots[COPY_FROM]))
+        hi = min(now, float(self.slots[COPY_TO]))
+        return max(0.0, hi - lo) / window_s * float(self.slots[COPY_RATE])
 
     def busy_percent(self, index: int) -> float:
         return min(100.0, self.slots[HEADER + index] / SAMPLE_S * 100.0)

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from signal import SIGKILL
 
+import psutil
+
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
-from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLE_S, STEPS, VRAM, Board
-from pipelab.trainer import Config, make_dataset
+from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board
+from pipelab.trainer import CLOSE_S, Config, make_dataset
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
 BENCH = Path(__file__).resolve().parents[1]
@@ -36,6 +38,9 @@ CONTEXT_BYTES = GIB // 2
 """What a CUDA context holds before the program allocates anything."""
 IDLE_MW, BUSY_MW = 90_000, 650_000
 START_TIMEOUT_S = 20.0
+END_GRACE_S = 3.0
+HOST_PROBE_S = 0.5
+"""Past its duration and its loader's close, a trainer that has not finished is a failure."""
 
 
 @dataclass
@@ -59,14 +64,21 @@ class Run:
     steps: int = 0
     busy: list[float] = field(default_factory=list)
     """Every 1/6 s bin's busy %, in order."""
-
-    def findings_for(self, pid_findings: tuple[Finding, ...]) -> tuple[Finding, ...]:
-        return pid_findings
+    host_busy_before: float = 0.0
+    """% of the host's CPU in use (by other work) over the half second before the run:
+    on a 2-core host a neighbour using one core moves the verdicts (docs/lab.md)."""
 
     @property
     def final(self) -> tuple[Finding, ...]:
         """The findings visible at the last tick."""
         return self.ticks[-1].findings if self.ticks else ()
+
+    @property
+    def steady(self) -> tuple[Finding, ...]:
+        """The findings at the last tick inside the configured duration (the loop's
+        steady state; later ticks see the trainer shutting its loader down)."""
+        inside = [t for t in self.ticks if t.at_s <= self.config.duration_s]
+        return inside[-1].findings if inside else self.final
 
     def utilization(self, skip_s: float = 3.0) -> float:
         """The mean simulated utilization after the first ``skip_s`` (start-up)."""
@@ -105,15 +117,18 @@ class Lab:
     def run(self, config: Config, *, interval_s: float = 1.0) -> Run:
         """Run the trainer under ``config`` for its duration, monitored; its findings."""
         board = Board.create(Path(config.board))
+        host_busy = psutil.cpu_percent(interval=HOST_PROBE_S)
         try:
-            with _trainer(config, board) as pid:
-                return _monitor(config, board, pid, interval_s)
+            with _trainer(config, board) as proc:
+                run = _monitor(config, board, proc, interval_s)
+                run.host_busy_before = host_busy
+                return run
         finally:
             board.close()
 
 
 @contextmanager
-def _trainer(config: Config, board: Board) -> Iterator[int]:
+def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
     """Start the trainer (and so its workers) in a session of its own; kill it all after."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
@@ -127,16 +142,19 @@ def _trainer(config: Config, board: Board) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        yield proc.pid
-        proc.wait(timeout=10)
+        yield proc
+        proc.wait(timeout=CLOSE_S + 2)
     finally:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, SIGKILL)  # the trainer and any worker left behind
         proc.wait()
 
 
-def _monitor(config: Config, board: Board, pid: int, interval_s: float) -> Run:
-    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES)
+def _monitor(
+    config: Config, board: Board, proc: subprocess.Popen[bytes], interval_s: float
+) -> Run:
+    pid = proc.pid
+    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)  # Gen4 x16 host
     consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
     gpu.processes.append(consumer)
     run = Run(config)
@@ -146,12 +164,17 @@ def _monitor(config: Config, board: Board, pid: int, interval_s: float) -> Run:
         try:
             deadline = time.time() + START_TIMEOUT_S
             while not board.slots[READY] and not board.slots[DONE]:
-                if time.time() > deadline:
+                if time.time() > deadline or proc.poll() is not None:
                     raise RuntimeError("the lab's trainer did not start")
                 time.sleep(0.05)
             feeder = _Feeder(board, gpu, consumer)
             next_tick = time.time()
+            end = board.slots[EPOCH] + config.duration_s + CLOSE_S + END_GRACE_S
             while not board.slots[DONE]:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the lab's trainer died (exit {proc.returncode})")
+                if time.time() > end:
+                    raise RuntimeError("the lab's trainer did not finish in time")
                 next_tick += interval_s
                 time.sleep(max(0.0, next_tick - time.time()))
                 feeder.update(time.time())
@@ -183,7 +206,6 @@ class _Feeder:
         self.board, self.gpu, self.consumer = board, gpu, consumer
         self.next_bin = 0
         self.busy: list[float] = []
-        self._pcie = (time.time(), 0.0)
 
     def update(self, now: float) -> None:
         b, gpu = self.board, self.gpu
@@ -202,10 +224,7 @@ class _Feeder:
         gpu.vram_used = CONTEXT_BYTES + held
         self.consumer.used_bytes = CONTEXT_BYTES + held
         self.consumer.sm_util, self.consumer.mem_util = sm, round(sm * 0.4)
-        then, copied = self._pcie
-        total = b.slots[PCIE_BYTES]
-        gpu.pcie_rx_kib = int((total - copied) / max(now - then, 1e-3) / 1024)
-        self._pcie = (now, total)
+        gpu.pcie_rx_kib = int(b.copy_rate_at(now) / 1024)  # NVML: a ~20 ms reading
         del gpu.sm_sample_buffer[:-120]  # the driver's ring holds the last ~20 s
 
 

@@ -30,16 +30,31 @@ import random
 import sys
 import time
 from array import array
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelab.board import DONE, EPOCH, PCIE_BYTES, READY, SAMPLES, STEPS, VRAM, Board
+from pipelab.board import (
+    COPY_FROM,
+    COPY_RATE,
+    COPY_TO,
+    DONE,
+    EPOCH,
+    PCIE_BYTES,
+    READY,
+    SAMPLES,
+    STEPS,
+    VRAM,
+    Board,
+)
 
 SIDE = 48
 """Samples are SIDE x SIDE x 3 uint8 images; the model sees CROP x CROP crops."""
 CROP = 40
 MIB = 1024**2
+CLOSE_S = 3.0
+"""The most a loader takes to stop its workers (then they are killed)."""
 
 Batch = list["array[float]"]
 
@@ -54,14 +69,27 @@ class Config:
     batch_size: int = 32
     cpu_reps: int = 2
     """Rounds of the blur per sample: the knob for the per-sample CPU cost."""
-    duration_s: float = 14.0
-    kernels: int = 20
-    launch_us: float = 40.0
-    kernel_us: float = 5.0
+    duration_s: float = 10.0
+    kernels: int = 50
+    """Launches per step. With ``launch_us`` these are launch *groups* at the lab's time
+    scale: 50 x 1 ms of host-side launch work per step (eager PyTorch's per-op Python
+    and dispatch overhead over a model's ~1000s of ops), so a small batch is
+    launch-bound in a run of seconds."""
+    launch_us: float = 1000.0
+    kernel_us: float = 100.0
     gpu_us_per_sample: float = 8000.0
-    vram_base: int = 1024 * MIB
-    vram_per_sample: int = 8 * MIB
+    vram_base: int = 15 * 1024 * MIB
+    """Weights, gradients and optimizer state (fixed), then activations per sample."""
+    vram_per_sample: int = 256 * MIB
     prefetch: int = 2
+    pin_memory: bool = False
+    """Pageable batches are copied synchronously, staged by a CPU memcpy (main-thread CPU
+    at ``pageable_gbps``); pinned ones by DMA at ``pinned_gbps``, overlapping the step."""
+    h2d_mib_per_sample: float = 0.0
+    """Bytes a sample takes on the GPU (0: the real decoded sample's, ~6 KiB)."""
+    pageable_gbps: float = 11.0
+    """~35 % of a Gen4 x16 link (CUDA Best Practices, "Pinned Memory"), pinned ~80 %."""
+    pinned_gbps: float = 25.0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -161,33 +189,58 @@ class Loader:
         if not self._workers:
             return load_batch(self.files, self._indices(number), self.cfg.cpu_reps, self.rng)
         while number not in self._ready:
-            got, batch = self._results.get()
+            try:
+                got, batch = self._results.get(timeout=1.0)
+            except queue.Empty:
+                dead = [p.name for p in self._workers if not p.is_alive()]
+                if dead:
+                    raise RuntimeError(f"data loader worker(s) exited: {dead}") from None
+                continue
             self._ready[got] = batch
         self._submit()
         return self._ready.pop(number)
 
     def close(self) -> None:
+        """Stop the workers within :data:`CLOSE_S`; never block on a queue.
+
+        The hang this replaces: the main process stopped reading ``results``, so a
+        worker's queue feeder thread sat in the middle of writing a pickled batch
+        (~200 KB) into the 64 KB pipe, and the worker could not exit (a process joins
+        its queues' feeder threads at exit). ``join(timeout)`` then killed it mid-write,
+        and draining ``results`` afterwards read the half message's length header and
+        blocked forever on bytes that would never come. So: send the sentinels, keep
+        reading ``results`` (with a timeout) while any worker is alive so their writes
+        can finish, kill what is left at the deadline, and read nothing after a kill.
+        """
+        if not self._workers:
+            return
         for _ in self._workers:
             self._tasks.put(None)
+        deadline = time.monotonic() + CLOSE_S
+        while any(p.is_alive() for p in self._workers) and time.monotonic() < deadline:
+            with suppress(queue.Empty):
+                self._results.get(timeout=0.05)
         for p in self._workers:
-            p.join(timeout=2)
             if p.is_alive():
                 p.kill()
-                p.join(timeout=2)
-        if self._workers:
-            for q in (self._tasks, self._results):
-                try:
-                    while True:
-                        q.get_nowait()
-                except (queue.Empty, OSError, ValueError):
-                    pass
-                q.close()
-                q.cancel_join_thread()
+            p.join(timeout=1)
+        for q in (self._tasks, self._results):
+            q.cancel_join_thread()  # our own unflushed puts must not hold up exit
+            q.close()
+        self._workers = []
 
 
 def spin_until(deadline: float) -> None:
     """Busy-wait (real CPU) until ``deadline``: a kernel launch, or CUDA's spinning sync."""
     while time.time() < deadline:
+        pass
+
+
+def spin_cpu(seconds: float) -> None:
+    """Burn ``seconds`` of this thread's CPU time: launching kernels is host work, so a
+    launcher descheduled on a contended core launches late."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
         pass
 
 
@@ -200,13 +253,28 @@ def train(cfg: Config) -> None:
         end = float(board.slots[EPOCH]) + cfg.duration_s
         gpu_s = (cfg.kernels * cfg.kernel_us + cfg.batch_size * cfg.gpu_us_per_sample) / 1e6
         launch_s = cfg.kernels * cfg.launch_us / 1e6
+        kernel_tail_s = cfg.kernel_us / 1e6  # the last kernel runs after its launch
         while time.time() < end:
             batch = loader.next_batch()
-            board.slots[PCIE_BYTES] += batch_bytes(batch)  # the host-to-device copy
+            copied = cfg.h2d_mib_per_sample * MIB * len(batch) or batch_bytes(batch)
+            board.slots[PCIE_BYTES] += copied
+            rate = (cfg.pinned_gbps if cfg.pin_memory else cfg.pageable_gbps) * 1e9
+            copy_s = copied / rate
+            now = time.time()
+            board.slots[COPY_RATE] = rate
+            board.slots[COPY_FROM], board.slots[COPY_TO] = now, now + copy_s
+            if not cfg.pin_memory:  # .to(device) from pageable memory: the CPU stages it
+                spin_cpu(copy_s)
+                board.slots[COPY_TO] = time.time()
             start = time.time()
             board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
-            spin_until(start + launch_s)  # launching the step's kernels
-            spin_until(start + gpu_s)  # loss.item(): wait for the step
+            spin_cpu(launch_s)  # launching the step's kernels
+            if time.time() - start > gpu_s:  # the kernels waited for their launches
+                board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
+            done = max(start + gpu_s, time.time() + kernel_tail_s)
+            if cfg.pin_memory:  # the DMA overlaps the step; the next one waits for it
+                done = max(done, now + copy_s)
+            spin_until(done)  # loss.item()
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:

@@ -1,0 +1,111 @@
+"""The lab: each scenario run under the real monitor, its advice applied, run again.
+
+    python bench/lab.py [SCENARIO ...]
+
+For each scenario (bench/pipelab/scenarios.py) the training program runs for its
+duration under the monitor (real processes, CPU work and disk reads; a simulated GPU at
+the NVML boundary); the monitor's verdict on the trainer's pid is the worst finding at
+the last tick of the run. When that verdict's advice names a knob the lab has
+(``apply_advice``: num_workers, batch size, the augmentation's cost), the program runs
+again with it changed, and the table says whether utilization rose and the hint
+cleared. See docs/lab.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipelab.monitor import Lab, Run, verdict
+from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice
+
+from gputop_hints.hints.findings import Finding, Severity
+
+
+@dataclass
+class Loop:
+    """One scenario's closed loop."""
+
+    scenario: Scenario
+    before: Run
+    verdict: Finding | None
+    step: str | None = None
+    after: Run | None = None
+
+    @property
+    def label(self) -> str:
+        return self.verdict.rule_label if self.verdict else "-"
+
+    @property
+    def cleared(self) -> bool | None:
+        """Whether the verdict's rule is gone in the after run (None: nothing applied)."""
+        if self.verdict is None or self.after is None:
+            return None
+        return all(f.rule != self.verdict.rule for f in self.after.steady)
+
+
+def actionable(findings: tuple[Finding, ...]) -> Finding | None:
+    """The verdict: the worst finding, counting only warnings and worse as a hint."""
+    worst = verdict(findings)
+    return worst if worst is not None and worst.severity >= Severity.WARNING else None
+
+
+def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> Loop:
+    config = lab.config(**scenario.settings)
+    if duration_s is not None:
+        config = replace(config, duration_s=duration_s)
+    before = lab.run(config)
+    loop = Loop(scenario, before, actionable(before.steady))
+    if loop.verdict is not None and (applied := apply_advice(config, loop.verdict)):
+        changed, loop.step = applied
+        loop.after = lab.run(replace(changed, board=lab.config().board))
+    return loop
+
+
+def table(loops: list[Loop]) -> str:
+    head = (
+        "scenario", "verdict", "advice", "util", "applied", "util after", "cleared", "host busy"
+    )
+    rows = [head]
+    for lp in loops:
+        advice = lp.verdict.advice[0] if lp.verdict else "-"
+        rows.append(
+            (
+                lp.scenario.name,
+                lp.label,
+                advice if len(advice) <= 48 else advice[:47] + "...",
+                f"{lp.before.utilization():.0f} %",
+                lp.step or "-",
+                f"{lp.after.utilization():.0f} %" if lp.after else "-",
+                {None: "-", True: "yes", False: "NO"}[lp.cleared],
+                "/".join(
+                    f"{r.host_busy_before:.0f} %" for r in (lp.before, lp.after) if r is not None
+                ),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+
+
+def main(argv: list[str]) -> int:
+    chosen = [BY_NAME[n] for n in argv] if argv else list(SCENARIOS)
+    loops = []
+    with Lab() as lab:
+        for scenario in chosen:
+            loop = run_loop(lab, scenario)
+            loops.append(loop)
+            print(
+                f"{scenario.name}: {scenario.what}; before {sorted(loop.before.raised())}"
+                + (f"; after {sorted(loop.after.raised())}" if loop.after else ""),
+                file=sys.stderr,
+            )
+    print(table(loops))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
