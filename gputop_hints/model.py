@@ -470,6 +470,10 @@ class JobInfo:
     outside the job: other jobs oversubscribing the node. None when unknown."""
 
 
+IMPORTED_SOURCES = frozenset({"replay", "prometheus"})
+""":attr:`Snapshot.source` values of data read back rather than sampled here."""
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything known at one tick."""
@@ -481,7 +485,15 @@ class Snapshot:
     gpus: tuple[GpuSample, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     source: str = "live"
-    """"live", "demo" (later "replay")."""
+    """"live" (this machine), "demo", "replay" (a recording or an imported log) or
+    "prometheus" (a job's GPUs read back from Prometheus: GPU series only, like an
+    imported log; see :data:`IMPORTED_SOURCES`)."""
+
+    @property
+    def imported(self) -> bool:
+        """Read back from data kept elsewhere (a log, Prometheus), not sampled here:
+        only what that data holds is known (no processes or host CPU unless it has them)."""
+        return self.source in IMPORTED_SOURCES
     source_detail: str = ""
     """Human note on the source, e.g. the demo scenario name."""
     driver_version: str | None = None

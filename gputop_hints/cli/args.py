@@ -150,6 +150,13 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
     )
     src.add_argument("--seed", type=int, default=0, help="demo: random seed (default 0)")
     src.add_argument(
+        "--prometheus",
+        metavar="URL",
+        help="watch job --job ID on all its nodes, read from this Prometheus (the series of "
+        "gputop-hints export, dcgm-exporter or jobstats; docs/cluster.md); credentials from "
+        "GPUTOP_HINTS_PROMETHEUS_TOKEN or _USER/_PASSWORD",
+    )
+    src.add_argument(
         "--job",
         type=slurm_job_id,
         metavar="ID",
@@ -175,7 +182,13 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
 
 
 def check_demo_only_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse demo-only options without ``--demo`` (exits 2 with argparse's message)."""
+    """Refuse demo-only options without ``--demo``, and ``--prometheus`` without ``--job``
+    or with ``--demo`` (exits 2 with argparse's message)."""
+    if getattr(args, "prometheus", None) is not None:
+        if args.demo is not None:
+            parser.error("--prometheus and --demo are two different sources: give one")
+        if args.job is None:
+            parser.error("--prometheus URL needs --job ID (the job to watch on its nodes)")
     if args.demo is None and (args.gpus is not None or args.processes is not None):
         parser.error("--gpus and --processes only apply to --demo")
 

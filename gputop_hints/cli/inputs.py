@@ -24,6 +24,10 @@ def open_source(args: argparse.Namespace) -> Source:
     Raises ``SourceUnavailable`` (e.g. ``--require-gpu`` without NVML) or
     ``ValueError`` (an unknown demo scenario).
     """
+    if getattr(args, "prometheus", None) is not None:
+        from gputop_hints.sources.prometheus.live import PrometheusSource
+
+        return PrometheusSource(args.prometheus, args.job, interval_s=args.interval)
     if args.demo is not None:
         from gputop_hints.sources.demo import DEFAULT_SCENARIO, DemoSource
 

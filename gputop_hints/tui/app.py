@@ -89,6 +89,11 @@ HELP_SCREEN = "help"
 """The name the help screen is installed under (built on the first ``?``)."""
 
 
+PROMETHEUS_PROCESSES = (
+    "processes are not read from Prometheus: run gputop-hints on a node to see its own"
+)
+
+
 class GputopApp(PlaybackControls):
     """GPU panels, host CPU, the process table; ``?`` explains every metric."""
 
@@ -467,6 +472,8 @@ class GputopApp(PlaybackControls):
             table.note = (
                 "no GPU processes (no GPUs: see the banner above)"
                 if snapshot.gpu_unavailable_reason
+                else PROMETHEUS_PROCESSES
+                if snapshot.source == "prometheus"
                 else ""
             )
             table.update_from(

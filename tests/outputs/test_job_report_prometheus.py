@@ -265,3 +265,55 @@ def test_since_reads_durations_as_people_write_them() -> None:
         result = run_cli("report", "--prometheus", "http://127.0.0.1:9", "--job", JOB,
                          "--since", bad)  # fmt: skip
         assert result.returncode == 2 and "--since" in result.stderr, bad
+
+
+def test_the_monitor_watches_the_job_live_from_prometheus(prometheus: str) -> None:
+    """``gputop-hints --prometheus URL --job ID --json``: every GPU of the job, by node."""
+    result = run_cli("--prometheus", prometheus, "--job", JOB, "--json", "--duration", "1")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["source"] == "prometheus"
+    names = [g["name"] for g in doc["gpus"]]
+    assert names == [f"{n} GPU {i}" for n in NODES for i in (0, 1)]
+    by_name = {g["name"]: g for g in doc["gpus"]}
+    assert by_name["node-c GPU 0"]["sm_percent"] < by_name["node-a GPU 0"]["sm_percent"] / 2
+    assert doc["processes"] == []  # not read from Prometheus (and not claimed to be none)
+
+
+@pytest.mark.tmux
+def test_the_live_view_in_a_terminal(prometheus: str) -> None:
+    from tests.support.tmux_harness import SCRIPT, tmux_session
+
+    gen = tmux_session()
+    tmux = next(gen)
+    try:
+        tmux.start([str(SCRIPT), "--prometheus", prometheus, "--job", JOB], 160, 45)
+        screen = tmux.wait_for("node-c GPU 1")
+        assert "PROMETHEUS" in screen and "REPLAY" not in screen
+        assert "processes are not read from Prometheus" in screen
+        tmux.keys("q")
+        assert tmux.wait_until_exited() == 0
+    finally:
+        for _ in gen:  # the fixture body's cleanup: the tmux server is killed
+            pass
+
+
+def test_prometheus_going_away_mid_run_is_a_tick_without_gpus(prometheus: str) -> None:
+    from gputop_hints.sources.prometheus.client import PrometheusClient
+    from gputop_hints.sources.prometheus.live import PrometheusSource
+
+    source = PrometheusSource(prometheus, JOB, interval_s=1.0)
+    assert len(source.sample().gpus) == 2 * len(NODES)
+    assert len(source.sample().gpus) == 2 * len(NODES)
+    source.client = PrometheusClient(f"http://127.0.0.1:{_free_port()}", timeout_s=5)
+    snap = source.sample()
+    assert snap.gpus == ()
+    assert snap.gpu_unavailable_reason is not None
+    assert "unreachable" in snap.gpu_unavailable_reason
+    source.client = PrometheusClient(prometheus)
+    assert len(source.sample().gpus) == 2 * len(NODES)  # and it comes back
+
+
+def test_the_monitor_refuses_prometheus_without_a_job() -> None:
+    result = run_cli("--prometheus", "http://127.0.0.1:9", "--once")
+    assert result.returncode == 2 and "needs --job ID" in result.stderr

@@ -341,13 +341,13 @@ def holder(win: Window, t: Thresholds, gpu: GpuSample) -> str | None:
 
 def no_process_data(win: Window) -> bool:
     """Imported logs (nvidia-smi, W&B) have no per-process rows at all."""
-    return not win.latest.processes and win.latest.source == "replay"
+    return not win.latest.processes and win.latest.imported
 
 
 def no_host_data(win: Window) -> bool:
     """Imported logs without host CPU readings (an nvidia-smi table with its process
     box): the host-side causes (workers, cores, storage) cannot be told."""
-    return win.latest.source == "replay" and win.allowed_cores_busy_percent is None
+    return win.latest.imported and win.allowed_cores_busy_percent is None
 
 
 # throttled: clocks held down for power or heat
@@ -583,7 +583,7 @@ def tf_reserve_left(win: Window, gpu: GpuSample) -> bool:
     total, used = gpu.vram_total_bytes, gpu.vram_used_bytes
     if not total or used is None:
         return False
-    if win.latest.source != "replay" and not any(
+    if not win.latest.imported and not any(
         "tensorflow" in p.frameworks for p in win.latest.processes if p.gpu_index == gpu.index
     ):
         return False

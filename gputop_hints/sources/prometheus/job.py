@@ -141,7 +141,7 @@ JOBSTATS = Exporter(
 EXPORTERS = (OURS, DCGM, JOBSTATS)
 """In order of preference for a node that more than one of them covers."""
 
-_INT_FIELDS = frozenset({"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz"})
+INT_FIELDS = frozenset({"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz"})
 
 
 def _regex(names: Sequence[str]) -> str:
@@ -159,11 +159,11 @@ def selectors(exporter: Exporter, job: str, nodes: Sequence[str]) -> tuple[str, 
             return (f'{{instance=~"({pattern})(:[0-9]+)?"}}',)
         return (f'{{{exporter.host_label}=~"{pattern}"}}',)
     if exporter.job_selectors:
-        return tuple("{" + m.format(job=_quoted(job)) + "}" for m in exporter.job_selectors)
+        return tuple("{" + m.format(job=promql_string(job)) + "}" for m in exporter.job_selectors)
     return ("",) if exporter.join else ()
 
 
-def _quoted(text: str) -> str:
+def promql_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
@@ -268,10 +268,10 @@ class PrometheusJobStream:
                 continue
             covered = {node for node, _ in gpus}
             for name, (_template, scale) in exporter.fields.items():
-                expr = exporter.expr(name, sel, _quoted(q.job), join=join)
+                expr = exporter.expr(name, sel, promql_string(q.job), join=join)
                 for series in self.client.query_range(expr, q.start, q.end, q.step_s):
                     self._take(series, exporter, name, scale, covered, gpus)
-        return [gpus[k] for k in sorted(gpus, key=_order)]
+        return [gpus[k] for k in sorted(gpus, key=gpu_order)]
 
     @staticmethod
     def _take(
@@ -319,7 +319,7 @@ class PrometheusJobStream:
                 for name, points in g.values.items():
                     v = points.get(t)
                     if v is not None:
-                        values[name] = round(v) if name in _INT_FIELDS else v
+                        values[name] = round(v) if name in INT_FIELDS else v
                 name = f"{g.node} GPU {g.gpu}"
                 gpus.append(GpuSample(index=index, name=name, uuid=g.uuid, **values))  # type: ignore[arg-type]
             yield Snapshot(
@@ -327,7 +327,7 @@ class PrometheusJobStream:
                 interval_s=self.query.step_s,
                 host=host,
                 gpus=tuple(gpus),
-                source="replay",
+                source="prometheus",
                 source_detail=self.info.detail,
             )
 
@@ -335,7 +335,7 @@ class PrometheusJobStream:
         """Nothing stays open: every answer was read when the stream was opened."""
 
 
-def _order(key: tuple[str, str]) -> tuple[str, int, str]:
+def gpu_order(key: tuple[str, str]) -> tuple[str, int, str]:
     node, gpu = key
     return (node, int(gpu) if gpu.isdigit() else 1 << 30, gpu)
 

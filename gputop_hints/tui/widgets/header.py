@@ -106,6 +106,8 @@ class HeaderBar(StripWidget):
             right.append(Piece(f" REPLAY {speed_text(replay.speed)} ", p.badge_demo, 0))
         elif source == "replay":
             right.append(Piece(" REPLAY ", p.badge_demo, 0))
+        elif source == "prometheus":
+            right.append(Piece(" PROMETHEUS ", p.badge_demo, 0))
         if self.paused:
             right.append(Piece(" PAUSED ", p.badge_paused, 0))
         if replay is not None and replay.ended:
