@@ -95,10 +95,10 @@ def burst_possible(win: Window, proc: GpuProcess, busy: float) -> bool:
     a process with s % of a tick's time can fill a shorter sample of period p at most
     s x interval / p (ten replicas at 2 % each cannot burst to 40 % in 1/6 s)."""
     fine = win.gpu_fine_sm(proc.gpu_index)
-    own = win.process_sm_values(proc)
+    own = win.process_sm_peak(proc)
     if fine is None or own is None:
         return True
-    return max(own, default=0.0) * win.interval_s / fine[2] >= busy
+    return own * win.interval_s / fine[2] >= busy
 
 
 def host_works_while_idle(

@@ -84,6 +84,10 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
+        self._sm_summary: dict[tuple[int, int], tuple[float, float] | None] = {}
+        self._reported: dict[int, bool] | None = None
+        self._fine_sm: dict[int, tuple[list[float], list[float], float] | None] = {}
+        self._others: dict[tuple[int, int, float], list[GpuProcess]] = {}
 
     def longer(self, window_s: float) -> Window:
         """The same history over a longer window (cached): slow patterns -- a 10-30 s
@@ -219,7 +223,11 @@ class Window:
 
     def gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         """NVML buffered SM samples inside the window: (times, values, period), if any."""
-        return self.derived(("fine-sm", index), lambda: self._gpu_fine_sm(index))
+        fine = self._fine_sm
+        if index in fine:
+            return fine[index]
+        found = fine[index] = self._gpu_fine_sm(index)
+        return found
 
     def _gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         gh = self.history.gpus.get(index)
@@ -360,13 +368,14 @@ class Window:
         without one ran nothing; where it never reports any (unsupported, vGPU,
         containers), a missing sample is unknown.
         """
-        return self.derived(
-            ("per-process", index),
-            lambda: any(
-                ph.gpu_index == index and ph.sm_percent.max() is not None
-                for ph in self.history.processes.values()
-            ),
-        )
+        reported = self._reported
+        if reported is None:
+            # One pass over the processes answers it for every GPU.
+            reported = self._reported = {}
+            for ph in self.history.processes.values():
+                if not reported.get(ph.gpu_index):
+                    reported[ph.gpu_index] = ph.sm_percent.max() is not None
+        return reported.get(index, False)
 
     def process_sm_values(self, proc: GpuProcess, ticks: int | None = None) -> list[float] | None:
         """The process's own SM % per tick since it was first seen, None when unknown.
@@ -389,16 +398,44 @@ class Window:
             return None
         return [0.0 if v is None else v for v in ph.sm_percent.last(n)]
 
+    def _process_sm_summary(self, proc: GpuProcess) -> tuple[float, float] | None:
+        """(mean, max) of :meth:`process_sm_values` over the window without building that
+        list (once per window and process; None where it is None or empty): a missing
+        sample reads 0 there, which adds nothing to the (exact) sum and lowers no maximum
+        of percentages, so both equal those of the list."""
+        key = proc.key
+        summaries = self._sm_summary
+        if key in summaries:
+            return summaries[key]
+        result: tuple[float, float] | None = None
+        ph = self.history.processes.get(key)
+        if ph is not None and self.process_samples_reported(proc.gpu_index):
+            seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
+            values = ph.sm_percent.last(max(1, min(self.ticks, seen)))
+            if values:
+                known = [v for v in values if v is not None]
+                if not known:
+                    result = (0.0, 0.0)
+                else:
+                    peak = max(known)
+                    if len(known) < len(values) and peak < 0.0:
+                        peak = 0.0
+                    result = (math.fsum(known) / len(values), peak)
+        summaries[key] = result
+        return result
+
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
         """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
-        key = ("process-sm-mean", proc.pid, proc.gpu_index)
-        derived = self._derived
-        if key in derived:
-            found: float | None = derived[key]
-            return found
-        values = self.process_sm_values(proc)
-        mean = derived[key] = _mean(values) if values else None
-        return mean
+        summary = self._process_sm_summary(proc)
+        return None if summary is None else summary[0]
+
+    def process_sm_peak(self, proc: GpuProcess) -> float | None:
+        """The process's own SM % peak over the window (no sample = ran nothing = 0);
+        None where :meth:`process_sm_values` is None or empty."""
+        key = proc.key
+        summaries = self._sm_summary
+        summary = summaries[key] if key in summaries else self._process_sm_summary(proc)
+        return None if summary is None else summary[1]
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
@@ -406,10 +443,6 @@ class Window:
         if not values:
             return None
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
-
-    def process_sm_peak(self, proc: GpuProcess) -> float | None:
-        values = self.process_sm_values(proc)
-        return max(values) if values else None
 
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)
@@ -470,3 +503,17 @@ class Window:
                     by_gpu.setdefault(p.gpu_index, []).append(p)
             self._significant[min_vram_bytes] = by_gpu
         return by_gpu.get(index, [])
+
+    def others_on_gpu(self, proc: GpuProcess, min_vram_bytes: float) -> list[GpuProcess]:
+        """The other processes on ``proc``'s GPU holding at least ``min_vram_bytes``
+        (cached per tick; callers do not change the list)."""
+        key = (proc.gpu_index, proc.pid, min_vram_bytes)
+        found = self._others.get(key)
+        if found is None:
+            pid = proc.pid
+            found = self._others[key] = [
+                p
+                for p in self.significant_processes_on(proc.gpu_index, min_vram_bytes)
+                if p.pid != pid
+            ]
+        return found

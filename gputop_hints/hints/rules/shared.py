@@ -39,13 +39,7 @@ def at_least(value: float | None, threshold: float) -> bool | None:
 def others_on_gpu(win: Window, proc: GpuProcess, t: Thresholds) -> list[GpuProcess]:
     """The other processes on ``proc``'s GPU that hold enough VRAM to be diagnosed
     (once per window and process: callers do not change the list)."""
-    min_vram = t.general.min_vram_gib * GIB
-    return win.derived(
-        ("others-on-gpu", proc.gpu_index, proc.pid, min_vram),
-        lambda: [
-            p for p in win.significant_processes_on(proc.gpu_index, min_vram) if p.pid != proc.pid
-        ],
-    )
+    return win.others_on_gpu(proc, t.general.min_vram_gib * GIB)
 
 
 def sm_evidence(
@@ -116,8 +110,8 @@ def own_burst_ruled_out(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
     are ruled out here (a replica at a few percent of its own), so a sawtooth rule
     asks it before anything dearer. False when in doubt (the device's trace decides).
     """
-    values = win.process_sm_values(proc)
-    if not values or not others_on_gpu(win, proc, t):
+    peak = win.process_sm_peak(proc)
+    if peak is None or not others_on_gpu(win, proc, t):
         return False  # the device's trace is judged: its gaps decide
     busy = t.input_starved.busy_sm_above_percent
     if win.window_s <= t.general.window_s:
@@ -127,7 +121,7 @@ def own_burst_ruled_out(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
             return False  # its own sub-second trace is judged (process_fine_sm)
     if _others_ran_nothing(win, proc, t):
         return False  # the device's finer trace is its own
-    return max(values) < busy
+    return peak < busy
 
 
 def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: float) -> int:
@@ -164,8 +158,8 @@ def _others_ran_nothing(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
 
 def _ran_nothing(win: Window, proc: GpuProcess) -> bool:
     """Whether ``proc``'s own samples say it ran no kernel in the window (not unknown)."""
-    values = win.process_sm_values(proc)
-    return values is not None and max(values, default=0.0) < 1.0
+    peak = win.process_sm_peak(proc)
+    return peak is not None and peak < 1.0
 
 
 def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
