@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import islice, pairwise
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from gputop_hints.hints.traces import (
     GIB,
@@ -411,16 +411,17 @@ class Window:
         ph = self.history.processes.get(key)
         if ph is not None and self.process_samples_reported(proc.gpu_index):
             seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
-            values = ph.sm_percent.last(max(1, min(self.ticks, seen)))
+            series = ph.sm_percent
+            values = series.last(max(1, min(self.ticks, seen)))
             if values:
-                known = [v for v in values if v is not None]
-                if not known:
-                    result = (0.0, 0.0)
+                # A process seen for the whole ring usually has no gap: no filtering then.
+                if series.any_unknown():
+                    known: list[float] = [v for v in values if v is not None]
+                    peak = max(known, default=0.0)
+                    result = (math.fsum(known) / len(values), peak if peak > 0.0 else 0.0)
                 else:
-                    peak = max(known)
-                    if len(known) < len(values) and peak < 0.0:
-                        peak = 0.0
-                    result = (math.fsum(known) / len(values), peak)
+                    full = cast("list[float]", values)
+                    result = (math.fsum(full) / len(full), max(full))
         summaries[key] = result
         return result
 
