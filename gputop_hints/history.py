@@ -115,6 +115,10 @@ class Series:
         """The newest ``n`` entries with the unknowns left out."""
         return list(self._known(n))
 
+    def count_known(self, n: int | None = None) -> int:
+        """How many of the newest ``n`` entries are known (no copy of them)."""
+        return len(self._known(n))
+
     def _summary(self, kind: int, n: int | None) -> float | None:
         cache = self._cache
         key = (kind, n)

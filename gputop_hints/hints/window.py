@@ -84,10 +84,14 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
-        self._sm_summary: dict[tuple[int, int], tuple[float, float] | None] = {}
+        self._sm_raw: dict[tuple[int, int], list[float | None] | None] = {}
+        self._sm_gappy: set[tuple[int, int]] = set()
+        self._sm_mean: dict[tuple[int, int], float | None] = {}
+        self._sm_peak: dict[tuple[int, int], float | None] = {}
         self._reported: dict[int, bool] | None = None
         self._fine_sm: dict[int, tuple[list[float], list[float], float] | None] = {}
         self._others: dict[tuple[int, int, float], list[GpuProcess]] = {}
+        self._profiling: dict[tuple[int, str], float | None] = {}
 
     def longer(self, window_s: float) -> Window:
         """The same history over a longer window (cached): slow patterns -- a 10-30 s
@@ -179,14 +183,18 @@ class Window:
         :data:`~gputop_hints.model.PROFILING_FIELDS`) over the window, when the GPU gave
         it in at least half the window's ticks (None otherwise: a rule then falls back to
         utilization, power and the host side)."""
+        key = (index, name)
+        cache = self._profiling
+        if key in cache:
+            return cache[key]
+        mean: float | None = None
         gh = self.history.gpus.get(index)
-        if gh is None:
-            return None
-        series: Series = getattr(gh, name)
-        known = series.known(self.ticks)
-        if 2 * len(known) < min(self.ticks, len(series)):
-            return None
-        return series.mean(self.ticks)
+        if gh is not None:
+            series: Series = getattr(gh, name)
+            if 2 * series.count_known(self.ticks) >= min(self.ticks, len(series)):
+                mean = series.mean(self.ticks)
+        cache[key] = mean
+        return mean
 
     def gpu_pcie_mean(self, index: int) -> float | None:
         """Mean rx + tx in bytes/s (None when either direction is never known)."""
@@ -398,45 +406,61 @@ class Window:
             return None
         return [0.0 if v is None else v for v in ph.sm_percent.last(n)]
 
-    def _process_sm_summary(self, proc: GpuProcess) -> tuple[float, float] | None:
-        """(mean, max) of :meth:`process_sm_values` over the window without building that
-        list (once per window and process; None where it is None or empty): a missing
-        sample reads 0 there, which adds nothing to the (exact) sum and lowers no maximum
-        of percentages, so both equal those of the list."""
+    def _process_sm_window(self, proc: GpuProcess) -> list[float | None] | None:
+        """The newest entries of ``proc``'s own SM series that :meth:`process_sm_values`
+        covers, unknowns not yet read as 0 (once per window and process; None where that
+        is None or empty)."""
         key = proc.key
-        summaries = self._sm_summary
-        if key in summaries:
-            return summaries[key]
-        result: tuple[float, float] | None = None
+        raw = self._sm_raw
+        if key in raw:
+            return raw[key]
+        values: list[float | None] | None = None
         ph = self.history.processes.get(key)
         if ph is not None and self.process_samples_reported(proc.gpu_index):
             seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
-            series = ph.sm_percent
-            values = series.last(max(1, min(self.ticks, seen)))
-            if values:
+            values = ph.sm_percent.last(max(1, min(self.ticks, seen))) or None
+            if values is not None and ph.sm_percent.any_unknown() and None in values:
                 # A process seen for the whole ring usually has no gap: no filtering then.
-                if series.any_unknown():
-                    known: list[float] = [v for v in values if v is not None]
-                    peak = max(known, default=0.0)
-                    result = (math.fsum(known) / len(values), peak if peak > 0.0 else 0.0)
-                else:
-                    full = cast("list[float]", values)
-                    result = (math.fsum(full) / len(full), max(full))
-        summaries[key] = result
-        return result
+                self._sm_gappy.add(key)
+        raw[key] = values
+        return values
 
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
-        """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
-        summary = self._process_sm_summary(proc)
-        return None if summary is None else summary[0]
+        """The process's own SM % mean over the window (no sample = ran nothing = 0),
+        without building :meth:`process_sm_values`: a missing sample reads 0 there, which
+        adds nothing to the (exact) sum."""
+        key = proc.key
+        means = self._sm_mean
+        if key in means:
+            return means[key]
+        values = self._process_sm_window(proc)
+        mean: float | None = None
+        if values is not None:
+            if key in self._sm_gappy:
+                mean = math.fsum([v for v in values if v is not None]) / len(values)
+            else:
+                mean = math.fsum(cast("list[float]", values)) / len(values)
+        means[key] = mean
+        return mean
 
     def process_sm_peak(self, proc: GpuProcess) -> float | None:
         """The process's own SM % peak over the window (no sample = ran nothing = 0);
-        None where :meth:`process_sm_values` is None or empty."""
+        None where :meth:`process_sm_values` is None or empty. A missing sample lowers no
+        maximum of percentages."""
         key = proc.key
-        summaries = self._sm_summary
-        summary = summaries[key] if key in summaries else self._process_sm_summary(proc)
-        return None if summary is None else summary[1]
+        peaks = self._sm_peak
+        if key in peaks:
+            return peaks[key]
+        values = self._process_sm_window(proc)
+        peak: float | None = None
+        if values is not None:
+            if key in self._sm_gappy:
+                found = max([v for v in values if v is not None], default=0.0)
+                peak = found if found > 0.0 else 0.0
+            else:
+                peak = max(cast("list[float]", values))
+        peaks[key] = peak
+        return peak
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
