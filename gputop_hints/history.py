@@ -175,6 +175,52 @@ class Series:
         return out
 
 
+class PeakSeries(Series):
+    """A :class:`Series` that also keeps the maximum of its whole ring up to date on
+    append (a monotonic queue: O(1) amortized), so that the hints' slow window, which
+    spans the ring, reads a process's SM peak without a pass over it."""
+
+    __slots__ = ("_appended", "_peaks")
+
+    def __init__(self, capacity: int, prefill: int = 0) -> None:
+        super().__init__(capacity, prefill)
+        self._appended = len(self._values)
+        """How many entries were ever appended: entry ``i`` of the ring is number
+        ``_appended - len + i``."""
+        self._peaks: deque[tuple[int, float]] = deque()
+        """(number, value) of the known entries no later entry exceeds, oldest first:
+        the first is the ring's maximum (the oldest of equal ones, as ``max`` picks)."""
+
+    def append(self, value: float | None) -> None:
+        super().append(value)
+        number = self._appended
+        self._appended = number + 1
+        peaks = self._peaks
+        if value is not None:
+            while peaks and peaks[-1][1] < value:
+                peaks.pop()
+            peaks.append((number, value))
+        oldest = self._appended - len(self._values)
+        while peaks and peaks[0][0] < oldest:
+            peaks.popleft()
+
+    def peak(self, n: int | None = None) -> float | None:
+        """``max`` of the known entries among the newest ``n`` (None when none is): the
+        oldest kept peak inside them. Cheap when they are most of the ring."""
+        size = len(self._values)
+        oldest = self._appended - (size if n is None else min(n, size))
+        for number, value in self._peaks:
+            if number >= oldest:
+                return value
+        return None
+
+    def resized(self, capacity: int) -> PeakSeries:
+        out = PeakSeries(capacity)
+        for value in self._values:
+            out.append(value)
+        return out
+
+
 def _series(capacity: int, prefill: int) -> Series:
     return Series(capacity, prefill)
 
@@ -296,6 +342,7 @@ class ProcessHistory:
         cls, proc: GpuProcess, capacity: int, prefill: int, timestamp: float
     ) -> ProcessHistory:
         series = {name: _series(capacity, prefill) for name in cls.SERIES}
+        series["sm_percent"] = PeakSeries(capacity, prefill)
         return cls(
             proc.pid,
             proc.gpu_index,

@@ -26,7 +26,7 @@ from gputop_hints.hints.traces import (
     ring_idle_for_s,
     vram_rise,
 )
-from gputop_hints.history import History, ProcessHistory, Series
+from gputop_hints.history import History, PeakSeries, ProcessHistory, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 T = TypeVar("T")
@@ -84,6 +84,9 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
+        self._most_of_ring = 2 * self.ticks > len(history)
+        """Whether the window spans most of the ring (the slow window does): then a peak
+        is read from what the ring keeps (:class:`~gputop_hints.history.PeakSeries`)."""
         self._sm_raw: dict[tuple[int, int], list[float | None] | None] = {}
         self._sm_gappy: set[tuple[int, int]] = set()
         self._sm_mean: dict[tuple[int, int], float | None] = {}
@@ -417,13 +420,19 @@ class Window:
         values: list[float | None] | None = None
         ph = self.history.processes.get(key)
         if ph is not None and self.process_samples_reported(proc.gpu_index):
-            seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
-            values = ph.sm_percent.last(max(1, min(self.ticks, seen))) or None
+            values = ph.sm_percent.last(self._sm_ticks(proc)) or None
             if values is not None and ph.sm_percent.any_unknown() and None in values:
                 # A process seen for the whole ring usually has no gap: no filtering then.
                 self._sm_gappy.add(key)
         raw[key] = values
         return values
+
+    def _sm_ticks(self, proc: GpuProcess) -> int:
+        """How many of the newest entries of ``proc``'s own SM series the window covers:
+        never more than since it was first seen (as :meth:`_process_sm_values`)."""
+        ph = self.history.processes[proc.key]
+        seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
+        return max(1, min(self.ticks, seen))
 
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
         """The process's own SM % mean over the window (no sample = ran nothing = 0),
@@ -451,8 +460,20 @@ class Window:
         peaks = self._sm_peak
         if key in peaks:
             return peaks[key]
-        values = self._process_sm_window(proc)
         peak: float | None = None
+        ph = self.history.processes.get(key) if self._most_of_ring else None
+        series = ph.sm_percent if ph is not None else None
+        if (
+            isinstance(series, PeakSeries)
+            and not series.any_unknown()
+            and self.process_samples_reported(proc.gpu_index)
+        ):
+            # The window spans most of the ring (the slow window), none of it unknown:
+            # its peak is kept on append.
+            peak = series.peak(self._sm_ticks(proc))
+            peaks[key] = peak
+            return peak
+        values = self._process_sm_window(proc)
         if values is not None:
             if key in self._sm_gappy:
                 found = max([v for v in values if v is not None], default=0.0)

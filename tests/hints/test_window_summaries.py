@@ -14,7 +14,7 @@ import random
 import pytest
 
 from gputop_hints.hints.window import Window
-from gputop_hints.history import History, Series
+from gputop_hints.history import History, PeakSeries, Series
 from gputop_hints.sources.demo import DemoSource
 
 
@@ -34,6 +34,25 @@ def test_series_tracks_its_unknowns_through_eviction(seed: int) -> None:
             assert series.max(n) == (max(known) if known else None)
     resized = series.resized(3)
     assert resized.any_unknown() == any(v is None for v in list(series)[-3:])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_peak_series_keeps_the_maximum_of_its_newest_entries(seed: int) -> None:
+    rng = random.Random(seed)
+    series = PeakSeries(7, prefill=rng.randrange(0, 9))
+    for _ in range(80):
+        # Repeats and ties (ints beside floats) as well as unknowns.
+        series.append(rng.choice([None, 50, 50.0, rng.randrange(0, 100), rng.uniform(0, 100)]))
+        values = list(series)
+        for n in range(1, 9):
+            known = [v for v in values[-n:] if v is not None]
+            found = series.peak(n)
+            assert found == (max(known) if known else None)
+            assert type(found) is type(max(known)) if known else found is None
+        assert series.peak() == series.peak(len(values))
+    resized = series.resized(4)
+    known = [v for v in list(series)[-4:] if v is not None]
+    assert resized.peak() == (max(known) if known else None)
 
 
 @pytest.mark.parametrize(
