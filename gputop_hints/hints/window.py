@@ -420,17 +420,16 @@ class Window:
         values: list[float | None] | None = None
         ph = self.history.processes.get(key)
         if ph is not None and self.process_samples_reported(proc.gpu_index):
-            values = ph.sm_percent.last(self._sm_ticks(proc)) or None
+            values = ph.sm_percent.last(self._sm_ticks(ph)) or None
             if values is not None and ph.sm_percent.any_unknown() and None in values:
                 # A process seen for the whole ring usually has no gap: no filtering then.
                 self._sm_gappy.add(key)
         raw[key] = values
         return values
 
-    def _sm_ticks(self, proc: GpuProcess) -> int:
-        """How many of the newest entries of ``proc``'s own SM series the window covers:
+    def _sm_ticks(self, ph: ProcessHistory) -> int:
+        """How many of the newest entries of a process's own SM series the window covers:
         never more than since it was first seen (as :meth:`_process_sm_values`)."""
-        ph = self.history.processes[proc.key]
         seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
         return max(1, min(self.ticks, seen))
 
@@ -464,13 +463,14 @@ class Window:
         ph = self.history.processes.get(key) if self._most_of_ring else None
         series = ph.sm_percent if ph is not None else None
         if (
-            isinstance(series, PeakSeries)
+            ph is not None
+            and isinstance(series, PeakSeries)
             and not series.any_unknown()
             and self.process_samples_reported(proc.gpu_index)
         ):
             # The window spans most of the ring (the slow window), none of it unknown:
             # its peak is kept on append.
-            peak = series.peak(self._sm_ticks(proc))
+            peak = series.peak(self._sm_ticks(ph))
             peaks[key] = peak
             return peak
         values = self._process_sm_window(proc)
