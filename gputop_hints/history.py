@@ -50,13 +50,16 @@ class Series:
     Summaries of the newest ``n`` entries (known values, mean, max, min) are kept
     until the next append: the hints ask the same ones of one tick many times."""
 
-    __slots__ = ("_cache", "_values")
+    __slots__ = ("_cache", "_unknown", "_values")
 
     def __init__(self, capacity: int, prefill: int = 0) -> None:
         self._values: deque[float | None] = deque(maxlen=capacity)
         self._cache: dict[tuple[int, int | None], object] | None = None
+        self._unknown = 0
+        """How many entries are None (kept on append: a ring without any needs no filtering)."""
         if prefill:
             self._values.extend([None] * min(prefill, capacity))
+            self._unknown = len(self._values)
 
     @property
     def capacity(self) -> int:
@@ -65,7 +68,12 @@ class Series:
         return maxlen
 
     def append(self, value: float | None) -> None:
-        self._values.append(value)
+        values = self._values
+        if len(values) == values.maxlen and values[0] is None:
+            self._unknown -= 1  # the entry the append pushes out
+        if value is None:
+            self._unknown += 1
+        values.append(value)
         self._cache = None
 
     def __len__(self) -> int:
@@ -99,12 +107,17 @@ class Series:
         key = (0, n)
         found = cache.get(key)
         if found is None:
-            found = cache[key] = [v for v in self.last(n) if v is not None]
+            values = self.last(n)
+            found = cache[key] = [v for v in values if v is not None] if self._unknown else values
         return cast("list[float]", found)
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""
         return list(self._known(n))
+
+    def count_known(self, n: int | None = None) -> int:
+        """How many of the newest ``n`` entries are known (no copy of them)."""
+        return len(self._known(n))
 
     def _summary(self, kind: int, n: int | None) -> float | None:
         cache = self._cache
@@ -133,7 +146,10 @@ class Series:
             return cast("float | None", cache[(1, n)])
         values = cache.get((0, n))
         if values is None:
-            values = cache[(0, n)] = [v for v in self.last(n) if v is not None]
+            values = self.last(n)
+            if self._unknown:
+                values = [v for v in values if v is not None]
+            cache[(0, n)] = values
         known = cast("list[float]", values)
         result = math.fsum(known) / len(known) if known else None
         cache[(1, n)] = result
@@ -145,12 +161,63 @@ class Series:
     def min(self, n: int | None = None) -> float | None:
         return self._summary(3, n)
 
+    def any_unknown(self) -> bool:
+        """Whether any entry in the ring is None (then any of its newest ``n`` may be)."""
+        return self._unknown > 0
+
     def all_unknown(self) -> bool:
         return all(v is None for v in self._values)
 
     def resized(self, capacity: int) -> Series:
         out = Series(capacity)
         out._values.extend(self._values)
+        out._unknown = sum(1 for v in out._values if v is None)
+        return out
+
+
+class PeakSeries(Series):
+    """A :class:`Series` that also keeps the maximum of its whole ring up to date on
+    append (a monotonic queue: O(1) amortized), so that the hints' slow window, which
+    spans the ring, reads a process's SM peak without a pass over it."""
+
+    __slots__ = ("_appended", "_peaks")
+
+    def __init__(self, capacity: int, prefill: int = 0) -> None:
+        super().__init__(capacity, prefill)
+        self._appended = len(self._values)
+        """How many entries were ever appended: entry ``i`` of the ring is number
+        ``_appended - len + i``."""
+        self._peaks: deque[tuple[int, float]] = deque()
+        """(number, value) of the known entries no later entry exceeds, oldest first:
+        the first is the ring's maximum (the oldest of equal ones, as ``max`` picks)."""
+
+    def append(self, value: float | None) -> None:
+        super().append(value)
+        number = self._appended
+        self._appended = number + 1
+        peaks = self._peaks
+        if value is not None:
+            while peaks and peaks[-1][1] < value:
+                peaks.pop()
+            peaks.append((number, value))
+        oldest = self._appended - len(self._values)
+        while peaks and peaks[0][0] < oldest:
+            peaks.popleft()
+
+    def peak(self, n: int | None = None) -> float | None:
+        """``max`` of the known entries among the newest ``n`` (None when none is): the
+        oldest kept peak inside them. Cheap when they are most of the ring."""
+        size = len(self._values)
+        oldest = self._appended - (size if n is None else min(n, size))
+        for number, value in self._peaks:
+            if number >= oldest:
+                return value
+        return None
+
+    def resized(self, capacity: int) -> PeakSeries:
+        out = PeakSeries(capacity)
+        for value in self._values:
+            out.append(value)
         return out
 
 
@@ -275,6 +342,7 @@ class ProcessHistory:
         cls, proc: GpuProcess, capacity: int, prefill: int, timestamp: float
     ) -> ProcessHistory:
         series = {name: _series(capacity, prefill) for name in cls.SERIES}
+        series["sm_percent"] = PeakSeries(capacity, prefill)
         return cls(
             proc.pid,
             proc.gpu_index,

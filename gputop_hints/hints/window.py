@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import islice, pairwise
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from gputop_hints.hints.traces import (
     GIB,
@@ -26,7 +26,7 @@ from gputop_hints.hints.traces import (
     ring_idle_for_s,
     vram_rise,
 )
-from gputop_hints.history import History, ProcessHistory, Series
+from gputop_hints.history import History, PeakSeries, ProcessHistory, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
 T = TypeVar("T")
@@ -84,6 +84,17 @@ class Window:
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
+        self._most_of_ring = 2 * self.ticks > len(history)
+        """Whether the window spans most of the ring (the slow window does): then a peak
+        is read from what the ring keeps (:class:`~gputop_hints.history.PeakSeries`)."""
+        self._sm_raw: dict[tuple[int, int], list[float | None] | None] = {}
+        self._sm_gappy: set[tuple[int, int]] = set()
+        self._sm_mean: dict[tuple[int, int], float | None] = {}
+        self._sm_peak: dict[tuple[int, int], float | None] = {}
+        self._reported: dict[int, bool] | None = None
+        self._fine_sm: dict[int, tuple[list[float], list[float], float] | None] = {}
+        self._others: dict[tuple[int, int, float], list[GpuProcess]] = {}
+        self._profiling: dict[tuple[int, str], float | None] = {}
 
     def longer(self, window_s: float) -> Window:
         """The same history over a longer window (cached): slow patterns -- a 10-30 s
@@ -175,14 +186,18 @@ class Window:
         :data:`~gputop_hints.model.PROFILING_FIELDS`) over the window, when the GPU gave
         it in at least half the window's ticks (None otherwise: a rule then falls back to
         utilization, power and the host side)."""
+        key = (index, name)
+        cache = self._profiling
+        if key in cache:
+            return cache[key]
+        mean: float | None = None
         gh = self.history.gpus.get(index)
-        if gh is None:
-            return None
-        series: Series = getattr(gh, name)
-        known = series.known(self.ticks)
-        if 2 * len(known) < min(self.ticks, len(series)):
-            return None
-        return series.mean(self.ticks)
+        if gh is not None:
+            series: Series = getattr(gh, name)
+            if 2 * series.count_known(self.ticks) >= min(self.ticks, len(series)):
+                mean = series.mean(self.ticks)
+        cache[key] = mean
+        return mean
 
     def gpu_pcie_mean(self, index: int) -> float | None:
         """Mean rx + tx in bytes/s (None when either direction is never known)."""
@@ -219,7 +234,11 @@ class Window:
 
     def gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         """NVML buffered SM samples inside the window: (times, values, period), if any."""
-        return self.derived(("fine-sm", index), lambda: self._gpu_fine_sm(index))
+        fine = self._fine_sm
+        if index in fine:
+            return fine[index]
+        found = fine[index] = self._gpu_fine_sm(index)
+        return found
 
     def _gpu_fine_sm(self, index: int) -> tuple[list[float], list[float], float] | None:
         gh = self.history.gpus.get(index)
@@ -360,13 +379,14 @@ class Window:
         without one ran nothing; where it never reports any (unsupported, vGPU,
         containers), a missing sample is unknown.
         """
-        return self.derived(
-            ("per-process", index),
-            lambda: any(
-                ph.gpu_index == index and ph.sm_percent.max() is not None
-                for ph in self.history.processes.values()
-            ),
-        )
+        reported = self._reported
+        if reported is None:
+            # One pass over the processes answers it for every GPU.
+            reported = self._reported = {}
+            for ph in self.history.processes.values():
+                if not reported.get(ph.gpu_index):
+                    reported[ph.gpu_index] = ph.sm_percent.max() is not None
+        return reported.get(index, False)
 
     def process_sm_values(self, proc: GpuProcess, ticks: int | None = None) -> list[float] | None:
         """The process's own SM % per tick since it was first seen, None when unknown.
@@ -389,16 +409,79 @@ class Window:
             return None
         return [0.0 if v is None else v for v in ph.sm_percent.last(n)]
 
+    def _process_sm_window(self, proc: GpuProcess) -> list[float | None] | None:
+        """The newest entries of ``proc``'s own SM series that :meth:`process_sm_values`
+        covers, unknowns not yet read as 0 (once per window and process; None where that
+        is None or empty)."""
+        key = proc.key
+        raw = self._sm_raw
+        if key in raw:
+            return raw[key]
+        values: list[float | None] | None = None
+        ph = self.history.processes.get(key)
+        if ph is not None and self.process_samples_reported(proc.gpu_index):
+            values = ph.sm_percent.last(self._sm_ticks(ph)) or None
+            if values is not None and ph.sm_percent.any_unknown() and None in values:
+                # A process seen for the whole ring usually has no gap: no filtering then.
+                self._sm_gappy.add(key)
+        raw[key] = values
+        return values
+
+    def _sm_ticks(self, ph: ProcessHistory) -> int:
+        """How many of the newest entries of a process's own SM series the window covers:
+        never more than since it was first seen (as :meth:`_process_sm_values`)."""
+        seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
+        return max(1, min(self.ticks, seen))
+
     def process_sm_mean(self, proc: GpuProcess) -> float | None:
-        """The process's own SM % mean over the window (no sample = ran nothing = 0)."""
-        key = ("process-sm-mean", proc.pid, proc.gpu_index)
-        derived = self._derived
-        if key in derived:
-            found: float | None = derived[key]
-            return found
-        values = self.process_sm_values(proc)
-        mean = derived[key] = _mean(values) if values else None
+        """The process's own SM % mean over the window (no sample = ran nothing = 0),
+        without building :meth:`process_sm_values`: a missing sample reads 0 there, which
+        adds nothing to the (exact) sum."""
+        key = proc.key
+        means = self._sm_mean
+        if key in means:
+            return means[key]
+        values = self._process_sm_window(proc)
+        mean: float | None = None
+        if values is not None:
+            if key in self._sm_gappy:
+                mean = math.fsum([v for v in values if v is not None]) / len(values)
+            else:
+                mean = math.fsum(cast("list[float]", values)) / len(values)
+        means[key] = mean
         return mean
+
+    def process_sm_peak(self, proc: GpuProcess) -> float | None:
+        """The process's own SM % peak over the window (no sample = ran nothing = 0);
+        None where :meth:`process_sm_values` is None or empty. A missing sample lowers no
+        maximum of percentages."""
+        key = proc.key
+        peaks = self._sm_peak
+        if key in peaks:
+            return peaks[key]
+        peak: float | None = None
+        ph = self.history.processes.get(key) if self._most_of_ring else None
+        series = ph.sm_percent if ph is not None else None
+        if (
+            ph is not None
+            and isinstance(series, PeakSeries)
+            and not series.any_unknown()
+            and self.process_samples_reported(proc.gpu_index)
+        ):
+            # The window spans most of the ring (the slow window), none of it unknown:
+            # its peak is kept on append.
+            peak = series.peak(self._sm_ticks(ph))
+            peaks[key] = peak
+            return peak
+        values = self._process_sm_window(proc)
+        if values is not None:
+            if key in self._sm_gappy:
+                found = max([v for v in values if v is not None], default=0.0)
+                peak = found if found > 0.0 else 0.0
+            else:
+                peak = max(cast("list[float]", values))
+        peaks[key] = peak
+        return peak
 
     def process_gaps(self, proc: GpuProcess, below: float, min_gap_s: float) -> Gaps | None:
         """Idle gaps in the process's own SM % (one value per tick, where NVML reports it)."""
@@ -406,10 +489,6 @@ class Window:
         if not values:
             return None
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
-
-    def process_sm_peak(self, proc: GpuProcess) -> float | None:
-        values = self.process_sm_values(proc)
-        return max(values) if values else None
 
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
         ph = self.process_history(proc)
@@ -470,3 +549,17 @@ class Window:
                     by_gpu.setdefault(p.gpu_index, []).append(p)
             self._significant[min_vram_bytes] = by_gpu
         return by_gpu.get(index, [])
+
+    def others_on_gpu(self, proc: GpuProcess, min_vram_bytes: float) -> list[GpuProcess]:
+        """The other processes on ``proc``'s GPU holding at least ``min_vram_bytes``
+        (cached per tick; callers do not change the list)."""
+        key = (proc.gpu_index, proc.pid, min_vram_bytes)
+        found = self._others.get(key)
+        if found is None:
+            pid = proc.pid
+            found = self._others[key] = [
+                p
+                for p in self.significant_processes_on(proc.gpu_index, min_vram_bytes)
+                if p.pid != pid
+            ]
+        return found

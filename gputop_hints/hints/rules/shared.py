@@ -12,7 +12,7 @@ from collections import defaultdict
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from gputop_hints.hints.attribution import burst_possible, process_fine_sm
+from gputop_hints.hints.attribution import process_fine_sm
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.window import GIB, Gaps, Window, idle_gaps
 from gputop_hints.model import GpuProcess
@@ -39,13 +39,7 @@ def at_least(value: float | None, threshold: float) -> bool | None:
 def others_on_gpu(win: Window, proc: GpuProcess, t: Thresholds) -> list[GpuProcess]:
     """The other processes on ``proc``'s GPU that hold enough VRAM to be diagnosed
     (once per window and process: callers do not change the list)."""
-    min_vram = t.general.min_vram_gib * GIB
-    return win.derived(
-        ("others-on-gpu", proc.gpu_index, proc.pid, min_vram),
-        lambda: [
-            p for p in win.significant_processes_on(proc.gpu_index, min_vram) if p.pid != proc.pid
-        ],
-    )
+    return win.others_on_gpu(proc, t.general.min_vram_gib * GIB)
 
 
 def sm_evidence(
@@ -116,18 +110,25 @@ def own_burst_ruled_out(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
     are ruled out here (a replica at a few percent of its own), so a sawtooth rule
     asks it before anything dearer. False when in doubt (the device's trace decides).
     """
-    values = win.process_sm_values(proc)
-    if not values or not others_on_gpu(win, proc, t):
+    peak = win.process_sm_peak(proc)
+    if peak is None:
         return False  # the device's trace is judged: its gaps decide
+    min_vram = t.general.min_vram_gib * GIB
+    if not win.others_on_gpu(proc, min_vram):
+        return False  # as above
     busy = t.input_starved.busy_sm_above_percent
     if win.window_s <= t.general.window_s:
-        if not burst_possible(win, proc, busy):
-            return True
-        if win.gpu_fine_sm(proc.gpu_index) is not None:
-            return False  # its own sub-second trace is judged (process_fine_sm)
-    if _others_ran_nothing(win, proc, t):
-        return False  # the device's finer trace is its own
-    return max(values) < busy
+        fine = win.gpu_fine_sm(proc.gpu_index)
+        if fine is not None:
+            # A process with s % of a tick's time can fill a shorter sample of period p at
+            # most s x interval / p (ten replicas at 2 % each cannot burst to 40 % in 1/6 s):
+            # no room for a burst rules it out; else its own sub-second trace is judged
+            # (process_fine_sm).
+            return not peak * win.interval_s / fine[2] >= busy
+    ran = _ran_something(win, proc.gpu_index, min_vram)
+    if not ran or ran == {proc.pid}:
+        return False  # the others ran nothing: the device's finer trace is its own
+    return peak < busy
 
 
 def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: float) -> int:
@@ -150,22 +151,25 @@ def _interior_gaps(values: list[float], period: float, below: float, min_gap_s: 
 def _others_ran_nothing(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
     """Whether every other significant process on ``proc``'s GPU ran no kernel in the
     window (:func:`_ran_nothing`), from one pass over the GPU's processes per window."""
-    min_vram = t.general.min_vram_gib * GIB
-    ran = win.derived(
-        ("ran-something", proc.gpu_index, min_vram),
+    ran = _ran_something(win, proc.gpu_index, t.general.min_vram_gib * GIB)
+    return not ran or ran == {proc.pid}
+
+
+def _ran_something(win: Window, index: int, min_vram: float) -> set[int]:
+    """The pids of the significant processes on GPU ``index`` that are not known to have
+    run nothing in the window (once per window and GPU)."""
+    return win.derived(
+        ("ran-something", index, min_vram),
         lambda: {
-            p.pid
-            for p in win.significant_processes_on(proc.gpu_index, min_vram)
-            if not _ran_nothing(win, p)
+            p.pid for p in win.significant_processes_on(index, min_vram) if not _ran_nothing(win, p)
         },
     )
-    return not ran or ran == {proc.pid}
 
 
 def _ran_nothing(win: Window, proc: GpuProcess) -> bool:
     """Whether ``proc``'s own samples say it ran no kernel in the window (not unknown)."""
-    values = win.process_sm_values(proc)
-    return values is not None and max(values, default=0.0) < 1.0
+    peak = win.process_sm_peak(proc)
+    return peak is not None and peak < 1.0
 
 
 def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
