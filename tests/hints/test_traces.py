@@ -121,6 +121,30 @@ def test_trace_machine_translation_is_small_batch_throughout() -> None:
     [f] = engine.active
     assert f.subject == P0 and f.severity is Severity.WARNING
     assert "11x" in f.advice[0]  # 80 % of 15 GiB / 1.04 GiB
+    # It has no worker processes: its pegged main thread may be loading between steps,
+    # in gaps too short for the samples; the finding says so and advises workers second.
+    assert "no worker processes" in f.summary
+    assert "num_workers" in f.advice[1]
+    assert evidence(f, "worker processes") == 0
+
+
+def test_small_batch_with_idle_workers_does_not_suggest_workers() -> None:
+    """The same launch-bound steps with four idle DataLoader workers: loading is off the
+    main thread already, so the finding is the plain small batch."""
+    run = Run(interval_s=0.5)
+    engine = HintEngine(THRESHOLDS)
+    proc = (
+        P(vram_gib=1070 * MIB / GIB, cpu=100.0, command="python train_seq2seq.py",
+          workers=(W(2.0, "S"),) * 4),
+    )  # fmt: skip
+    for sm in MACHINE_TRANSLATION:
+        g = G(sm=float(sm), mem=None, vram_gib=1070 * MIB / GIB, total_gib=15.0, gen=3)
+        run.tick(Tick((g,), proc, H(cores=8, busy=20.0)))
+        engine.update(run.history)
+    [f] = engine.active
+    assert f.rule == "small-batch"
+    assert "no worker processes" not in f.summary
+    assert not any("num_workers" in a for a in f.advice)
 
 
 def test_trace_spaceinvaders_wandb_is_low_utilization() -> None:

@@ -58,6 +58,17 @@ class SmallBatch:
     hysteresis: Hysteresis
 
 
+NO_WORKERS_NOTE = (
+    " It has no worker processes: if it also loads its own batches (num_workers=0), "
+    "that loading runs between steps in gaps shorter than NVML's ~1/6 s samples show."
+)
+NO_WORKERS_ADVICE = (
+    "It has no DataLoader workers: if it loads its data itself, "
+    "DataLoader(num_workers=2 or more, pin_memory=True) moves loading off the main "
+    "thread so it overlaps the GPU (check the step time before and after)."
+)
+
+
 def check(win: Window, t: Thresholds) -> list[Finding]:
     """Steady moderate SM, little VRAM, main process pegged, workers idle: launch-bound."""
     c = t.small_batch
@@ -92,6 +103,10 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         # How much larger a batch fits: aim at headroom_target of the card, at least double.
         factor = max(2, int(c.headroom_target * gpu.vram_total_bytes / vram))
+        # No DataLoader workers at all: the pegged main thread may also be loading its
+        # batches between steps, in gaps shorter than NVML's ~1/6 s samples can show
+        # (a per-batch load under ~0.15 s): the same picture as launch-bound steps.
+        loads_itself = not proc.workers
         if active is None:
             level = f"SM is a steady {sm:.0f} %"
             sm_item = Evidence(
@@ -125,11 +140,13 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     f"{level} with no idle gaps, the process holds only "
                     f"{share * 100:.0f} % of VRAM, and its main thread is at {main_cpu:.0f} % "
                     "of a core launching kernels: each step is too small to fill the GPU."
+                    + (NO_WORKERS_NOTE if loads_itself else "")
                 ),
                 advice=(
                     f"Try a batch about {factor}x larger: it holds {gib_text(vram)} of "
                     f"{gib_text(gpu.vram_total_bytes)} (aiming at {c.headroom_target * 100:.0f} % "
                     "of VRAM; scale the learning rate with it).",
+                    *((NO_WORKERS_ADVICE,) if loads_itself else ()),
                     "Cut per-step launch overhead: torch.compile(mode='reduce-overhead') or "
                     "CUDA graphs.",
                     "Use bf16 autocast so each kernel does more per launch on tensor cores.",
@@ -154,6 +171,11 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                         Scope.HOST,
                     ),
                     Evidence("busy workers", busy_workers, "< 0.5 (idle)", "", Scope.HOST),
+                    *(
+                        (Evidence("worker processes", 0, "none", "", Scope.HOST, met=None),)
+                        if loads_itself
+                        else ()
+                    ),
                 ),
                 evidence_scope=scope,
             )
