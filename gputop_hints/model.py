@@ -259,6 +259,9 @@ class GpuSample:
     """Why the profiling percentages above are unknown on a live GPU (no GPM on this GPU
     or driver, profiling restricted to administrators); None when they are known or
     the source does not profile."""
+    node: str | None = None
+    """The node this GPU is in, where a view holds several nodes' GPUs (a job read back
+    from Prometheus); None: this machine, or a file of one machine."""
     implausible: tuple[str, ...] = ()
     """Metrics NVML reported this tick with values that cannot be real (``0xFFFFFFFF``,
     a negative power, a utilization over 100 %), or failed to read this tick (a VRAM

@@ -152,7 +152,8 @@ def _job_report(args: argparse.Namespace) -> int:
     rows = node_rows(
         report, stream.sources, {n: stream.gpus_of(n) for n in stream.nodes}, stream.power_means()
     )
-    section = JobSection(job, client.url, rows, uneven_nodes(rows), tuple(findings))
+    uneven = uneven_nodes(rows, thresholds.uneven_nodes)
+    section = JobSection(job, client.url, rows, uneven, tuple(findings))
     if args.json:
         doc = report_json(report) | {"job": job_section_json(section)}
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -48,6 +48,7 @@ from gputop_hints.hints.rules.small_batch import SmallBatch
 from gputop_hints.hints.rules.straggler import Straggler
 from gputop_hints.hints.rules.tensor_cores_idle import TensorCoresIdle
 from gputop_hints.hints.rules.throttled import Throttled
+from gputop_hints.hints.rules.uneven_nodes import UnevenNodes
 from gputop_hints.hints.rules.utilization_overstated import UtilizationOverstated
 from gputop_hints.hints.rules.vram_near_limit import VramNearLimit
 from gputop_hints.hints.rules.vram_preallocated import VramPreallocated
@@ -94,6 +95,7 @@ class Thresholds:
     cpu_offload: CpuOffload
     simulation_bound: SimulationBound
     tensor_cores_idle: TensorCoresIdle
+    uneven_nodes: UnevenNodes
 
     @staticmethod
     def defaults() -> Thresholds:

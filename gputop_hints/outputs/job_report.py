@@ -7,37 +7,24 @@ view can say (docs/cluster.md, "The multi-node job view"):
 * **Nodes**: each node, where its numbers come from, its GPUs' index in the
   report's tables, their mean utilization, power and VRAM peak.
 * **Across nodes**: a node far less busy than the others, or holding a different
-  amount of memory. In a synchronous data-parallel job (DDP, FSDP, DeepSpeed,
-  Megatron) every step ends in a collective that waits for the slowest rank, so
-  the ranks' GPUs run about the same kernel time per step. A node whose GPUs run
-  kernels less than half as much of the time as the median of the nodes
-  (and at least 25 points less) waits on something of its own -- input, host CPU,
-  storage, its network -- while its peers wait for it (spinning in NCCL, which
-  NVML counts as busy, or idle). Uneven VRAM (a node's peak more than 25 % off
-  the median of the nodes) is a different batch, shard or model on that node, or
-  ranks not all running. Neither says *why*: the node's own findings do.
+  amount of memory, over the whole range -- judged as the uneven-nodes rule judges
+  a window (:mod:`gputop_hints.hints.rules.uneven_nodes`, docs/hints.md). Neither
+  says *why*: the node's own findings do.
 * **Findings the nodes reported**: what ``gputop-hints export`` on each node
   found with its host data (the cause the job-wide view cannot see).
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gputop_hints.hints.rules.uneven_nodes import NodeLevel, UnevenNodes, uneven
 from gputop_hints.outputs.report import Report
 from gputop_hints.sources.prometheus import NodeFinding
 from gputop_hints.text import visible_lines
 from gputop_hints.units import duration_text, human_bytes
-
-UNEVEN_BUSY_RATIO = 0.5
-"""A node runs kernels less than this share of the nodes' median..."""
-UNEVEN_BUSY_POINTS = 25.0
-"""...and at least this many points less: "uneven"."""
-UNEVEN_VRAM_SHARE = 0.25
-"""A node's VRAM peak this far (either way) from the nodes' median: "uneven"."""
 
 
 @dataclass(frozen=True)
@@ -91,35 +78,29 @@ def node_rows(
     return tuple(rows)
 
 
-def uneven_nodes(rows: Sequence[NodeRow]) -> tuple[str, ...]:
-    """What differs between nodes beyond what a synchronous job explains (module doc)."""
+def uneven_nodes(rows: Sequence[NodeRow], c: UnevenNodes) -> tuple[str, ...]:
+    """What differs between nodes over the whole range, judged as the uneven-nodes rule
+    judges a window (docs/hints.md#uneven-nodes), in words for the report."""
+    levels = [
+        NodeLevel(r.node, tuple(i for i, _ in r.gpus), r.sm_mean, r.vram_peak_bytes)
+        for r in rows
+    ]
     out = []
-    # Against the median of all nodes: with one odd node out of three, the median of
-    # the *other* two would sit halfway and call the normal ones odd too.
-    busy = [r.sm_mean for r in rows if r.sm_mean is not None]
-    peaks = [r.vram_peak_bytes for r in rows if r.vram_peak_bytes is not None]
-    for row in rows if len(rows) > 1 else ():
-        if row.sm_mean is not None and busy:
-            median = statistics.median(busy)
-            gap = median - row.sm_mean
-            if row.sm_mean < UNEVEN_BUSY_RATIO * median and gap >= UNEVEN_BUSY_POINTS:
-                out.append(
-                    f"{row.node} runs kernels {row.sm_mean:.0f} % of the time against "
-                    f"a median of {median:.0f} % over the nodes: in a synchronous job the ranks "
-                    "are about equally busy, so this node waits on something of its own "
-                    "(input, host CPU, storage, network) while the others wait for it; "
-                    "see its own findings, or run gputop-hints on it."
-                )
-        if row.vram_peak_bytes is not None and peaks:
-            median_peak = statistics.median(peaks)
-            off = abs(row.vram_peak_bytes - median_peak)
-            if median_peak and off > UNEVEN_VRAM_SHARE * median_peak:
-                peak, median_text = human_bytes(row.vram_peak_bytes), human_bytes(median_peak)
-                out.append(
-                    f"{row.node} holds up to {peak} of VRAM per GPU against a median of "
-                    f"{median_text} over the nodes: a different batch, shard or model "
-                    "there, or ranks not all running."
-                )
+    for u in uneven(levels, c):
+        if u.what == "busy":
+            out.append(
+                f"{u.node} runs kernels {u.value:.0f} % of the time against a median of "
+                f"{u.median:.0f} % over the nodes: in a synchronous job the ranks are about "
+                "equally busy, so this node waits on something of its own (input, host "
+                "CPU, storage, network) while the others wait for it; see its own "
+                "findings, or run gputop-hints on it."
+            )
+        else:
+            out.append(
+                f"{u.node} holds up to {human_bytes(u.value)} of VRAM per GPU against a "
+                f"median of {human_bytes(u.median)} over the nodes: a different batch, "
+                "shard or model there, or ranks not all running."
+            )
     return tuple(out)
 
 

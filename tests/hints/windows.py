@@ -79,6 +79,8 @@ class G:
     gpm: tuple[float | None, float | None, float | None, float | None] | None = None
     """GPM profiling (SM active, occupancy, tensor active, DRAM active, in
     PROFILING_FIELDS order); None: the source does not profile."""
+    node: str | None = None
+    """The node it is in, for a view of several nodes' GPUs (None: this machine)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,7 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
                 sm_occupancy_percent=gpm[1],
                 tensor_active_percent=gpm[2],
                 dram_active_percent=gpm[3],
+                node=g.node,
             )
         )
     procs = tuple(

@@ -26,6 +26,7 @@ from typing import ClassVar
 
 import pytest
 
+from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.outputs.job_report import NodeRow, uneven_nodes
 from tests.support.ci import IN_CI
 from tests.support.cli import run_cli
@@ -242,17 +243,18 @@ def _row(node: str, sm: float | None, vram_gib: float | None) -> NodeRow:
 
 
 def test_uneven_nodes_against_the_median_of_all_nodes() -> None:
+    c = Thresholds.defaults().uneven_nodes
     rows = [_row("a", 95, 60), _row("b", 94, 60), _row("c", 30, 60), _row("d", 96, 60)]
-    assert [line.split()[0] for line in uneven_nodes(rows)] == ["c"]
+    assert [line.split()[0] for line in uneven_nodes(rows, c)] == ["c"]
     # One odd node of three: the two normal ones are not called odd.
     rows = [_row("a", 95, 62), _row("b", 95, 62), _row("c", 24, 31)]
-    assert [line.split()[0] for line in uneven_nodes(rows)] == ["c", "c"]
+    assert [line.split()[0] for line in uneven_nodes(rows, c)] == ["c", "c"]
     # Busy but a little uneven (rank 0 logs and evaluates): not flagged.
-    assert uneven_nodes([_row("a", 95, 60), _row("b", 80, 58), _row("c", 92, 61)]) == ()
+    assert uneven_nodes([_row("a", 95, 60), _row("b", 80, 58), _row("c", 92, 61)], c) == ()
     # Low everywhere is not uneven (the job itself is light: the GPU findings say so).
-    assert uneven_nodes([_row("a", 20, 10), _row("b", 9, 10)]) == ()
+    assert uneven_nodes([_row("a", 20, 10), _row("b", 9, 10)], c) == ()
     # One node: nothing to compare.
-    assert uneven_nodes([_row("a", 5, 1)]) == ()
+    assert uneven_nodes([_row("a", 5, 1)], c) == ()
 
 
 def test_since_reads_durations_as_people_write_them() -> None:

@@ -37,6 +37,7 @@ from gputop_hints.hints.rules import (
     straggler,
     tensor_cores_idle,
     throttled,
+    uneven_nodes,
     utilization_overstated,
     vram_near_limit,
     vram_preallocated,
@@ -80,6 +81,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     cpu_offload.SPEC,
     simulation_bound.SPEC,
     tensor_cores_idle.SPEC,
+    uneven_nodes.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

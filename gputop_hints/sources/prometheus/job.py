@@ -8,6 +8,8 @@ stream says which source each node's numbers come from):
 * NVIDIA dcgm-exporter with its HPC job mapping (``--hpc-job-mapping-dir``):
   ``DCGM_FI_DEV_*{hpc_job="ID"}`` (labels ``Hostname``, ``gpu``; VRAM in MiB,
   ``DCGM_FI_PROF_*`` as ratios 0-1);
+* nvitop-exporter: ``gpu_utilization_Percentage`` and friends (labels ``hostname``,
+  ``index``); it carries no job label, so only the job's named nodes are read;
 * Princeton's jobstats GPU exporter: ``nvidia_gpu_duty_cycle`` and friends, joined
   on ``nvidia_gpu_jobId == ID`` by ``instance`` and ``minor_number``.
 
@@ -123,6 +125,28 @@ DCGM = Exporter(
         "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE{sel}", 100.0),
     },
 )
+NVITOP = Exporter(
+    # nvitop-exporter (nvitop 1.x): prometheus_client gauges whose unit is appended to
+    # the name; labels hostname, index, devicename, uuid -- no job label, so its nodes
+    # are read only by name (--nodes, or scontrol).
+    name="nvitop-exporter",
+    host_label="hostname",
+    gpu_label="index",
+    uuid_label="uuid",
+    job_selectors=(),
+    fields={
+        "sm_percent": ("gpu_utilization_Percentage{sel}", 1.0),
+        "memory_access_percent": ("gpu_memory_utilization_Percentage{sel}", 1.0),
+        "vram_used_bytes": ("gpu_memory_used_MiB{sel}", MIB),
+        "vram_total_bytes": ("gpu_memory_total_MiB{sel}", MIB),
+        "pcie_rx_bytes_per_s": ("gpu_pcie_rx_throughput_MiBps{sel}", MIB),
+        "pcie_tx_bytes_per_s": ("gpu_pcie_tx_throughput_MiBps{sel}", MIB),
+        "power_watts": ("gpu_power_usage_W{sel}", 1.0),
+        "power_limit_watts": ("gpu_power_limit_W{sel}", 1.0),
+        "sm_clock_mhz": ("gpu_clock_sm_MHz{sel}", 1.0),
+        "temperature_c": ("gpu_temperature_C{sel}", 1.0),
+    },
+)
 JOBSTATS = Exporter(
     name="jobstats nvidia_gpu exporter",
     host_label="instance",
@@ -138,7 +162,7 @@ JOBSTATS = Exporter(
         "temperature_c": ("nvidia_gpu_temperature_celsius{sel}", 1.0),
     },
 )
-EXPORTERS = (OURS, DCGM, JOBSTATS)
+EXPORTERS = (OURS, DCGM, NVITOP, JOBSTATS)
 """In order of preference for a node that more than one of them covers."""
 
 INT_FIELDS = frozenset({"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz"})
@@ -321,7 +345,9 @@ class PrometheusJobStream:
                     if v is not None:
                         values[name] = round(v) if name in INT_FIELDS else v
                 name = f"{g.node} GPU {g.gpu}"
-                gpus.append(GpuSample(index=index, name=name, uuid=g.uuid, **values))  # type: ignore[arg-type]
+                gpus.append(
+                    GpuSample(index=index, name=name, uuid=g.uuid, node=g.node, **values)  # type: ignore[arg-type]
+                )
             yield Snapshot(
                 timestamp=t,
                 interval_s=self.query.step_s,

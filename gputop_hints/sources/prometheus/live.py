@@ -175,7 +175,7 @@ class PrometheusSource:
                 fields = values.get((node, gpu), {})
                 clean = {k: round(v) if k in INT_FIELDS else v for k, v in fields.items()}
                 name = f"{node} GPU {gpu}"
-                gpus.append(GpuSample(index=index, name=name, **clean))  # type: ignore[arg-type]
+                gpus.append(GpuSample(index=index, name=name, node=node, **clean))  # type: ignore[arg-type]
         detail = "; ".join(f"{n}: {s}" for n, s in self.sources.items())
         return Snapshot(
             timestamp=now,
