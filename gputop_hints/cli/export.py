@@ -124,6 +124,11 @@ def export_main(argv: Sequence[str]) -> int:
         print_scenarios()
         return EXIT_OK
     check_demo_only_args(parser, args)
+    if args.prometheus is not None:
+        parser.error(
+            "--prometheus reads a job back from Prometheus (for the monitor, record and "
+            "report); export serves this machine or the demo"
+        )
     if (args.tls_cert is None) != (args.tls_key is None):
         parser.error("--tls-cert and --tls-key go together (HTTPS needs both)")
     try:
