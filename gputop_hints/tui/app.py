@@ -49,7 +49,7 @@ from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sources import Source
 from gputop_hints.sources.live.signals import SignalResult, SignalTarget, refusal, send_signal
@@ -110,6 +110,7 @@ class GputopApp(PlaybackControls):
         Binding("a", "toggle_arguments", "Args", show=False),
         Binding("f", "filter", "Filter", show=False),
         Binding("u", "cycle_user", "User", show=False),
+        Binding("N", "cycle_node", "Node", show=False),
         Binding("escape", "clear_filters", "Everyone", show=False),
         Binding("t", "toggle_tree", "Tree"),
         Binding("c", "cycle_theme", "Theme"),
@@ -189,6 +190,8 @@ class GputopApp(PlaybackControls):
         self.replay_ended = False
         """The last recorded tick is on screen; playback stopped there."""
         self.snapshot: Snapshot | None = None
+        self.node: str | None = None
+        """With GPUs of several nodes (``--prometheus``): show only this node's (``N``)."""
         self.ticks_ingested = 0
         self._layout_key: tuple[int, ...] | None = None
         self._patched_output = False
@@ -456,7 +459,7 @@ class GputopApp(PlaybackControls):
             else None
         )
         with self.batch_update():
-            self.gpu_area.show_gpus([gpu.index for gpu in snapshot.gpus])
+            self.gpu_area.show_gpus([gpu.index for gpu in self._shown_gpus(snapshot)])
             self.header.update_from(snapshot)
             self.show_replay_status()
             self.banner.set_reason(snapshot.gpu_unavailable_reason)
@@ -532,7 +535,11 @@ class GputopApp(PlaybackControls):
         width, height = self.size
         gpus = len(self.gpu_area.panels)
         cores = self.snapshot.host.core_count if self.snapshot is not None else 0
-        rich_height = panel_height(self.snapshot.gpus) if self.snapshot is not None else RICH_HEIGHT
+        rich_height = (
+            panel_height(self._shown_gpus(self.snapshot))
+            if self.snapshot is not None
+            else RICH_HEIGHT
+        )
         banner = self.banner
         banner_height = banner.height_for(width)
         key = (width, height, gpus, cores, banner_height, rich_height)
@@ -640,6 +647,29 @@ class GputopApp(PlaybackControls):
         order: list[str | None] = [None, me, *others]
         at = order.index(table.user) if table.user in order else 0
         table.set_filter(user=order[(at + 1) % len(order)], search=table.search)
+
+    def _shown_gpus(self, snapshot: Snapshot) -> tuple[GpuSample, ...]:
+        """The GPUs the panel shows: all, or only :attr:`node`'s."""
+        if self.node is None:
+            return snapshot.gpus
+        return tuple(g for g in snapshot.gpus if g.node == self.node)
+
+    def action_cycle_node(self) -> None:
+        """``N``: a job across nodes: only one node's GPUs, each node in turn, then all."""
+        snapshot = self.snapshot
+        if snapshot is None or not isinstance(self.screen, MainScreen):
+            return
+        nodes = sorted({g.node for g in snapshot.gpus if g.node is not None})
+        if not nodes:
+            self.notify("N shows one node at a time in a job across nodes (--prometheus)")
+            return
+        order: list[str | None] = [None, *nodes]
+        at = order.index(self.node) if self.node in order else 0
+        self.node = order[(at + 1) % len(order)]
+        self.gpu_area.show_gpus([g.index for g in self._shown_gpus(snapshot)])
+        self.call_after_refresh(self._apply_layout)
+        shown = "all nodes" if self.node is None else f"node {visible(self.node)} only"
+        self.notify(f"GPUs of {shown} (N: next)")
 
     def action_clear_filters(self) -> None:
         """Esc: every process again (the user and command filters both cleared)."""

@@ -174,6 +174,8 @@ def keys_help() -> str:
         "| `u` | list everyone's processes, only yours, or each other user's in turn "
         "(`--user NAME` starts on one) |",
         "| `/` (`f` in replay) | list only processes whose command line holds a text |",
+        "| `N` | a job across nodes (`--prometheus`): only one node's GPUs, each node in "
+        "turn, then all |",
         "| `Esc` | every process again (clears the user and command filters) |",
         "| mouse | click a row to select it, a column title to sort by it (again: reverse) |",
         "| `c` | next colour theme |",

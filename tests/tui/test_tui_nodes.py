@@ -1,0 +1,64 @@
+"""A job across nodes in the monitor (``--prometheus``): its GPUs by node, ``N`` for one
+node at a time, the PROMETHEUS badge and the processes note."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gputop_hints.model import Snapshot
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui.app import PROMETHEUS_PROCESSES, GputopApp
+from tests.support.screen import screen_text
+
+NODES = ("node-a", "node-b", "node-c")
+
+
+class ThreeNodes(DemoSource):
+    """Six demo GPUs presented as two GPUs on each of three nodes, as the Prometheus
+    source presents a job: named by node, no processes or host CPU."""
+
+    kind = "prometheus"
+
+    def sample(self) -> Snapshot:
+        snap = super().sample()
+        gpus = tuple(
+            dataclasses.replace(
+                g, node=NODES[g.index // 2], name=f"{NODES[g.index // 2]} GPU {g.index % 2}"
+            )
+            for g in snap.gpus
+        )
+        return dataclasses.replace(snap, gpus=gpus, processes=(), source="prometheus")
+
+
+async def test_n_shows_one_node_at_a_time_then_all() -> None:
+    source = ThreeNodes("healthy", gpus=6, processes=6, seed=0)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(160, 60)) as pilot:
+        for _ in range(3):
+            app.ingest(source.sample())
+        await pilot.pause()
+        text = screen_text(app)
+        assert "PROMETHEUS" in text.splitlines()[0]
+        assert all(f"{n} GPU 1" in text for n in NODES)
+        assert PROMETHEUS_PROCESSES[:40] in text
+        shown = []
+        for _ in range(len(NODES) + 1):
+            await pilot.press("N")
+            await pilot.pause()
+            app.ingest(source.sample())  # and it stays so on the next tick
+            await pilot.pause()
+            text = screen_text(app)
+            shown.append(tuple(n for n in NODES if f"{n} GPU 0" in text))
+        assert shown == [("node-a",), ("node-b",), ("node-c",), NODES]
+
+
+async def test_n_on_one_machine_says_what_it_is_for() -> None:
+    source = DemoSource("healthy", gpus=2, processes=2, seed=0)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.ingest(source.sample())
+        await pilot.pause()
+        await pilot.press("N")
+        await pilot.pause()
+        assert app.node is None
+        assert len(app.gpu_area.panels) == 2
