@@ -199,8 +199,9 @@ class TerminalDriver(LinuxDriver):
                     if is_terminal:
                         return False
                     break  # standard input is a pipe or file at its end: no more keys
-                for message in parser.feed(text):
-                    self.process_message(message)
+                if text:  # "" is the parser's end of input: not a split UTF-8 sequence
+                    for message in parser.feed(text):
+                        self.process_message(message)
             for message in parser.tick():
                 self.process_message(message)
             return True
