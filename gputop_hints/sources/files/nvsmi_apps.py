@@ -104,6 +104,38 @@ def _row(cells: list[str], roles: dict[str, int], line: int) -> ProcessRow:
     return ProcessRow(line, stamp, gpu, proc)
 
 
+_MEMO_ROWS = 256
+"""Rows remembered by their cells but the time (cleared when full)."""
+
+
+class _RowMemo:
+    """_row remembering the rows that read: a row whose cells but the time equal an
+    earlier one's (a process polled again with the same figures) takes its GPU and
+    GpuProcess, and only its time is read. Rows that raise are not remembered, so
+    errors read as before."""
+
+    def __init__(self, roles: dict[str, int]) -> None:
+        self.roles = roles
+        self.time_at = roles.get("time")
+        self.memo: dict[tuple[str, ...], tuple[int | str, GpuProcess | None]] = {}
+
+    def row(self, cells: list[str], line: int) -> ProcessRow:
+        t = self.time_at
+        key = tuple(cells) if t is None else (*cells[:t], *cells[t + 1 :])
+        hit = self.memo.get(key)
+        if hit is None:
+            row = _row(cells, self.roles, line)
+            if len(self.memo) >= _MEMO_ROWS:
+                self.memo.clear()
+            self.memo[key] = (row.gpu, row.process)
+            return row
+        stamp = None
+        if t is not None and t < len(cells):
+            parsed = v.timestamp(cells[t].strip())
+            stamp = parsed[0] if parsed is not None else None
+        return ProcessRow(line, stamp, hit[0], hit[1])
+
+
 def _try_row(cells: list[str], roles: dict[str, int], line: int) -> ProcessRow | None:
     try:
         return _row(cells, roles, line)
@@ -180,11 +212,12 @@ def open_apps(
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[ProcessRow]:
+            memo = _RowMemo(plan.roles)
             for line, cells in records(source.lines(), ",", counters.note_bad_line):
                 if not any(c.strip() for c in cells) or _header([c.strip() for c in cells]):
                     continue
                 try:
-                    yield _row(cells, plan.roles, line)
+                    yield memo.row(cells, line)
                 except v.CellError as exc:
                     note_bad_line(counters, line, str(exc))
 
