@@ -308,7 +308,7 @@ def _row_time(
     """A row's (time, absolute?) from its time cell (and dmon's date cell)."""
     if time_cell is None:
         return None, False
-    if not has_date_column:
+    if not has_date_column and "/" not in time_cell and ":" not in time_cell:
         try:  # fast path: a plain number, as v.timestamp reads it
             value = float(time_cell)
         except ValueError:
@@ -413,6 +413,9 @@ class Clock:
         return t
 
 
+_BY_INDEX = operator.attrgetter("index")
+
+
 class Assembler:
     """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
 
@@ -505,10 +508,14 @@ class Assembler:
             gpus: tuple[GpuSample, ...] = (self._sample(*rows[0]),)
             driver = rows[0][1].get("driver") or None
         else:
-            gpus = tuple(
-                sorted((self._sample(i, f, s) for i, f, s in rows), key=lambda g: g.index)
-            )
-            driver = next((f.get("driver") for _, f, _ in rows if f.get("driver")), None)
+            sample = self._sample
+            gpus = tuple(sorted([sample(i, f, s) for i, f, s in rows], key=_BY_INDEX))
+            driver = None
+            for _, f, _ in rows:
+                found = f.get("driver")
+                if found:
+                    driver = found
+                    break
         self._rows = []
         self._indices = set()
         self._top = -1

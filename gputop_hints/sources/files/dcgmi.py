@@ -220,6 +220,7 @@ def open_dcgmi(
                     current = again
                     continue
                 known = memo.get(text)
+                row: Row | None
                 if known is not None:
                     row = _copy_row(known, line)
                 else:
