@@ -175,7 +175,8 @@ def read_rows(
             except v.CellError as exc:
                 bad(counters, line, str(exc))
                 continue
-            note_bad_cells(counters, row)
+            if row.bad_cells:
+                note_bad_cells(counters, row)
             if vram_total is not None and row.fields.get("vram_total") is None:
                 row.fields["vram_total"] = vram_total
             yield row
