@@ -145,7 +145,9 @@ def read_rows(
         header_norm = [h.lower() for h in plan.header] if plan.header else None
         skipped_header = plan.header is None
         for line, cells in records(source.lines(), plan.delimiter, counters.note_bad_line):
-            cells = trim_trailing([c.strip() for c in cells], ncols)
+            cells = [c.strip() for c in cells]
+            if len(cells) > ncols:
+                trim_trailing(cells, ncols)
             if not any(cells):
                 continue
             if not skipped_header:
@@ -173,7 +175,8 @@ def read_rows(
             except v.CellError as exc:
                 bad(counters, line, str(exc))
                 continue
-            note_bad_cells(counters, row)
+            if row.bad_cells:
+                note_bad_cells(counters, row)
             if vram_total is not None and row.fields.get("vram_total") is None:
                 row.fields["vram_total"] = vram_total
             yield row

@@ -160,5 +160,5 @@ class PollAssembler(Assembler):
                 "its GPUs cannot be told apart (dropped)",
             )
             return None
-        self._rows = list(enumerate(poll))
+        self._rows = [(i, f, None) for i, f in enumerate(poll)]
         return super().flush()

@@ -80,14 +80,34 @@ def snapshots(
     numbering = GpuNumbering()
     counters.found["gpu_numbering"] = numbering.by_name
     host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+    # The readers hand the same GpuProcess for a process polled again with the same
+    # figures: what is made of it is made once (by identity, the process kept).
+    made_gpus: dict[tuple[int, str | None, int], tuple[GpuProcess | None, GpuSample]] = {}
+    made_procs: dict[tuple[int, int], tuple[GpuProcess, GpuProcess]] = {}
     for poll in source:
         gpus = []
         processes = []
         for gpu, procs in poll.gpus.items():
             index = numbering.index(gpu)
             uuid = gpu if isinstance(gpu, str) and gpu.startswith(("GPU-", "MIG-")) else None
-            gpus.append(_gpu(index, uuid, procs))
-            processes += [_on(p, index) for p in procs]
+            only = procs[0] if len(procs) == 1 else None
+            key = (index, uuid, id(only))
+            made = made_gpus.get(key)
+            if made is None or made[0] is not only:
+                if len(made_gpus) >= _MADE_MAX:
+                    made_gpus.clear()
+                made = made_gpus[key] = (only, _gpu(index, uuid, procs))
+            gpus.append(made[1])
+            for p in procs:
+                if p.gpu_index == index:
+                    processes.append(p)
+                    continue
+                moved = made_procs.get((id(p), index))
+                if moved is None or moved[0] is not p:
+                    if len(made_procs) >= _MADE_MAX:
+                        made_procs.clear()
+                    moved = made_procs[id(p), index] = (p, _on(p, index))
+                processes.append(moved[1])
         gpus.sort(key=lambda g: g.index)
         counters.saw_gpus(len(gpus))
         yield Snapshot(
@@ -100,6 +120,8 @@ def snapshots(
             source_detail=detail,
         )
 
+
+_MADE_MAX = 4096
 
 FROM_ONLY_PROCESS = (
     "a GPU's SM % and memory % are its only process's, where it has exactly one; "

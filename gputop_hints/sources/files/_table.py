@@ -9,6 +9,8 @@ into a :class:`~gputop_hints.model.Snapshot`, and keeps time monotonic.
 from __future__ import annotations
 
 import itertools
+import math
+import operator
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +68,9 @@ class Column:
     """The header text (or "column N") for messages."""
 
 
+Samples = dict[int, tuple[tuple[tuple[str, Any], ...], GpuSample]]
+
+
 @dataclass
 class Row:
     line: int
@@ -76,6 +81,9 @@ class Row:
     bad_cells: list[tuple[str, str]] = field(default_factory=list)
     """(column label, why) for metric cells that did not read: left unknown, the
     rest of the row kept."""
+    samples: Samples | None = None
+    """The GpuSamples built from rows with these same cells but the time (shared by
+    them, see :func:`parse_row`): GPU index -> (the fields it was built from, it)."""
 
 
 PROFILING_ROLES = tuple(name.removesuffix("_percent") for name in PROFILING_FIELDS)
@@ -123,7 +131,15 @@ _TIME, _DATE, _GPU, _IDENT, _FIELD, _OTHER = range(6)
 """How :func:`parse_row` reads a column (see :func:`_column_plan`)."""
 
 _CellReader = Callable[[str], Any]
-_Plan = tuple[bool, bool, list[tuple[int, str, int, "_CellReader | None", Column]]]
+_Step = tuple[int, str, int, "_CellReader | None", Column]
+_Memo = dict[
+    object,
+    tuple[dict[str, Any], "int | str | None", list[tuple[str, str]], "str | None", Samples],
+]
+_Plan = tuple[bool, bool, list[_Step], int, int, Callable[[Sequence[str]], object], _Memo]
+"""(has a gpu column, has a date column, the steps, the position of the one time
+column (or _NO_TIME, _TIMES: several), the number of cells the memo needs, what it keys
+rows on (their other read cells), the memo of rows by that key)."""
 _plans: dict[int, tuple[Sequence[Column], int, _Plan]] = {}
 """Column plans by id of the column list, with the list (kept, so its id is not
 reused) and its length (a list still being built gets a new plan)."""
@@ -181,25 +197,51 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
             reader = _reader(col)
             kind = _OTHER if reader is None else _FIELD
         steps.append((col.position, role, kind, reader, col))
-    plan: _Plan = (has_gpu_column, has_date_column, steps)
+    times = [col.position for col in columns if col.role == "time"]
+    others = [col.position for col in columns if col.role != "time"]
+    rest: Callable[[Sequence[str]], object] = (
+        operator.itemgetter(*others) if others else lambda cells: ()
+    )
+    needs = max((col.position for col in columns), default=-1) + 1
+    time_at = times[0] if len(times) == 1 else _NO_TIME if not times else _TIMES
+    plan: _Plan = (has_gpu_column, has_date_column, steps, time_at, needs, rest, {})
     if len(_plans) > 64:
         _plans.clear()
     _plans[id(columns)] = (columns, len(columns), plan)
     return plan
 
 
+_MEMO_ROWS = 256
+_NO_TIME, _TIMES = -1, -2
+"""Rows remembered per column plan by their cells but the time (cleared when full)."""
+
+
 def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row:
-    """Cells -> Row; raises CellError (with the column label) when a cell is malformed."""
+    """Cells -> Row; raises CellError (with the column label) when a cell is malformed.
+
+    A row whose cells but the time equal an earlier row's (an idle GPU logged
+    again, one GPU of several alternating) takes that row's values: only its time
+    is read. Rows that raise are not remembered, so errors read as before."""
+    has_gpu_column, has_date_column, steps, time_at, needs, rest_of, memo = _column_plan(columns)
+    ncells = len(cells)
+    rest: object = None
+    if time_at != _TIMES and ncells >= needs:
+        rest = rest_of(cells)
+        hit = memo.get(rest)
+        if hit is not None:
+            fields0, key0, bad0, date0, shared = hit
+            ts0, absolute0 = (
+                (None, False)
+                if time_at == _NO_TIME
+                else _row_time(cells[time_at], date0, has_date_column)
+            )
+            return Row(line, ts0, absolute0, key0, dict(fields0), list(bad0), shared)
     fields: dict[str, Any] = {}
-    ts: float | None = None
-    absolute = False
     key: int | str | None = None
     date_cell: str | None = None
     time_cell: str | None = None
     throttle: set[str] | None = None
-    has_gpu_column, has_date_column, steps = _column_plan(columns)
     bad_cells: list[tuple[str, str]] = []
-    ncells = len(cells)
     for position, role, kind, reader, col in steps:
         if position >= ncells:
             continue
@@ -244,23 +286,43 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
             if role in IDENTITY_ROLES:
                 raise v.CellError(f"{col.label or role}: {exc}") from None
             bad_cells.append((col.label or role, str(exc)))
-    if time_cell is not None:
-        try:
-            if has_date_column or _is_time_of_day(time_cell):
-                ts, absolute = v.dmon_datetime(date_cell, time_cell)
-            else:
-                parsed = v.timestamp(time_cell)
-                if parsed is not None:
-                    ts, absolute = parsed
-        except v.CellError as exc:
-            raise v.CellError(f"time: {exc}") from None
+    ts, absolute = _row_time(time_cell, date_cell, has_date_column)
     if throttle is not None:
         fields["throttle"] = tuple(sorted(throttle))
     if bad_cells and not any(
         value is not None for name, value in fields.items() if name not in ("name", "uuid")
     ):
         raise v.CellError(f"{bad_cells[0][0]}: {bad_cells[0][1]}")  # nothing left to keep
-    return Row(line, ts, absolute, key, fields, bad_cells)
+    samples: Samples | None = None
+    if rest is not None:
+        if len(memo) >= _MEMO_ROWS:
+            memo.clear()
+        samples = {}
+        memo[rest] = (dict(fields), key, list(bad_cells), date_cell, samples)
+    return Row(line, ts, absolute, key, fields, bad_cells, samples)
+
+
+def _row_time(
+    time_cell: str | None, date_cell: str | None, has_date_column: bool
+) -> tuple[float | None, bool]:
+    """A row's (time, absolute?) from its time cell (and dmon's date cell)."""
+    if time_cell is None:
+        return None, False
+    if not has_date_column and "/" not in time_cell and ":" not in time_cell:
+        try:  # fast path: a plain number, as v.timestamp reads it
+            value = float(time_cell)
+        except ValueError:
+            pass
+        else:
+            if 0.0 <= value < math.inf and "_" not in time_cell:
+                return v.epoch_number(value)
+    try:
+        if has_date_column or _is_time_of_day(time_cell):
+            return v.dmon_datetime(date_cell, time_cell)
+        parsed = v.timestamp(time_cell)
+    except v.CellError as exc:
+        raise v.CellError(f"time: {exc}") from None
+    return (None, False) if parsed is None else parsed
 
 
 def _is_time_of_day(cell: str) -> bool:
@@ -351,6 +413,9 @@ class Clock:
         return t
 
 
+_BY_INDEX = operator.attrgetter("index")
+
+
 class Assembler:
     """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
 
@@ -363,7 +428,7 @@ class Assembler:
         self.host = HostSample(hostname=hostname, cpu_percent_per_core=(), allowed_cores=())
         self.detail = detail
         self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
-        self._rows: list[tuple[int, dict[str, Any]]] = []
+        self._rows: list[tuple[int, dict[str, Any], Samples | None]] = []
         self._indices: set[int] = set()
         """The GPU indices of ``_rows``, and the highest of them."""
         self._top = -1
@@ -371,7 +436,7 @@ class Assembler:
         self._time: float | None = None
         self._index_of: dict[str, int] = {}
         self.driver: str | None = None
-        self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample]] = {}
+        self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample, Samples | None]] = {}
 
     def _index(self, key: int | str | None) -> int:
         if key is None:
@@ -384,39 +449,56 @@ class Assembler:
 
     def add(self, row: Row) -> Snapshot | None:
         out: Snapshot | None = None
+        key = row.key
+        timestamp = row.timestamp
         if self._rows:
             new_tick = False
-            if row.key is not None and row.key in self._keys:
+            if key is not None and key in self._keys:
                 new_tick = True
-            elif row.timestamp is not None and self._time is not None:
-                new_tick = abs(row.timestamp - self._time) > self.tolerance
-            elif row.key is None and (row.timestamp is None or self._time is None):
+            elif timestamp is not None and self._time is not None:
+                new_tick = abs(timestamp - self._time) > self.tolerance
+            elif key is None and (timestamp is None or self._time is None):
                 new_tick = True  # no GPU column and no time: one row, one tick
             if new_tick:
                 out = self.flush()
         if not self._rows:
-            self._time = row.timestamp
-        if row.key is not None:
-            self._keys.add(row.key)
-        index = self._index(row.key)
+            self._time = timestamp
+        if key is None:
+            index = len(self._rows)
+        else:
+            self._keys.add(key)
+            index = key if isinstance(key, int) else self._index(key)
         if index in self._indices:
             index = self._top + 1
         self._indices.add(index)
-        self._top = max(self._top, index)
-        self._rows.append((index, row.fields))
+        if index > self._top:
+            self._top = index
+        self._rows.append((index, row.fields, row.samples))
         return out
 
-    def _sample(self, index: int, f: dict[str, Any]) -> GpuSample:
+    def _sample(self, index: int, f: dict[str, Any], samples: Samples | None) -> GpuSample:
         """gpu_sample, handing back the GPU's last sample when its row read the same
-        (a frozen value: equal ones can be shared; idle GPUs repeat row after row)."""
-        key = (index, *f.items())
+        (a frozen value: equal ones can be shared; idle GPUs repeat row after row),
+        else the one built from a row of the same cells (``samples``)."""
         last = self._last_samples.get(index)
+        if last is not None and samples is not None and last[2] is samples:
+            return last[1]  # a row of the same cells: the same fields, no need to compare
+        key = (index, *f.items())
         if last is not None and last[0] == key:
             return last[1]
-        sample = gpu_sample(index, f)
+        if samples is None:
+            sample = gpu_sample(index, f)
+        else:
+            items = tuple(f.items())
+            known = samples.get(index)
+            if known is not None and known[0] == items:
+                sample = known[1]
+            else:
+                sample = gpu_sample(index, f)
+                samples[index] = (items, sample)
         if len(self._last_samples) >= 4096:
             self._last_samples.clear()
-        self._last_samples[index] = (key, sample)
+        self._last_samples[index] = (key, sample, samples)
         return sample
 
     def flush(self) -> Snapshot | None:
@@ -426,9 +508,16 @@ class Assembler:
         rows = self._rows
         if len(rows) == 1:
             gpus: tuple[GpuSample, ...] = (self._sample(*rows[0]),)
+            driver = rows[0][1].get("driver") or None
         else:
-            gpus = tuple(sorted((self._sample(i, f) for i, f in rows), key=lambda g: g.index))
-        driver = next((f.get("driver") for _, f in rows if f.get("driver")), None)
+            sample = self._sample
+            gpus = tuple(sorted([sample(i, f, s) for i, f, s in rows], key=_BY_INDEX))
+            driver = None
+            for _, f, _ in rows:
+                found = f.get("driver")
+                if found:
+                    driver = found
+                    break
         self._rows = []
         self._indices = set()
         self._top = -1

@@ -95,9 +95,10 @@ class TextSource:
     def lines(self) -> Iterator[tuple[int, str]]:
         """(1-based line number, text without the line ending)."""
         number = 0
+        readline = self._text.readline
         while True:
             try:
-                line = self._text.readline(MAX_LINE_CHARS)
+                line = readline(MAX_LINE_CHARS)
             except (EOFError, OSError, zlib.error, UnicodeError) as exc:
                 self.error = f"could not read past line {number}: {exc}"
                 if self.on_bad_line is not None:
@@ -106,7 +107,11 @@ class TextSource:
             if not line:
                 return
             number += 1
-            if not line.endswith("\n") and len(line) >= MAX_LINE_CHARS:
+            if line[-1] == "\n":
+                if "\x00" not in line:  # the common case: a whole line of text
+                    yield number, line[:-1]
+                    continue
+            elif len(line) >= MAX_LINE_CHARS:
                 # Overlong line (binary garbage, a missing newline, a long NUL run):
                 # skip the rest of it; a record after a NUL run at its end is kept.
                 nul_run = line.count("\x00") * 2 > len(line)

@@ -227,15 +227,18 @@ def timestamp(cell: str) -> tuple[float, bool] | None:
     Absolute means seconds since the epoch; relative means seconds since the start
     of the log (a ``_runtime`` or an ``elapsed`` column)."""
     raw = cell.strip().strip('"').strip()
-    try:  # fast path: a plain number (what number() below makes of it)
-        value = float(raw)
-    except ValueError:
-        pass
-    else:
-        if math.isfinite(value) and "_" not in raw:
-            if value < 0:
-                raise CellError(f"negative timestamp {raw[:40]!r}")
-            return epoch_number(value)
+    # Fast path: a plain number (what number() below makes of it); a date or a time
+    # of day (a "/" or ":") never reads as one.
+    if "/" not in raw and ":" not in raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            pass
+        else:
+            if math.isfinite(value) and "_" not in raw:
+                if value < 0:
+                    raise CellError(f"negative timestamp {raw[:40]!r}")
+                return epoch_number(value)
     if raw.lower() in UNKNOWN_MARKERS:
         return None
     m = NVSMI_TIME_RE.match(raw)

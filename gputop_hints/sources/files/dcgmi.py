@@ -146,6 +146,22 @@ def _row(text: str, plan: DcgmiPlan, line: int) -> Row | None:
     return parse_row(cells, plan.columns, line)
 
 
+_MEMO_LINES = 256
+"""Lines remembered by their text (cleared when full)."""
+
+
+def _copy_row(row: Row, line: int) -> Row:
+    return Row(
+        line,
+        row.timestamp,
+        row.absolute,
+        row.key,
+        dict(row.fields),
+        list(row.bad_cells),
+        row.samples,
+    )
+
+
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> DcgmiPlan | str:
     lines = head.nonblank
     names = header_names(lines[0]) if lines else None
@@ -189,18 +205,34 @@ def open_dcgmi(
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[Row]:
             current = plan
+            # Lines that read, by their text: a line repeated (an idle GPU, a
+            # steady load) takes the earlier one's values. Lines that raise are
+            # not remembered, so errors read as before.
+            memo: dict[str, Row] = {}
             for line, text in source.lines():
                 if not text.strip():
                     continue
                 names = header_names(text)
                 if names is not None:
-                    current = plan if names == plan.names else _plan(names)
+                    again = plan if names == plan.names else _plan(names)
+                    if again is not current:
+                        memo = {}
+                    current = again
                     continue
-                try:
-                    row = _row(text, current, line)
-                except v.CellError as exc:
-                    note_bad_line(counters, line, str(exc))
-                    continue
+                known = memo.get(text)
+                row: Row | None
+                if known is not None:
+                    row = _copy_row(known, line)
+                else:
+                    try:
+                        row = _row(text, current, line)
+                    except v.CellError as exc:
+                        note_bad_line(counters, line, str(exc))
+                        continue
+                    if row is not None:
+                        if len(memo) >= _MEMO_LINES:
+                            memo.clear()
+                        memo[text] = _copy_row(row, row.line)
                 if row is not None:
                     note_bad_cells(counters, row)
                     yield row

@@ -104,6 +104,46 @@ def _row(cells: list[str], roles: dict[str, int], line: int) -> ProcessRow:
     return ProcessRow(line, stamp, gpu, proc)
 
 
+_MEMO_ROWS = 256
+"""Rows remembered by their cells but the time (cleared when full)."""
+
+
+class _RowMemo:
+    """_row remembering the rows that read: a row whose cells but the time equal an
+    earlier one's (a process polled again with the same figures) takes its GPU and
+    GpuProcess, and only its time is read. Rows that raise are not remembered, so
+    errors read as before."""
+
+    def __init__(self, roles: dict[str, int]) -> None:
+        self.roles = roles
+        self.time_at = roles.get("time")
+        self.memo: dict[tuple[str, ...], tuple[int | str, GpuProcess | None]] = {}
+
+    def _key(self, cells: list[str]) -> tuple[str, ...]:
+        t = self.time_at
+        return tuple(cells) if t is None else (*cells[:t], *cells[t + 1 :])
+
+    def known(self, cells: list[str], line: int) -> ProcessRow | None:
+        """The row of cells remembered but for the time, None for others. Such a row
+        is neither blank nor a header: its pid cell read as a number."""
+        hit = self.memo.get(self._key(cells))
+        if hit is None:
+            return None
+        t = self.time_at
+        stamp = None
+        if t is not None and t < len(cells):
+            parsed = v.timestamp(cells[t].strip())
+            stamp = parsed[0] if parsed is not None else None
+        return ProcessRow(line, stamp, hit[0], hit[1])
+
+    def row(self, cells: list[str], line: int) -> ProcessRow:
+        row = _row(cells, self.roles, line)
+        if len(self.memo) >= _MEMO_ROWS:
+            self.memo.clear()
+        self.memo[self._key(cells)] = (row.gpu, row.process)
+        return row
+
+
 def _try_row(cells: list[str], roles: dict[str, int], line: int) -> ProcessRow | None:
     try:
         return _row(cells, roles, line)
@@ -180,13 +220,20 @@ def open_apps(
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[ProcessRow]:
+            memo = _RowMemo(plan.roles)
             for line, cells in records(source.lines(), ",", counters.note_bad_line):
-                if not any(c.strip() for c in cells) or _header([c.strip() for c in cells]):
-                    continue
                 try:
-                    yield _row(cells, plan.roles, line)
+                    row = memo.known(cells, line)
+                    if row is None:
+                        if not any(c.strip() for c in cells) or _header(
+                            [c.strip() for c in cells]
+                        ):
+                            continue
+                        row = memo.row(cells, line)
                 except v.CellError as exc:
                     note_bad_line(counters, line, str(exc))
+                    continue
+                yield row
 
         tolerance = min(max(0.5 * interval, 0.002), 5.0)
         yield from _polls.snapshots(_polls.polls(rows(), tolerance), counters, interval, detail)

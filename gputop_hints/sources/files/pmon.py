@@ -15,7 +15,8 @@ process-utilization sample, so a process without a sample reads ``-``: unknown.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import operator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,6 +87,46 @@ def _row(cells: list[str], names: list[str], line: int) -> ProcessRow:
     return ProcessRow(line, stamp, gpu, proc)
 
 
+_MEMO_ROWS = 256
+"""Rows remembered by their cells but the date and time (cleared when full)."""
+
+
+class _RowMemo:
+    """_row for the rows of one header, remembering those that read: a row whose
+    cells but the date and time equal an earlier one's (a process polled again with
+    the same figures) takes its GPU and GpuProcess, and only its time is read. Rows
+    that raise are not remembered, so errors read as before."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        at = {name: i for i, name in enumerate(names)}  # the last of a repeated name
+        self.time_at = at.get("time", -1)
+        self.date_at = at.get("date", -1)
+        others = [i for i, name in enumerate(names) if name not in ("date", "time")]
+        self.rest: Callable[[list[str]], object] = (
+            operator.itemgetter(*others) if others else lambda cells: ()
+        )
+        self.memo: dict[object, tuple[int, GpuProcess | None]] = {}
+
+    def row(self, cells: list[str], line: int) -> ProcessRow:
+        if len(cells) != len(self.names):
+            return _row(cells, self.names, line)
+        key = self.rest(cells)
+        hit = self.memo.get(key)
+        if hit is None:
+            row = _row(cells, self.names, line)
+            if len(self.memo) >= _MEMO_ROWS:
+                self.memo.clear()
+            assert isinstance(row.gpu, int)
+            self.memo[key] = (row.gpu, row.process)
+            return row
+        stamp = None
+        if self.time_at >= 0:
+            date = cells[self.date_at] if self.date_at >= 0 else None
+            stamp, _ = v.dmon_datetime(date, cells[self.time_at])
+        return ProcessRow(line, stamp, hit[0], hit[1])
+
+
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> PmonPlan | str:
     lines = head.nonblank
     if not lines:
@@ -126,14 +167,17 @@ def open_pmon(
     def reader(source: TextSource) -> Iterator[Snapshot]:
         def rows() -> Iterator[ProcessRow]:
             names = plan.names
+            memo = _RowMemo(names)
             for line, text in source.lines():
                 if not text.strip():
                     continue
                 if text.lstrip().startswith("#"):
                     names = header_names(text) or names
+                    if names != memo.names:
+                        memo = _RowMemo(names)
                     continue
                 try:
-                    yield _row(text.split(), names, line)
+                    yield memo.row(text.split(), line)
                 except v.CellError as exc:
                     note_bad_line(counters, line, str(exc))
 
