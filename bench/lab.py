@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipelab.monitor import Lab, Run, verdict
-from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice
+from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice, apply_host_advice
 
 from gputop_hints.hints.findings import Finding, Severity
 
@@ -58,12 +58,29 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
     config = lab.config(**scenario.settings)
     if duration_s is not None:
         config = replace(config, duration_s=duration_s)
-    before = lab.run(config)
+    hogs, job = scenario.hogs, scenario.job
+    before = lab.run(config, hogs=hogs, job=job)
     loop = Loop(scenario, before, actionable(before.steady))
-    if loop.verdict is not None and (applied := apply_advice(config, loop.verdict)):
+    if loop.verdict is None:
+        return loop
+    if host := apply_host_advice(loop.verdict, hogs):
+        hogs, loop.step = host
+        changed = config
+    elif applied := apply_advice(config, loop.verdict):
         changed, loop.step = applied
-        loop.after = lab.run(replace(changed, board=lab.config().board))
+    else:
+        return loop
+    loop.after = lab.run(replace(changed, board=lab.config().board), hogs=hogs, job=job)
     return loop
+
+
+def foreign_text(loop: Loop) -> str:
+    """The job's cores used from outside it (mean of the ticks), for runs as a job."""
+    runs = [r for r in (loop.before, loop.after) if r is not None and r.foreign]
+    if not runs:
+        return ""
+    means = "/".join(f"{sum(r.foreign) / len(r.foreign):.0f} %" for r in runs)
+    return f"; job's cores used from outside it (mean): {means}"
 
 
 def table(loops: list[Loop]) -> str:
@@ -100,7 +117,8 @@ def main(argv: list[str]) -> int:
             loops.append(loop)
             print(
                 f"{scenario.name}: {scenario.what}; before {sorted(loop.before.raised())}"
-                + (f"; after {sorted(loop.after.raised())}" if loop.after else ""),
+                + (f"; after {sorted(loop.after.raised())}" if loop.after else "")
+                + foreign_text(loop),
                 file=sys.stderr,
             )
     print(table(loops))

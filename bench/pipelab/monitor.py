@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from signal import SIGKILL
@@ -41,6 +41,14 @@ START_TIMEOUT_S = 20.0
 END_GRACE_S = 3.0
 HOST_PROBE_S = 0.5
 """Past its duration and its loader's close, a trainer that has not finished is a failure."""
+LAB_JOB_ID = "4242"
+"""The SLURM job id a run "as a job" gets: only ``SLURM_JOB_ID`` in the trainer's (and so its
+workers') environment and in the monitor's ``environ`` -- no slurmd, no cgroup, no scontrol.
+The monitor then finds the job's processes by their environment and its cores by its own
+affinity (the trainer's too: nothing here narrows it), as it does on a node without
+proctrack/cgroup."""
+HOG_CODE = "while True: pass  # pipelab-hog"
+"""A foreign CPU hog: a busy loop, started by the lab (not by the trainer), outside the job."""
 
 
 @dataclass
@@ -67,6 +75,12 @@ class Run:
     host_busy_before: float = 0.0
     """% of the host's CPU in use (by other work) over the half second before the run:
     on a 2-core host a neighbour using one core moves the verdicts (docs/lab.md)."""
+    hogs: int = 0
+    """Busy processes outside the trainer, pinned to its cores, during the run."""
+    hog_cores: tuple[int, ...] = ()
+    """The cores they were pinned to: the trainer's and its workers' affinity."""
+    foreign: list[float] = field(default_factory=list)
+    """Per tick, the job's cores used by processes outside it (%), when run as a job."""
 
     @property
     def final(self) -> tuple[Finding, ...]:
@@ -114,13 +128,21 @@ class Lab:
         board = self.root / f"board-{self._runs}"
         return Config(data_dir=str(self.data), board=str(board), **kwargs)  # type: ignore[arg-type]
 
-    def run(self, config: Config, *, interval_s: float = 1.0) -> Run:
-        """Run the trainer under ``config`` for its duration, monitored; its findings."""
+    def run(
+        self, config: Config, *, interval_s: float = 1.0, hogs: int = 0, job: bool = False
+    ) -> Run:
+        """Run the trainer under ``config`` for its duration, monitored; its findings.
+
+        ``hogs``: that many busy processes outside the trainer, pinned to the cores its
+        processes may use, from when it is ready to the end of the run. ``job``: run the
+        trainer as SLURM job :data:`LAB_JOB_ID` (its environment only) and attach the
+        monitor to it, so that the job's cores and the load on them from outside it are
+        measured."""
         board = Board.create(Path(config.board))
         host_busy = psutil.cpu_percent(interval=HOST_PROBE_S)
         try:
-            with _trainer(config, board) as proc:
-                run = _monitor(config, board, proc, interval_s)
+            with _trainer(config, board, job) as proc:
+                run = _monitor(config, board, proc, interval_s, hogs=hogs, job=job)
                 run.host_busy_before = host_busy
                 return run
         finally:
@@ -128,9 +150,14 @@ class Lab:
 
 
 @contextmanager
-def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
+def _trainer(
+    config: Config, board: Board, job: bool = False
+) -> Iterator[subprocess.Popen[bytes]]:
     """Start the trainer (and so its workers) in a session of its own; kill it all after."""
     env = dict(os.environ)
+    env.pop("SLURM_JOB_ID", None)
+    if job:
+        env["SLURM_JOB_ID"] = LAB_JOB_ID
     env["PYTHONPATH"] = os.pathsep.join(
         [str(BENCH), str(REPO), *filter(None, [env.get("PYTHONPATH")])]
     )
@@ -150,16 +177,51 @@ def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
 
 
+@contextmanager
+def _hogs(count: int, trainer: int) -> Iterator[tuple[int, ...]]:
+    """``count`` busy processes (the lab's children, not the trainer's, in sessions of
+    their own) pinned with ``sched_setaffinity`` to the cores the trainer and its workers
+    may use; killed after. Yields those cores."""
+    cores: set[int] = set()
+    family = [psutil.Process(trainer)]
+    with suppress(psutil.Error):
+        family += family[0].children(recursive=True)
+    for p in family:
+        with suppress(psutil.Error):
+            cores |= set(p.cpu_affinity())
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            hog = subprocess.Popen([sys.executable, "-c", HOG_CODE], start_new_session=True)
+            hogs.append(hog)
+            os.sched_setaffinity(hog.pid, cores)
+        yield tuple(sorted(cores))
+    finally:
+        for hog in hogs:
+            with suppress(ProcessLookupError):
+                os.killpg(hog.pid, SIGKILL)
+            hog.wait()
+
+
 def _monitor(
-    config: Config, board: Board, proc: subprocess.Popen[bytes], interval_s: float
+    config: Config,
+    board: Board,
+    proc: subprocess.Popen[bytes],
+    interval_s: float,
+    *,
+    hogs: int = 0,
+    job: bool = False,
 ) -> Run:
     pid = proc.pid
     gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)  # Gen4 x16 host
     consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
     gpu.processes.append(consumer)
-    run = Run(config)
-    with FakeNvml([gpu]):
-        source = LiveSource(interval_s, detect_job=False)
+    run = Run(config, hogs=hogs)
+    with FakeNvml([gpu]), ExitStack() as stack:
+        if job:
+            source = LiveSource(interval_s, environ={"SLURM_JOB_ID": LAB_JOB_ID})
+        else:
+            source = LiveSource(interval_s, detect_job=False)
         diagnoser = Diagnoser(interval_s=interval_s)
         try:
             deadline = time.time() + START_TIMEOUT_S
@@ -167,6 +229,8 @@ def _monitor(
                 if time.time() > deadline or proc.poll() is not None:
                     raise RuntimeError("the lab's trainer did not start")
                 time.sleep(0.05)
+            if hogs:
+                run.hog_cores = stack.enter_context(_hogs(hogs, pid))
             feeder = _Feeder(board, gpu, consumer)
             next_tick = time.time()
             end = board.slots[EPOCH] + config.duration_s + CLOSE_S + END_GRACE_S
@@ -183,6 +247,8 @@ def _monitor(
                     f for f in diagnoser.feed(snap) if f.subject.pid in (pid, None)
                 )
                 row = next((p for p in snap.processes if p.pid == pid), None)
+                if snap.job is not None and snap.job.foreign_cpu_percent is not None:
+                    run.foreign.append(snap.job.foreign_cpu_percent)
                 run.ticks.append(
                     Tick(
                         at_s=time.time() - board.slots[EPOCH],

@@ -27,6 +27,10 @@ class Scenario:
     what: str
     """What the user did, in words (not what the monitor should say)."""
     settings: dict[str, float]
+    hogs: int = 0
+    """Busy processes outside the program, pinned to its cores (the host, not the user)."""
+    job: bool = False
+    """Run the program as a SLURM job (its environment only) and attach the monitor to it."""
 
 
 SCENARIOS = (
@@ -58,6 +62,14 @@ SCENARIOS = (
         "pageable-copies",
         "batch 32 of 128 MiB samples (volumes) from pageable memory, 1 worker, no augmentation",
         {"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "h2d_mib_per_sample": 128},
+    ),
+    Scenario(
+        "foreign-hog",
+        "a SLURM job: batch 32, 1 worker, ~7 ms of augmentation per sample; another "
+        "user's busy process pinned to the job's cores",
+        {"num_workers": 1, "batch_size": 32, "cpu_reps": 18},
+        hogs=1,
+        job=True,
     ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -92,6 +104,19 @@ def apply_advice(config: Config, finding: Finding) -> tuple[Config, str] | None:
         if m := _BATCH_X.search(line):
             b = min(MAX_BATCH, config.batch_size * int(m.group(1)))
             return replace(config, batch_size=b), f"batch_size={b}"
+    return None
+
+
+_FOREIGN = ("runs on cores slurm gave to this one", "other work off the job's cores")
+
+
+def apply_host_advice(finding: Finding, hogs: int) -> tuple[int, str] | None:
+    """The foreign load left after following ``finding``'s advice, and the step in words;
+    None when no advice line is about work outside the program. The admins' fix (an
+    affinity or cgroup constraint for the other work) moves it off the job's cores; on a
+    host whose every core is the job's that means it stops."""
+    if hogs and any(any(f in line.lower() for f in _FOREIGN) for line in finding.advice):
+        return 0, f"foreign load off the job's cores ({hogs} hog stopped)"
     return None
 
 
