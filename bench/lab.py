@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipelab.monitor import Lab, Run, verdict
 from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice, apply_host_advice
+from pipelab.trainer import Config
 
 from gputop_hints.hints.findings import Finding, Severity
 
@@ -59,7 +60,14 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
     if duration_s is not None:
         config = replace(config, duration_s=duration_s)
     hogs, job = scenario.hogs, scenario.job
-    before = lab.run(config, hogs=hogs, job=job)
+
+    def tenant() -> Config | None:
+        if scenario.tenant is None:
+            return None
+        other = lab.config(**scenario.tenant)
+        return other if duration_s is None else replace(other, duration_s=duration_s)
+
+    before = lab.run(config, hogs=hogs, job=job, tenant=tenant())
     loop = Loop(scenario, before, actionable(before.steady))
     if loop.verdict is None:
         return loop
@@ -70,7 +78,9 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
         changed, loop.step = applied
     else:
         return loop
-    loop.after = lab.run(replace(changed, board=lab.config().board), hogs=hogs, job=job)
+    loop.after = lab.run(
+        replace(changed, board=lab.config().board), hogs=hogs, job=job, tenant=tenant()
+    )
     return loop
 
 
@@ -83,11 +93,32 @@ def foreign_text(loop: Loop) -> str:
     return f"; job's cores used from outside it (mean): {means}"
 
 
+def tenant_row(lp: Loop) -> tuple[str, ...]:
+    """The second program on the GPU: its own verdict and utilization, before and after
+    the first program's advice was applied (nothing is applied to it)."""
+    before = lp.before.tenant
+    after = lp.after.tenant if lp.after else None
+    assert before is not None
+    worst = actionable(before.steady)
+    advice = worst.advice[0] if worst else "-"
+    late = actionable(after.steady) if after else None
+    return (
+        "  + other tenant",
+        worst.rule_label if worst else "-",
+        advice if len(advice) <= 48 else advice[:47] + "...",
+        f"{before.utilization():.0f} %",
+        "-",
+        f"{after.utilization():.0f} %" if after else "-",
+        f"(after: {late.rule_label})" if late else ("(after: -)" if after else "-"),
+        "",
+    )
+
+
 def table(loops: list[Loop]) -> str:
     head = (
         "scenario", "verdict", "advice", "util", "applied", "util after", "cleared", "host busy"
     )
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for lp in loops:
         advice = lp.verdict.advice[0] if lp.verdict else "-"
         rows.append(
@@ -104,6 +135,8 @@ def table(loops: list[Loop]) -> str:
                 ),
             )
         )
+        if lp.before.tenant is not None:
+            rows.append(tenant_row(lp))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 

@@ -31,6 +31,9 @@ class Scenario:
     """Busy processes outside the program, pinned to its cores (the host, not the user)."""
     job: bool = False
     """Run the program as a SLURM job (its environment only) and attach the monitor to it."""
+    tenant: dict[str, float] | None = None
+    """A second program's settings, run beside it on the same simulated GPU (another
+    user's job; the closed loop changes only the first program)."""
 
 
 SCENARIOS = (
@@ -70,6 +73,13 @@ SCENARIOS = (
         {"num_workers": 1, "batch_size": 32, "cpu_reps": 18},
         hogs=1,
         job=True,
+    ),
+    Scenario(
+        "second-tenant",
+        "batch 32, loads in the training process, ~11 ms of augmentation per sample; "
+        "another user's job (batch 32, 1 worker, no augmentation, blocking sync) on the same GPU",
+        {"num_workers": 0, "batch_size": 32, "cpu_reps": 28},
+        tenant={"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "blocking_sync": True},
     ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}

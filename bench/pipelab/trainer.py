@@ -47,6 +47,7 @@ from pipelab.board import (
     STEPS,
     VRAM,
     Board,
+    GpuQueue,
 )
 
 SIDE = 48
@@ -90,6 +91,11 @@ class Config:
     pageable_gbps: float = 11.0
     """~35 % of a Gen4 x16 link (CUDA Best Practices, "Pinned Memory"), pinned ~80 %."""
     pinned_gbps: float = 25.0
+    blocking_sync: bool = False
+    """Wait for a step by sleeping (``cudaDeviceScheduleBlockingSync``) instead of spinning."""
+    gpu_queue: str = ""
+    """A :class:`~pipelab.board.GpuQueue` file when the GPU is shared with another program
+    (its steps then queue behind the other's); empty: the GPU is this program's alone."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -244,8 +250,26 @@ def spin_cpu(seconds: float) -> None:
         pass
 
 
+def _shared_step(
+    gpu: GpuQueue, board: Board, gpu_s: float, launch_s: float, kernel_tail_s: float
+) -> float:
+    """One step on a GPU shared with other programs; when it is done. Its work starts
+    when the GPU is free of theirs; launches that outlast it queue a last kernel."""
+    submitted = time.time()
+    start = gpu.take(submitted, gpu_s)
+    board.add_busy(start, start + gpu_s)
+    spin_cpu(launch_s)  # launching the step's kernels
+    done = start + gpu_s
+    if time.time() - submitted > gpu_s:  # the kernels waited for their launches
+        tail = gpu.take(time.time(), kernel_tail_s)
+        board.add_busy(tail, tail + kernel_tail_s)
+        done = max(done, tail + kernel_tail_s)
+    return done
+
+
 def train(cfg: Config) -> None:
     board = Board.attach(Path(cfg.board))
+    gpu = GpuQueue(Path(cfg.gpu_queue)) if cfg.gpu_queue else None
     loader = Loader(cfg)
     try:
         board.slots[VRAM] = cfg.vram_base + cfg.batch_size * cfg.vram_per_sample
@@ -267,20 +291,28 @@ def train(cfg: Config) -> None:
                 spin_cpu(copy_s)
                 board.slots[COPY_TO] = time.time()
             start = time.time()
-            board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
-            spin_cpu(launch_s)  # launching the step's kernels
-            if time.time() - start > gpu_s:  # the kernels waited for their launches
-                board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
-            done = max(start + gpu_s, time.time() + kernel_tail_s)
+            if gpu is None:
+                board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
+                spin_cpu(launch_s)  # launching the step's kernels
+                if time.time() - start > gpu_s:  # the kernels waited for their launches
+                    board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
+                done = max(start + gpu_s, time.time() + kernel_tail_s)
+            else:  # a shared GPU: the step runs after what the other programs queued
+                done = _shared_step(gpu, board, gpu_s, launch_s, kernel_tail_s)
             if cfg.pin_memory:  # the DMA overlaps the step; the next one waits for it
                 done = max(done, now + copy_s)
-            spin_until(done)  # loss.item()
+            if cfg.blocking_sync:
+                time.sleep(max(0.0, done - time.time()))
+            else:
+                spin_until(done)  # loss.item()
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:
         loader.close()
         board.slots[DONE] = 1.0
         board.close()
+        if gpu is not None:
+            gpu.close()
 
 
 def main(argv: list[str]) -> int:
