@@ -41,6 +41,8 @@ START_TIMEOUT_S = 20.0
 END_GRACE_S = 3.0
 HOST_PROBE_S = 0.5
 """Past its duration and its loader's close, a trainer that has not finished is a failure."""
+LARGE_SAMPLES = 16
+"""Files in a dataset of large samples (``sample_mib``): 16 x 32 MiB is 512 MiB on disk."""
 LAB_JOB_ID = "4242"
 """The SLURM job id a run "as a job" gets: only ``SLURM_JOB_ID`` in the trainer's (and so its
 workers') environment and in the monitor's ``environ`` -- no slurmd, no cgroup, no scontrol.
@@ -131,7 +133,13 @@ class Lab:
     def config(self, **kwargs: object) -> Config:
         self._runs += 1
         board = self.root / f"board-{self._runs}"
-        return Config(data_dir=str(self.data), board=str(board), **kwargs)  # type: ignore[arg-type]
+        data = self.data
+        mib = float(kwargs.get("sample_mib", 0) or 0)  # type: ignore[arg-type]
+        if mib:  # large samples: a smaller dataset of its own, written once
+            data = self.root / f"data-{mib:g}mib"
+            if not data.exists():
+                make_dataset(data, LARGE_SAMPLES, sample_mib=mib)
+        return Config(data_dir=str(data), board=str(board), **kwargs)  # type: ignore[arg-type]
 
     def run(
         self,

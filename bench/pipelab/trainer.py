@@ -24,7 +24,9 @@ written to the :class:`~pipelab.board.Board` when it is launched.
 from __future__ import annotations
 
 import json
+import mmap
 import multiprocessing as mp
+import os
 import queue
 import random
 import sys
@@ -93,6 +95,13 @@ class Config:
     pinned_gbps: float = 25.0
     blocking_sync: bool = False
     """Wait for a step by sleeping (``cudaDeviceScheduleBlockingSync``) instead of spinning."""
+    sample_mib: float = 0.0
+    """Each sample file's size on disk (0: the 48x48x3 image alone). The image is at the
+    start of the file; the rest is the payload a real loader also reads (full-resolution
+    data), and the loader reads all of it."""
+    direct_io: bool = False
+    """Read samples with ``O_DIRECT``: past the page cache, from the disk every time, as
+    for a dataset larger than RAM (real reads; the loader waits for them in D state)."""
     gpu_queue: str = ""
     """A :class:`~pipelab.board.GpuQueue` file when the GPU is shared with another program
     (its steps then queue behind the other's); empty: the GPU is this program's alone."""
@@ -105,18 +114,50 @@ class Config:
         return cls(**json.loads(text))
 
 
-def make_dataset(directory: Path, samples: int, seed: int = 0) -> None:
-    """Write ``samples`` raw image files into ``directory``."""
+def make_dataset(directory: Path, samples: int, seed: int = 0, sample_mib: float = 0.0) -> None:
+    """Write ``samples`` raw image files into ``directory`` (each ``sample_mib`` long when
+    set: the image, then a payload)."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
+    pad = max(0, int(sample_mib * MIB) - SIDE * SIDE * 3)
     for i in range(samples):
-        (directory / f"{i:05d}.raw").write_bytes(rng.randbytes(SIDE * SIDE * 3))
+        with open(directory / f"{i:05d}.raw", "wb") as f:
+            f.write(rng.randbytes(SIDE * SIDE * 3))
+            for _ in range(pad // MIB):
+                f.write(bytes(MIB))
+            f.write(bytes(pad % MIB))
+    if pad:
+        os.sync()  # on the disk, so that O_DIRECT reads come from it
 
 
-def load_sample(path: str, reps: int, rng: random.Random) -> array[float]:
+_BUFFERS: dict[int, mmap.mmap] = {}
+
+
+def read_large(path: str, direct: bool) -> bytes:
+    """A large sample: the whole file read into a reused page-aligned buffer -- with
+    ``O_DIRECT`` from the disk (which needs the alignment), else from the page cache --
+    and its image's bytes."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    try:
+        size = -(-os.fstat(fd).st_size // 4096) * 4096
+        buf = _BUFFERS.get(size)
+        if buf is None:
+            buf = _BUFFERS[size] = mmap.mmap(-1, size)
+        os.readv(fd, [buf])  # the whole file (with O_DIRECT: the disk's time, in D state)
+        return bytes(buf[: SIDE * SIDE * 3])
+    finally:
+        os.close(fd)
+
+
+def load_sample(
+    path: str, reps: int, rng: random.Random, large: bool = False, direct: bool = False
+) -> array[float]:
     """Read one sample from disk and decode / augment it (real CPU work, pure Python)."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    if large:
+        raw = read_large(path, direct)
+    else:
+        with open(path, "rb") as f:
+            raw = f.read()
     y, x = rng.randrange(SIDE - CROP + 1), rng.randrange(SIDE - CROP + 1)
     row = SIDE * 3
     flip = rng.random() < 0.5
@@ -134,8 +175,15 @@ def load_sample(path: str, reps: int, rng: random.Random) -> array[float]:
     return array("f", out)
 
 
-def load_batch(files: list[str], indices: list[int], reps: int, rng: random.Random) -> Batch:
-    return [load_sample(files[i], reps, rng) for i in indices]
+def load_batch(
+    files: list[str],
+    indices: list[int],
+    reps: int,
+    rng: random.Random,
+    large: bool = False,
+    direct: bool = False,
+) -> Batch:
+    return [load_sample(files[i], reps, rng, large, direct) for i in indices]
 
 
 def batch_bytes(batch: Batch) -> int:
@@ -143,7 +191,13 @@ def batch_bytes(batch: Batch) -> int:
 
 
 def _worker(
-    files: list[str], reps: int, seed: int, tasks: Any, results: Any
+    files: list[str],
+    reps: int,
+    seed: int,
+    tasks: Any,
+    results: Any,
+    large: bool = False,
+    direct: bool = False,
 ) -> None:  # pragma: no cover - runs in a worker process
     rng = random.Random(seed)
     while True:
@@ -151,7 +205,7 @@ def _worker(
         if task is None:
             return
         number, indices = task
-        results.put((number, load_batch(files, indices, reps, rng)))
+        results.put((number, load_batch(files, indices, reps, rng, large, direct)))
 
 
 class Loader:
@@ -172,7 +226,10 @@ class Loader:
             for w in range(cfg.num_workers):
                 p = ctx.Process(
                     target=_worker,
-                    args=(self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results),
+                    args=(
+                        self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results,
+                        cfg.sample_mib > 0, cfg.direct_io,
+                    ),
                     daemon=True,
                     name=f"pt_data_worker_{w}",
                 )
@@ -193,7 +250,14 @@ class Loader:
         number = self._next_out
         self._next_out += 1
         if not self._workers:
-            return load_batch(self.files, self._indices(number), self.cfg.cpu_reps, self.rng)
+            return load_batch(
+                self.files,
+                self._indices(number),
+                self.cfg.cpu_reps,
+                self.rng,
+                self.cfg.sample_mib > 0,
+                self.cfg.direct_io,
+            )
         while number not in self._ready:
             try:
                 got, batch = self._results.get(timeout=1.0)
