@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipelab.monitor import Lab, Run, verdict
-from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice
+from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice, apply_host_advice
+from pipelab.trainer import Config
 
 from gputop_hints.hints.findings import Finding, Severity
 
@@ -58,19 +59,66 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
     config = lab.config(**scenario.settings)
     if duration_s is not None:
         config = replace(config, duration_s=duration_s)
-    before = lab.run(config)
+    hogs, job = scenario.hogs, scenario.job
+
+    def tenant() -> Config | None:
+        if scenario.tenant is None:
+            return None
+        other = lab.config(**scenario.tenant)
+        return other if duration_s is None else replace(other, duration_s=duration_s)
+
+    before = lab.run(config, hogs=hogs, job=job, tenant=tenant())
     loop = Loop(scenario, before, actionable(before.steady))
-    if loop.verdict is not None and (applied := apply_advice(config, loop.verdict)):
+    if loop.verdict is None:
+        return loop
+    if host := apply_host_advice(loop.verdict, hogs):
+        hogs, loop.step = host
+        changed = config
+    elif applied := apply_advice(config, loop.verdict):
         changed, loop.step = applied
-        loop.after = lab.run(replace(changed, board=lab.config().board))
+    else:
+        return loop
+    loop.after = lab.run(
+        replace(changed, board=lab.config().board), hogs=hogs, job=job, tenant=tenant()
+    )
     return loop
+
+
+def foreign_text(loop: Loop) -> str:
+    """The job's cores used from outside it (mean of the ticks), for runs as a job."""
+    runs = [r for r in (loop.before, loop.after) if r is not None and r.foreign]
+    if not runs:
+        return ""
+    means = "/".join(f"{sum(r.foreign) / len(r.foreign):.0f} %" for r in runs)
+    return f"; job's cores used from outside it (mean): {means}"
+
+
+def tenant_row(lp: Loop) -> tuple[str, ...]:
+    """The second program on the GPU: its own verdict and utilization, before and after
+    the first program's advice was applied (nothing is applied to it)."""
+    before = lp.before.tenant
+    after = lp.after.tenant if lp.after else None
+    assert before is not None
+    worst = actionable(before.steady)
+    advice = worst.advice[0] if worst else "-"
+    late = actionable(after.steady) if after else None
+    return (
+        "  + other tenant",
+        worst.rule_label if worst else "-",
+        advice if len(advice) <= 48 else advice[:47] + "...",
+        f"{before.utilization():.0f} %",
+        "-",
+        f"{after.utilization():.0f} %" if after else "-",
+        f"(after: {late.rule_label})" if late else ("(after: -)" if after else "-"),
+        "",
+    )
 
 
 def table(loops: list[Loop]) -> str:
     head = (
         "scenario", "verdict", "advice", "util", "applied", "util after", "cleared", "host busy"
     )
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for lp in loops:
         advice = lp.verdict.advice[0] if lp.verdict else "-"
         rows.append(
@@ -87,6 +135,8 @@ def table(loops: list[Loop]) -> str:
                 ),
             )
         )
+        if lp.before.tenant is not None:
+            rows.append(tenant_row(lp))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 
@@ -100,7 +150,8 @@ def main(argv: list[str]) -> int:
             loops.append(loop)
             print(
                 f"{scenario.name}: {scenario.what}; before {sorted(loop.before.raised())}"
-                + (f"; after {sorted(loop.after.raised())}" if loop.after else ""),
+                + (f"; after {sorted(loop.after.raised())}" if loop.after else "")
+                + foreign_text(loop),
                 file=sys.stderr,
             )
     print(table(loops))

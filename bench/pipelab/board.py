@@ -8,6 +8,7 @@ ended is complete. The monitor only reads.
 
 from __future__ import annotations
 
+import fcntl
 import mmap
 import os
 from pathlib import Path
@@ -76,3 +77,44 @@ class Board:
         self.slots.release()
         self._view.release()
         self._mm.close()
+
+
+class GpuQueue:
+    """The one simulated GPU that several programs share: when it is next free.
+
+    One float64 slot (``time.time()`` seconds) in an mmap'd file, changed under an
+    ``flock``. A step queues behind whatever the other programs queued before it, so
+    their busy intervals never overlap: time-slicing at the lab's scale (the device's
+    utilization is their sum, at most 100 %, and each program waits for the others'
+    work as a CUDA context waits for its time slice). Each program still writes its own
+    intervals to its own :class:`Board`: NVML's per-process samples.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR)
+        self._mm = mmap.mmap(self._fd, 8)
+        self._view = memoryview(self._mm)
+        self._slot = self._view.cast("d")
+
+    @classmethod
+    def create(cls, path: Path) -> GpuQueue:
+        with open(path, "wb") as f:
+            f.write(b"\0" * 8)
+        return cls(path)
+
+    def take(self, now: float, seconds: float) -> float:
+        """Queue ``seconds`` of work submitted at ``now``; when it starts."""
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            start = max(now, float(self._slot[0]))
+            self._slot[0] = start + seconds
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        return start
+
+    def close(self) -> None:
+        self._slot.release()
+        self._view.release()
+        self._mm.close()
+        os.close(self._fd)

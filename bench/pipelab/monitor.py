@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from signal import SIGKILL
@@ -28,7 +28,7 @@ import psutil
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
-from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board
+from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board, GpuQueue
 from pipelab.trainer import CLOSE_S, Config, make_dataset
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
@@ -41,6 +41,16 @@ START_TIMEOUT_S = 20.0
 END_GRACE_S = 3.0
 HOST_PROBE_S = 0.5
 """Past its duration and its loader's close, a trainer that has not finished is a failure."""
+LARGE_SAMPLES = 16
+"""Files in a dataset of large samples (``sample_mib``): 16 x 32 MiB is 512 MiB on disk."""
+LAB_JOB_ID = "4242"
+"""The SLURM job id a run "as a job" gets: only ``SLURM_JOB_ID`` in the trainer's (and so its
+workers') environment and in the monitor's ``environ`` -- no slurmd, no cgroup, no scontrol.
+The monitor then finds the job's processes by their environment and its cores by its own
+affinity (the trainer's too: nothing here narrows it), as it does on a node without
+proctrack/cgroup."""
+HOG_CODE = "while True: pass  # pipelab-hog"
+"""A foreign CPU hog: a busy loop, started by the lab (not by the trainer), outside the job."""
 
 
 @dataclass
@@ -67,6 +77,16 @@ class Run:
     host_busy_before: float = 0.0
     """% of the host's CPU in use (by other work) over the half second before the run:
     on a 2-core host a neighbour using one core moves the verdicts (docs/lab.md)."""
+    hogs: int = 0
+    """Busy processes outside the trainer, pinned to its cores, during the run."""
+    hog_cores: tuple[int, ...] = ()
+    """The cores they were pinned to: the trainer's and its workers' affinity."""
+    foreign: list[float] = field(default_factory=list)
+    """Per tick, the job's cores used by processes outside it (%), when run as a job."""
+    device_busy: list[float] = field(default_factory=list)
+    """Every bin's device busy % (``busy`` is this program's own share of it)."""
+    tenant: Run | None = None
+    """The second program on the same GPU, when there was one."""
 
     @property
     def final(self) -> tuple[Finding, ...]:
@@ -81,7 +101,8 @@ class Run:
         return inside[-1].findings if inside else self.final
 
     def utilization(self, skip_s: float = 3.0) -> float:
-        """The mean simulated utilization after the first ``skip_s`` (start-up)."""
+        """The mean simulated utilization (this program's own) after the first ``skip_s``
+        (start-up)."""
         values = self.busy[int(skip_s / SAMPLE_S) :] or self.busy
         return sum(values) / len(values) if values else 0.0
 
@@ -112,29 +133,70 @@ class Lab:
     def config(self, **kwargs: object) -> Config:
         self._runs += 1
         board = self.root / f"board-{self._runs}"
-        return Config(data_dir=str(self.data), board=str(board), **kwargs)  # type: ignore[arg-type]
+        data = self.data
+        mib = float(kwargs.get("sample_mib", 0) or 0)  # type: ignore[arg-type]
+        if mib:  # large samples: a smaller dataset of its own, written once
+            data = self.root / f"data-{mib:g}mib"
+            if not data.exists():
+                make_dataset(data, LARGE_SAMPLES, sample_mib=mib)
+        return Config(data_dir=str(data), board=str(board), **kwargs)  # type: ignore[arg-type]
 
-    def run(self, config: Config, *, interval_s: float = 1.0) -> Run:
-        """Run the trainer under ``config`` for its duration, monitored; its findings."""
-        board = Board.create(Path(config.board))
+    def run(
+        self,
+        config: Config,
+        *,
+        interval_s: float = 1.0,
+        hogs: int = 0,
+        job: bool = False,
+        tenant: Config | None = None,
+    ) -> Run:
+        """Run the trainer under ``config`` for its duration, monitored; its findings.
+
+        ``hogs``: that many busy processes outside the trainer, pinned to the cores its
+        processes may use, from when it is ready to the end of the run. ``job``: run the
+        trainer as SLURM job :data:`LAB_JOB_ID` (its environment only) and attach the
+        monitor to it, so that the job's cores and the load on them from outside it are
+        measured. ``tenant``: a second trainer, started at the same time, sharing the one
+        simulated GPU (a :class:`~pipelab.board.GpuQueue`); its run is ``Run.tenant``."""
+        configs = [config] if tenant is None else [config, tenant]
+        if tenant is not None:
+            self._runs += 1
+            queue = GpuQueue.create(self.root / f"gpu-{self._runs}")
+            queue.close()
+            configs = [replace(c, gpu_queue=str(queue.path)) for c in configs]
+        boards = [Board.create(Path(c.board)) for c in configs]
         host_busy = psutil.cpu_percent(interval=HOST_PROBE_S)
+        epoch = time.time()
         try:
-            with _trainer(config, board) as proc:
-                run = _monitor(config, board, proc, interval_s)
+            with ExitStack() as stack:
+                programs = [
+                    (c, b, stack.enter_context(_trainer(c, b, job, epoch)))
+                    for c, b in zip(configs, boards, strict=True)
+                ]
+                runs = _monitor(programs, interval_s, hogs=hogs, job=job)
+            for run in runs:
                 run.host_busy_before = host_busy
-                return run
+            if len(runs) > 1:
+                runs[0].tenant = runs[1]
+            return runs[0]
         finally:
-            board.close()
+            for board in boards:
+                board.close()
 
 
 @contextmanager
-def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
+def _trainer(
+    config: Config, board: Board, job: bool = False, epoch: float | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """Start the trainer (and so its workers) in a session of its own; kill it all after."""
     env = dict(os.environ)
+    env.pop("SLURM_JOB_ID", None)
+    if job:
+        env["SLURM_JOB_ID"] = LAB_JOB_ID
     env["PYTHONPATH"] = os.pathsep.join(
         [str(BENCH), str(REPO), *filter(None, [env.get("PYTHONPATH")])]
     )
-    board.slots[EPOCH] = time.time()
+    board.slots[EPOCH] = time.time() if epoch is None else epoch
     proc = subprocess.Popen(
         [sys.executable, "-m", "pipelab.trainer", config.to_json()],
         env=env,
@@ -150,82 +212,148 @@ def _trainer(config: Config, board: Board) -> Iterator[subprocess.Popen[bytes]]:
         proc.wait()
 
 
+@contextmanager
+def _hogs(count: int, trainer: int) -> Iterator[tuple[int, ...]]:
+    """``count`` busy processes (the lab's children, not the trainer's, in sessions of
+    their own) pinned with ``sched_setaffinity`` to the cores the trainer and its workers
+    may use; killed after. Yields those cores."""
+    cores: set[int] = set()
+    family = [psutil.Process(trainer)]
+    with suppress(psutil.Error):
+        family += family[0].children(recursive=True)
+    for p in family:
+        with suppress(psutil.Error):
+            cores |= set(p.cpu_affinity())
+    hogs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(count):
+            hog = subprocess.Popen([sys.executable, "-c", HOG_CODE], start_new_session=True)
+            hogs.append(hog)
+            os.sched_setaffinity(hog.pid, cores)
+        yield tuple(sorted(cores))
+    finally:
+        for hog in hogs:
+            with suppress(ProcessLookupError):
+                os.killpg(hog.pid, SIGKILL)
+            hog.wait()
+
+
 def _monitor(
-    config: Config, board: Board, proc: subprocess.Popen[bytes], interval_s: float
-) -> Run:
-    pid = proc.pid
+    programs: list[tuple[Config, Board, subprocess.Popen[bytes]]],
+    interval_s: float,
+    *,
+    hogs: int = 0,
+    job: bool = False,
+) -> list[Run]:
+    """Watch the programs (the first, and any tenant sharing its GPU) until they finish;
+    one :class:`Run` each, with the findings on its own pid."""
     gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)  # Gen4 x16 host
-    consumer = FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
-    gpu.processes.append(consumer)
-    run = Run(config)
-    with FakeNvml([gpu]):
-        source = LiveSource(interval_s, detect_job=False)
+    consumers = [
+        FakeProc(proc.pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
+        for _, _, proc in programs
+    ]
+    gpu.processes.extend(consumers)
+    runs = [Run(config, hogs=hogs) for config, _, _ in programs]
+    first_board = programs[0][1]
+    with FakeNvml([gpu]), ExitStack() as stack:
+        if job:
+            source = LiveSource(interval_s, environ={"SLURM_JOB_ID": LAB_JOB_ID})
+        else:
+            source = LiveSource(interval_s, detect_job=False)
         diagnoser = Diagnoser(interval_s=interval_s)
         try:
             deadline = time.time() + START_TIMEOUT_S
-            while not board.slots[READY] and not board.slots[DONE]:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the lab's trainer did not start")
-                time.sleep(0.05)
-            feeder = _Feeder(board, gpu, consumer)
+            for _, board, proc in programs:
+                while not board.slots[READY] and not board.slots[DONE]:
+                    if time.time() > deadline or proc.poll() is not None:
+                        raise RuntimeError("the lab's trainer did not start")
+                    time.sleep(0.05)
+            if hogs:
+                cores = stack.enter_context(_hogs(hogs, programs[0][2].pid))
+                for run in runs:
+                    run.hog_cores = cores
+            feeder = _Feeder([board for _, board, _ in programs], gpu, consumers)
             next_tick = time.time()
-            end = board.slots[EPOCH] + config.duration_s + CLOSE_S + END_GRACE_S
-            while not board.slots[DONE]:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"the lab's trainer died (exit {proc.returncode})")
+            duration = max(config.duration_s for config, _, _ in programs)
+            end = first_board.slots[EPOCH] + duration + CLOSE_S + END_GRACE_S
+            while not all(board.slots[DONE] for _, board, _ in programs):
+                for _, board, proc in programs:
+                    if proc.poll() is not None and not board.slots[DONE]:
+                        raise RuntimeError(f"the lab's trainer died (exit {proc.returncode})")
                 if time.time() > end:
                     raise RuntimeError("the lab's trainer did not finish in time")
                 next_tick += interval_s
                 time.sleep(max(0.0, next_tick - time.time()))
                 feeder.update(time.time())
                 snap = source.sample()
-                findings = tuple(
-                    f for f in diagnoser.feed(snap) if f.subject.pid in (pid, None)
-                )
-                row = next((p for p in snap.processes if p.pid == pid), None)
-                run.ticks.append(
-                    Tick(
-                        at_s=time.time() - board.slots[EPOCH],
-                        sm=float(gpu.sm),
-                        findings=findings,
-                        cpu=None if row is None else row.cpu_percent,
-                        workers=0 if row is None else len(row.workers),
+                fed = diagnoser.feed(snap)
+                at_s = time.time() - first_board.slots[EPOCH]
+                foreign = None if snap.job is None else snap.job.foreign_cpu_percent
+                for run, consumer in zip(runs, consumers, strict=True):
+                    pid = consumer.pid
+                    row = next((p for p in snap.processes if p.pid == pid), None)
+                    if foreign is not None:
+                        run.foreign.append(foreign)
+                    run.ticks.append(
+                        Tick(
+                            at_s=at_s,
+                            sm=float(consumer.sm_util or 0),
+                            findings=tuple(f for f in fed if f.subject.pid in (pid, None)),
+                            cpu=None if row is None else row.cpu_percent,
+                            workers=0 if row is None else len(row.workers),
+                        )
                     )
-                )
-            run.busy = feeder.busy
-            run.steps = int(board.slots[STEPS])
+            for run, own, (_, board, _) in zip(runs, feeder.own, programs, strict=True):
+                run.busy = own
+                run.device_busy = feeder.busy
+                run.steps = int(board.slots[STEPS])
         finally:
             source.close()
-    return run
+    return runs
 
 
 class _Feeder:
-    """Moves what the board holds into the fake GPU, one tick at a time."""
+    """Moves what the boards hold into the fake GPU, one tick at a time: the device's
+    samples are the programs' busy bins summed (at most 100 %), each consumer's
+    per-process utilization its own."""
 
-    def __init__(self, board: Board, gpu: FakeGpu, consumer: FakeProc) -> None:
-        self.board, self.gpu, self.consumer = board, gpu, consumer
+    def __init__(self, boards: list[Board], gpu: FakeGpu, consumers: list[FakeProc]) -> None:
+        self.boards, self.gpu, self.consumers = boards, gpu, consumers
         self.next_bin = 0
         self.busy: list[float] = []
+        """The device's bins."""
+        self.own: list[list[float]] = [[] for _ in boards]
+        """Each program's own bins."""
 
     def update(self, now: float) -> None:
-        b, gpu = self.board, self.gpu
-        fresh: list[float] = []
-        while b.bin_end(self.next_bin) <= now:
-            value = b.busy_percent(self.next_bin)
-            gpu.sm_sample_buffer.append((int(b.bin_end(self.next_bin) * 1e6), round(value)))
-            fresh.append(value)
+        gpu, first = self.gpu, self.boards[0]
+        while first.bin_end(self.next_bin) <= now:
+            values = [b.busy_percent(self.next_bin) for b in self.boards]
+            for own, value in zip(self.own, values, strict=True):
+                own.append(value)
+            total = min(100.0, sum(values))
+            gpu.sm_sample_buffer.append((int(first.bin_end(self.next_bin) * 1e6), round(total)))
+            self.busy.append(total)
             self.next_bin += 1
-        self.busy.extend(fresh)
-        last_s = self.busy[-6:]
-        sm = round(sum(last_s) / len(last_s)) if last_s else 0
-        held = int(b.slots[VRAM])
+        sm = _last_second(self.busy)
+        held = 0
+        for board, consumer, own in zip(self.boards, self.consumers, self.own, strict=True):
+            mine = int(board.slots[VRAM])
+            held += mine
+            consumer.used_bytes = CONTEXT_BYTES + mine
+            consumer.sm_util = _last_second(own)
+            consumer.mem_util = round(consumer.sm_util * 0.4)
         gpu.sm, gpu.mem = sm, round(sm * 0.4)
         gpu.power_mw = IDLE_MW + (BUSY_MW - IDLE_MW) * sm // 100
-        gpu.vram_used = CONTEXT_BYTES + held
-        self.consumer.used_bytes = CONTEXT_BYTES + held
-        self.consumer.sm_util, self.consumer.mem_util = sm, round(sm * 0.4)
-        gpu.pcie_rx_kib = int(b.copy_rate_at(now) / 1024)  # NVML: a ~20 ms reading
+        gpu.vram_used = CONTEXT_BYTES * len(self.boards) + held
+        rate = sum(b.copy_rate_at(now) for b in self.boards)
+        gpu.pcie_rx_kib = int(rate / 1024)  # NVML: a ~20 ms reading
         del gpu.sm_sample_buffer[:-120]  # the driver's ring holds the last ~20 s
+
+
+def _last_second(bins: list[float]) -> int:
+    last_s = bins[-6:]
+    return round(sum(last_s) / len(last_s)) if last_s else 0
 
 
 def verdict(findings: tuple[Finding, ...]) -> Finding | None:

@@ -27,6 +27,13 @@ class Scenario:
     what: str
     """What the user did, in words (not what the monitor should say)."""
     settings: dict[str, float]
+    hogs: int = 0
+    """Busy processes outside the program, pinned to its cores (the host, not the user)."""
+    job: bool = False
+    """Run the program as a SLURM job (its environment only) and attach the monitor to it."""
+    tenant: dict[str, float] | None = None
+    """A second program's settings, run beside it on the same simulated GPU (another
+    user's job; the closed loop changes only the first program)."""
 
 
 SCENARIOS = (
@@ -59,6 +66,27 @@ SCENARIOS = (
         "batch 32 of 128 MiB samples (volumes) from pageable memory, 1 worker, no augmentation",
         {"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "h2d_mib_per_sample": 128},
     ),
+    Scenario(
+        "foreign-hog",
+        "a SLURM job: batch 32, 1 worker, ~7 ms of augmentation per sample; another "
+        "user's busy process pinned to the job's cores",
+        {"num_workers": 1, "batch_size": 32, "cpu_reps": 18},
+        hogs=1,
+        job=True,
+    ),
+    Scenario(
+        "slow-storage",
+        "batch 8 of 32 MiB samples read past the page cache (O_DIRECT, the dataset larger "
+        "than RAM), 1 worker, no augmentation",
+        {"num_workers": 1, "batch_size": 8, "cpu_reps": 0, "sample_mib": 32, "direct_io": True},
+    ),
+    Scenario(
+        "second-tenant",
+        "batch 32, loads in the training process, ~11 ms of augmentation per sample; "
+        "another user's job (batch 32, 1 worker, no augmentation, blocking sync) on the same GPU",
+        {"num_workers": 0, "batch_size": 32, "cpu_reps": 28},
+        tenant={"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "blocking_sync": True},
+    ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
 
@@ -76,6 +104,9 @@ def apply_advice(config: Config, finding: Finding) -> tuple[Config, str] | None:
     None when no advice line names a knob the lab has."""
     for line in finding.advice:
         low = line.lower()
+        if "dataset" in low and "in ram" in low and config.direct_io:
+            # staged in RAM: the same reads, from the page cache instead of the disk
+            return replace(config, direct_io=False), "dataset in RAM (page cache, no O_DIRECT)"
         if any(c in low for c in _CHEAPER):
             # "move it to the GPU" / "decode once, offline": the per-sample CPU work
             # left is the read and the decode
@@ -92,6 +123,19 @@ def apply_advice(config: Config, finding: Finding) -> tuple[Config, str] | None:
         if m := _BATCH_X.search(line):
             b = min(MAX_BATCH, config.batch_size * int(m.group(1)))
             return replace(config, batch_size=b), f"batch_size={b}"
+    return None
+
+
+_FOREIGN = ("runs on cores slurm gave to this one", "other work off the job's cores")
+
+
+def apply_host_advice(finding: Finding, hogs: int) -> tuple[int, str] | None:
+    """The foreign load left after following ``finding``'s advice, and the step in words;
+    None when no advice line is about work outside the program. The admins' fix (an
+    affinity or cgroup constraint for the other work) moves it off the job's cores; on a
+    host whose every core is the job's that means it stops."""
+    if hogs and any(any(f in line.lower() for f in _FOREIGN) for line in finding.advice):
+        return 0, f"foreign load off the job's cores ({hogs} hog stopped)"
     return None
 
 

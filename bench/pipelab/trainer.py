@@ -24,7 +24,9 @@ written to the :class:`~pipelab.board.Board` when it is launched.
 from __future__ import annotations
 
 import json
+import mmap
 import multiprocessing as mp
+import os
 import queue
 import random
 import sys
@@ -47,6 +49,7 @@ from pipelab.board import (
     STEPS,
     VRAM,
     Board,
+    GpuQueue,
 )
 
 SIDE = 48
@@ -90,6 +93,18 @@ class Config:
     pageable_gbps: float = 11.0
     """~35 % of a Gen4 x16 link (CUDA Best Practices, "Pinned Memory"), pinned ~80 %."""
     pinned_gbps: float = 25.0
+    blocking_sync: bool = False
+    """Wait for a step by sleeping (``cudaDeviceScheduleBlockingSync``) instead of spinning."""
+    sample_mib: float = 0.0
+    """Each sample file's size on disk (0: the 48x48x3 image alone). The image is at the
+    start of the file; the rest is the payload a real loader also reads (full-resolution
+    data), and the loader reads all of it."""
+    direct_io: bool = False
+    """Read samples with ``O_DIRECT``: past the page cache, from the disk every time, as
+    for a dataset larger than RAM (real reads; the loader waits for them in D state)."""
+    gpu_queue: str = ""
+    """A :class:`~pipelab.board.GpuQueue` file when the GPU is shared with another program
+    (its steps then queue behind the other's); empty: the GPU is this program's alone."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -99,18 +114,50 @@ class Config:
         return cls(**json.loads(text))
 
 
-def make_dataset(directory: Path, samples: int, seed: int = 0) -> None:
-    """Write ``samples`` raw image files into ``directory``."""
+def make_dataset(directory: Path, samples: int, seed: int = 0, sample_mib: float = 0.0) -> None:
+    """Write ``samples`` raw image files into ``directory`` (each ``sample_mib`` long when
+    set: the image, then a payload)."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
+    pad = max(0, int(sample_mib * MIB) - SIDE * SIDE * 3)
     for i in range(samples):
-        (directory / f"{i:05d}.raw").write_bytes(rng.randbytes(SIDE * SIDE * 3))
+        with open(directory / f"{i:05d}.raw", "wb") as f:
+            f.write(rng.randbytes(SIDE * SIDE * 3))
+            for _ in range(pad // MIB):
+                f.write(bytes(MIB))
+            f.write(bytes(pad % MIB))
+    if pad:
+        os.sync()  # on the disk, so that O_DIRECT reads come from it
 
 
-def load_sample(path: str, reps: int, rng: random.Random) -> array[float]:
+_BUFFERS: dict[int, mmap.mmap] = {}
+
+
+def read_large(path: str, direct: bool) -> bytes:
+    """A large sample: the whole file read into a reused page-aligned buffer -- with
+    ``O_DIRECT`` from the disk (which needs the alignment), else from the page cache --
+    and its image's bytes."""
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECT if direct else 0))
+    try:
+        size = -(-os.fstat(fd).st_size // 4096) * 4096
+        buf = _BUFFERS.get(size)
+        if buf is None:
+            buf = _BUFFERS[size] = mmap.mmap(-1, size)
+        os.readv(fd, [buf])  # the whole file (with O_DIRECT: the disk's time, in D state)
+        return bytes(buf[: SIDE * SIDE * 3])
+    finally:
+        os.close(fd)
+
+
+def load_sample(
+    path: str, reps: int, rng: random.Random, large: bool = False, direct: bool = False
+) -> array[float]:
     """Read one sample from disk and decode / augment it (real CPU work, pure Python)."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    if large:
+        raw = read_large(path, direct)
+    else:
+        with open(path, "rb") as f:
+            raw = f.read()
     y, x = rng.randrange(SIDE - CROP + 1), rng.randrange(SIDE - CROP + 1)
     row = SIDE * 3
     flip = rng.random() < 0.5
@@ -128,8 +175,15 @@ def load_sample(path: str, reps: int, rng: random.Random) -> array[float]:
     return array("f", out)
 
 
-def load_batch(files: list[str], indices: list[int], reps: int, rng: random.Random) -> Batch:
-    return [load_sample(files[i], reps, rng) for i in indices]
+def load_batch(
+    files: list[str],
+    indices: list[int],
+    reps: int,
+    rng: random.Random,
+    large: bool = False,
+    direct: bool = False,
+) -> Batch:
+    return [load_sample(files[i], reps, rng, large, direct) for i in indices]
 
 
 def batch_bytes(batch: Batch) -> int:
@@ -137,7 +191,13 @@ def batch_bytes(batch: Batch) -> int:
 
 
 def _worker(
-    files: list[str], reps: int, seed: int, tasks: Any, results: Any
+    files: list[str],
+    reps: int,
+    seed: int,
+    tasks: Any,
+    results: Any,
+    large: bool = False,
+    direct: bool = False,
 ) -> None:  # pragma: no cover - runs in a worker process
     rng = random.Random(seed)
     while True:
@@ -145,7 +205,7 @@ def _worker(
         if task is None:
             return
         number, indices = task
-        results.put((number, load_batch(files, indices, reps, rng)))
+        results.put((number, load_batch(files, indices, reps, rng, large, direct)))
 
 
 class Loader:
@@ -166,7 +226,10 @@ class Loader:
             for w in range(cfg.num_workers):
                 p = ctx.Process(
                     target=_worker,
-                    args=(self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results),
+                    args=(
+                        self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results,
+                        cfg.sample_mib > 0, cfg.direct_io,
+                    ),
                     daemon=True,
                     name=f"pt_data_worker_{w}",
                 )
@@ -187,7 +250,14 @@ class Loader:
         number = self._next_out
         self._next_out += 1
         if not self._workers:
-            return load_batch(self.files, self._indices(number), self.cfg.cpu_reps, self.rng)
+            return load_batch(
+                self.files,
+                self._indices(number),
+                self.cfg.cpu_reps,
+                self.rng,
+                self.cfg.sample_mib > 0,
+                self.cfg.direct_io,
+            )
         while number not in self._ready:
             try:
                 got, batch = self._results.get(timeout=1.0)
@@ -244,8 +314,26 @@ def spin_cpu(seconds: float) -> None:
         pass
 
 
+def _shared_step(
+    gpu: GpuQueue, board: Board, gpu_s: float, launch_s: float, kernel_tail_s: float
+) -> float:
+    """One step on a GPU shared with other programs; when it is done. Its work starts
+    when the GPU is free of theirs; launches that outlast it queue a last kernel."""
+    submitted = time.time()
+    start = gpu.take(submitted, gpu_s)
+    board.add_busy(start, start + gpu_s)
+    spin_cpu(launch_s)  # launching the step's kernels
+    done = start + gpu_s
+    if time.time() - submitted > gpu_s:  # the kernels waited for their launches
+        tail = gpu.take(time.time(), kernel_tail_s)
+        board.add_busy(tail, tail + kernel_tail_s)
+        done = max(done, tail + kernel_tail_s)
+    return done
+
+
 def train(cfg: Config) -> None:
     board = Board.attach(Path(cfg.board))
+    gpu = GpuQueue(Path(cfg.gpu_queue)) if cfg.gpu_queue else None
     loader = Loader(cfg)
     try:
         board.slots[VRAM] = cfg.vram_base + cfg.batch_size * cfg.vram_per_sample
@@ -267,20 +355,28 @@ def train(cfg: Config) -> None:
                 spin_cpu(copy_s)
                 board.slots[COPY_TO] = time.time()
             start = time.time()
-            board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
-            spin_cpu(launch_s)  # launching the step's kernels
-            if time.time() - start > gpu_s:  # the kernels waited for their launches
-                board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
-            done = max(start + gpu_s, time.time() + kernel_tail_s)
+            if gpu is None:
+                board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
+                spin_cpu(launch_s)  # launching the step's kernels
+                if time.time() - start > gpu_s:  # the kernels waited for their launches
+                    board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
+                done = max(start + gpu_s, time.time() + kernel_tail_s)
+            else:  # a shared GPU: the step runs after what the other programs queued
+                done = _shared_step(gpu, board, gpu_s, launch_s, kernel_tail_s)
             if cfg.pin_memory:  # the DMA overlaps the step; the next one waits for it
                 done = max(done, now + copy_s)
-            spin_until(done)  # loss.item()
+            if cfg.blocking_sync:
+                time.sleep(max(0.0, done - time.time()))
+            else:
+                spin_until(done)  # loss.item()
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:
         loader.close()
         board.slots[DONE] = 1.0
         board.close()
+        if gpu is not None:
+            gpu.close()
 
 
 def main(argv: list[str]) -> int:

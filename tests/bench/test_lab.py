@@ -1,22 +1,24 @@
-"""The lab's closed loop on two scenarios (bench/lab.py, docs/lab.md): real trainer and
+"""The lab's closed loop on three scenarios (bench/lab.py, docs/lab.md): real trainer and
 worker processes, real CPU work and disk reads, a simulated GPU at the NVML boundary.
 
 Each scenario runs once (~10 s), its verdict is checked, the verdict's advice is applied
 by the lab (``apply_advice``, which never sees the scenario's name) and the program runs
 again: the hint must clear and the simulated utilization rise. No timing is asserted.
-About a minute in all; deselect with ``--deselect tests/bench/test_lab.py`` (the suite
-has no marker for slow tests).
+``foreign-hog`` runs the trainer as a SLURM job (its environment only) with a busy process
+outside it pinned to its cores. About a minute in all; deselect with
+``--deselect tests/bench/test_lab.py`` (the suite has no marker for slow tests).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import cache
 
 import psutil
 import pytest
 from lab import Loop, run_loop
-from pipelab.monitor import Lab
+from pipelab.monitor import HOG_CODE, Lab
 from pipelab.scenarios import BY_NAME
 
 from gputop_hints.hints.findings import Finding
@@ -103,11 +105,38 @@ def test_small_batch_is_launch_bound_and_a_larger_batch_clears_it(lab: Lab) -> N
     _check_closed(loop)
 
 
+def test_a_foreign_hog_on_the_jobs_cores_is_named_and_stopping_it_clears_it(lab: Lab) -> None:
+    loop = _loop(lab, "foreign-hog")
+    assert loop.before.hog_cores, "the hog was not pinned"
+    contended = [f for f in loop.before.steady if f.rule == "cores-contended"]
+    assert contended, (loop.before.foreign, _seen(loop))
+    share = _evidence(contended[0], "job's cores used by other processes")
+    assert share is not None and share >= 25, contended[0]
+    v = loop.verdict
+    assert v is not None, _seen(loop)
+    if v.rule != "cores-contended":
+        # Both are warnings; input-starved comes first in the rules' order. Right only
+        # when the cores were saturated (the hog and any neighbour on them).
+        assert v.rule_label == "input-starved/cpu-bound", v.rule_label
+        cores = _evidence(v, "allowed cores busy")
+        assert cores is not None and cores >= 90, v
+        _skip_if_contended(loop, "the closed loop (the verdict was input-starved/cpu-bound)")
+        pytest.skip(f"verdict input-starved/cpu-bound on saturated cores; {_seen(loop)}")
+    assert loop.step is not None and "hog stopped" in loop.step
+    assert loop.after is not None and loop.after.hogs == 0
+    if not loop.cleared:
+        _skip_if_contended(loop, "the closed loop")  # a neighbour is foreign load too
+    _check_closed(loop)
+
+
 def test_no_lab_process_outlives_its_run(lab: Lab) -> None:
     _loop(lab, "num-workers-0")  # runs with a worker (after the advice)
+    _loop(lab, "foreign-hog")  # started a hog
     left = []
     for p in psutil.process_iter(["cmdline"]):
         cmdline = " ".join(p.info["cmdline"] or ())
         if "pipelab.trainer" in cmdline and str(lab.root) in cmdline:
+            left.append(p.pid)
+        if HOG_CODE in cmdline and p.ppid() == os.getpid():
             left.append(p.pid)
     assert not left
