@@ -1,5 +1,5 @@
 """uneven-nodes: in a job across nodes, one node far less busy (or holding far more or
-less memory) than the others.
+less memory) than the others, or the one node working while the others spin.
 
 Only where the view holds GPUs of several nodes (:attr:`GpuSample.node`: a job read
 back from Prometheus, ``gputop-hints --prometheus URL --job ID`` and ``report
@@ -11,6 +11,12 @@ run kernels less than ``busy_ratio`` of the median node's share, and at least
 network -- while the others wait for it (spinning in NCCL, which NVML counts as busy,
 or idle). The median is taken over all nodes: with one odd node of three, the median
 of the *other two* would sit halfway and call a normal node odd too.
+
+When the others *spin* (every node reads busy), utilization cannot name the node they
+wait for, but power can: a spinning GPU draws near its idle power, a working one well
+over half its limit (see utilization-overstated); every node busy, the median node
+under ``spin_power_share`` of its limit and one at ``work_power_share`` or more: that
+one is the straggler.
 """
 
 from __future__ import annotations
@@ -47,6 +53,15 @@ class UnevenNodes:
     vram_share: float = field(
         metadata=threshold(0, 10, "", "a node's VRAM this far (either way) from the median's")
     )
+    all_busy_percent: float = field(
+        metadata=threshold(0, 100, "%", "straggler: every node busy at least this much ...")
+    )
+    spin_power_share: float = field(
+        metadata=threshold(0, 1, "", "... the median node under this share of its power limit ...")
+    )
+    work_power_share: float = field(
+        metadata=threshold(0, 1, "", "... and the node at or above this share: it does the work")
+    )
     hysteresis: Hysteresis
 
 
@@ -59,13 +74,15 @@ class NodeLevel:
     sm_mean: float | None
     vram_bytes: int | None
     """The most any of its GPUs holds."""
+    power_share: float | None = None
+    """Mean power draw over the enforced limit, over its GPUs (None: not known)."""
 
 
 @dataclass(frozen=True)
 class Uneven:
     node: str
     what: str
-    """"busy" or "vram"."""
+    """"busy", "vram" or "straggler" (``value``/``median`` are power shares then)."""
     value: float
     median: float
 
@@ -96,11 +113,32 @@ def uneven(levels: Sequence[NodeLevel], c: UnevenNodes) -> list[Uneven]:
             and abs(held_now - median_held) > c.vram_share * median_held
         ):
             out.append(Uneven(n.node, "vram", float(held_now), float(median_held)))
+    out.extend(_straggler(levels, c))
     return out
 
 
+def _straggler(levels: Sequence[NodeLevel], c: UnevenNodes) -> list[Uneven]:
+    """Every node reads busy, most at spinning power, one at working power: the others
+    spin in a collective (NCCL's kernels count as busy at near-idle power) waiting for
+    it. Utilization cannot tell them apart; power can."""
+    busy = [n.sm_mean for n in levels]
+    shares = [n.power_share for n in levels if n.power_share is not None]
+    if any(b is None or b < c.all_busy_percent for b in busy) or len(shares) < len(levels):
+        return []
+    median = statistics.median(shares)
+    if median >= c.spin_power_share:
+        return []
+    return [
+        Uneven(n.node, "straggler", n.power_share, median)
+        for n in levels
+        if n.power_share is not None and n.power_share >= c.work_power_share
+    ]
+
+
 def node_levels(
-    gpus: Sequence[GpuSample], sm_mean: Mapping[int, float | None]
+    gpus: Sequence[GpuSample],
+    sm_mean: Mapping[int, float | None],
+    power_mean: Mapping[int, float | None] | None = None,
 ) -> list[NodeLevel]:
     """Each node's level from its GPUs (those with a node), in node order."""
     by_node: dict[str, list[GpuSample]] = {}
@@ -112,12 +150,20 @@ def node_levels(
         members = by_node[node]
         sms = [m for g in members if (m := sm_mean.get(g.index)) is not None]
         vram = [g.vram_used_bytes for g in members if g.vram_used_bytes is not None]
+        shares = [
+            p / g.power_limit_watts
+            for g in members
+            if power_mean is not None
+            and (p := power_mean.get(g.index)) is not None
+            and g.power_limit_watts
+        ]
         out.append(
             NodeLevel(
                 node,
                 tuple(g.index for g in members),
                 sum(sms) / len(sms) if sms else None,
                 max(vram) if vram else None,
+                sum(shares) / len(shares) if len(shares) == len(members) else None,
             )
         )
     return out
@@ -130,12 +176,49 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         return []
     c = t.uneven_nodes
     level = level_window(win, t)
-    levels = node_levels(gpus, {g.index: level.gpu_sm_mean(g.index) for g in gpus})
+    levels = node_levels(
+        gpus,
+        {g.index: level.gpu_sm_mean(g.index) for g in gpus},
+        {g.index: level.gpu_power_mean(g.index) for g in gpus},
+    )
     by_node = {n.node: n for n in levels}
     return [_finding(u, index, c) for u in uneven(levels, c) for index in by_node[u.node].gpus]
 
 
 def _finding(u: Uneven, index: int, c: UnevenNodes) -> Finding:
+    if u.what == "straggler":
+        return Finding(
+            rule=ID,
+            subject=Subject(index),
+            severity=Severity.WARNING,
+            subtype="straggler",
+            label=f"{u.node}: the others wait",
+            summary=(
+                f"Every node reads busy, but node {u.node}'s GPUs draw {u.value * 100:.0f} % "
+                f"of their power limit against a median of {u.median * 100:.0f} %: the other "
+                "nodes spin in a collective (NCCL's kernels count as busy at near-idle power) "
+                f"waiting for {u.node}, which does the work -- it sets the job's pace."
+            ),
+            advice=(
+                f"Look at {u.node}: a slower GPU or lower clocks (power cap, thermals), "
+                "more work on its ranks (uneven sharding, a longer sequence bucket), or "
+                "its own input pipeline; gputop-hints on that node shows which.",
+                "Balance the work per rank (same batch and sequence lengths on every "
+                "rank), or exclude the slow node from the job.",
+            ),
+            evidence=(
+                Evidence(
+                    "node power / limit (mean)",
+                    u.value * 100,
+                    f">= {c.work_power_share * 100:g} (working)",
+                ),
+                Evidence(
+                    "median node power / limit (mean)",
+                    u.median * 100,
+                    f"< {c.spin_power_share * 100:g} (spinning)",
+                ),
+            ),
+        )
     if u.what == "busy":
         return Finding(
             rule=ID,

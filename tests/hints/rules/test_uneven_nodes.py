@@ -25,11 +25,17 @@ from tests.hints.windows import (
 RULE = uneven_nodes.SPEC
 
 
-def nodes(levels: Sequence[tuple[str, float, float]], ticks: int = 70) -> History:
-    """One GPU per node at a steady SM % and VRAM (GiB), for ``ticks`` 1 s ticks; no
-    processes (a job read back from Prometheus has none)."""
+def nodes(
+    levels: Sequence[tuple[str, float, float]],
+    ticks: int = 70,
+    power: Sequence[float] | None = None,
+) -> History:
+    """One GPU per node at a steady SM % and VRAM (GiB), and power (W, of a 700 W limit),
+    for ``ticks`` 1 s ticks; no processes (a job read back from Prometheus has none)."""
+    watts = power or [400.0] * len(levels)
     gpus = tuple(
-        G(index=i, sm=sm, vram_gib=vram, node=node) for i, (node, sm, vram) in enumerate(levels)
+        G(index=i, sm=sm, vram_gib=vram, node=node, power=watts[i], limit=700.0)
+        for i, (node, sm, vram) in enumerate(levels)
     )
     return Run().feed([Tick(gpus, (), H())] * ticks).history
 
@@ -61,6 +67,29 @@ CASES: list[Case] = [
         "uneven/memory-off-by-half",
         lambda: nodes([("a", 95, 60), ("b", 95, 60), ("c", 94, 30)]),
         Expect(Subject(2), Severity.INFO, subtype="memory"),
+    ),
+    case(
+        # NCCL spin: every node reads ~99 % busy, three at ~20 % of the 700 W limit and
+        # node c at 80 %: c works, the others wait for it.
+        "uneven/straggler-the-others-spin",
+        lambda: nodes(
+            [("a", 99, 60), ("b", 99, 60), ("c", 97, 60), ("d", 99, 60)],
+            power=[140.0, 150.0, 560.0, 145.0],
+        ),
+        Expect(
+            Subject(2),
+            Severity.WARNING,
+            subtype="straggler",
+            evidence={"node power / limit (mean)": 80, "median node power / limit": 21.1},
+        ),
+    ),
+    case(
+        # All nodes working (busy at high power): a healthy job, no straggler.
+        "uneven/near-miss-all-working",
+        lambda: nodes(
+            [("a", 99, 60), ("b", 99, 60), ("c", 97, 60)], power=[560.0, 600.0, 580.0]
+        ),
+        None,
     ),
     case(
         # GPUs of one machine (no node): never judged.
