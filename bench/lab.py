@@ -67,7 +67,8 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
         other = lab.config(**scenario.tenant)
         return other if duration_s is None else replace(other, duration_s=duration_s)
 
-    before = lab.run(config, hogs=hogs, job=job, tenant=tenant())
+    # The real command line watches the first run too: gputop-hints --once --json.
+    before = lab.run(config, hogs=hogs, job=job, tenant=tenant(), cli=True)
     loop = Loop(scenario, before, actionable(before.steady))
     if loop.verdict is None:
         return loop
@@ -105,6 +106,7 @@ def tenant_row(lp: Loop) -> tuple[str, ...]:
     return (
         "  + other tenant",
         worst.rule_label if worst else "-",
+        before.cli_verdict() or "-",
         advice if len(advice) <= 48 else advice[:47] + "...",
         f"{before.utilization():.0f} %",
         "-",
@@ -116,8 +118,9 @@ def tenant_row(lp: Loop) -> tuple[str, ...]:
 
 def table(loops: list[Loop]) -> str:
     head = (
-        "scenario", "verdict", "advice", "util", "applied", "util after", "cleared", "host busy"
-    )
+        "scenario", "verdict", "--once --json", "advice", "util", "applied", "util after",
+        "cleared", "host busy",
+    )  # fmt: skip
     rows: list[tuple[str, ...]] = [head]
     for lp in loops:
         advice = lp.verdict.advice[0] if lp.verdict else "-"
@@ -125,6 +128,7 @@ def table(loops: list[Loop]) -> str:
             (
                 lp.scenario.name,
                 lp.label,
+                lp.before.cli_verdict() or "-",
                 advice if len(advice) <= 48 else advice[:47] + "...",
                 f"{lp.before.utilization():.0f} %",
                 lp.step or "-",

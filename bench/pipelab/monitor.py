@@ -12,16 +12,21 @@ scenario is meant to show.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from signal import SIGKILL
+from typing import Any
 
 import psutil
 
@@ -87,6 +92,26 @@ class Run:
     """Every bin's device busy % (``busy`` is this program's own share of it)."""
     tenant: Run | None = None
     """The second program on the same GPU, when there was one."""
+    cli: dict[str, Any] | None = None
+    """With ``cli=True``: the JSON document ``gputop-hints --once --json`` printed,
+    run in this process (the fake NVML is in-process) over the run's steady part."""
+
+    def cli_verdict(self) -> str | None:
+        """``rule/subtype`` of the worst warning-or-worse finding ``--once --json`` gave on
+        this program's pid (None: none, or no CLI run)."""
+        if self.cli is None:
+            return None
+        pid = self.cli.get("_pid")
+        rank = {"info": 0, "warning": 1, "critical": 2}
+        mine = [
+            f
+            for f in self.cli.get("findings", [])
+            if f["subject"].get("pid") == pid and rank.get(f["severity"], 0) >= 1
+        ]
+        if not mine:
+            return None
+        worst = max(mine, key=lambda f: rank.get(f["severity"], 0))
+        return str(worst["rule"]) + (f"/{worst['subtype']}" if worst.get("subtype") else "")
 
     @property
     def final(self) -> tuple[Finding, ...]:
@@ -149,6 +174,7 @@ class Lab:
         hogs: int = 0,
         job: bool = False,
         tenant: Config | None = None,
+        cli: bool = False,
     ) -> Run:
         """Run the trainer under ``config`` for its duration, monitored; its findings.
 
@@ -157,7 +183,9 @@ class Lab:
         trainer as SLURM job :data:`LAB_JOB_ID` (its environment only) and attach the
         monitor to it, so that the job's cores and the load on them from outside it are
         measured. ``tenant``: a second trainer, started at the same time, sharing the one
-        simulated GPU (a :class:`~pipelab.board.GpuQueue`); its run is ``Run.tenant``."""
+        simulated GPU (a :class:`~pipelab.board.GpuQueue`); its run is ``Run.tenant``.
+        ``cli``: the real command line, ``gputop-hints --once --json``, watches too
+        (``Run.cli``), from the third second to the end of the configured duration."""
         configs = [config] if tenant is None else [config, tenant]
         if tenant is not None:
             self._runs += 1
@@ -173,7 +201,7 @@ class Lab:
                     (c, b, stack.enter_context(_trainer(c, b, job, epoch)))
                     for c, b in zip(configs, boards, strict=True)
                 ]
-                runs = _monitor(programs, interval_s, hogs=hogs, job=job)
+                runs = _monitor(programs, interval_s, hogs=hogs, job=job, cli=cli)
             for run in runs:
                 run.host_busy_before = host_busy
             if len(runs) > 1:
@@ -244,6 +272,7 @@ def _monitor(
     *,
     hogs: int = 0,
     job: bool = False,
+    cli: bool = False,
 ) -> list[Run]:
     """Watch the programs (the first, and any tenant sharing its GPU) until they finish;
     one :class:`Run` each, with the findings on its own pid."""
@@ -275,6 +304,10 @@ def _monitor(
             feeder = _Feeder([board for _, board, _ in programs], gpu, consumers)
             next_tick = time.time()
             duration = max(config.duration_s for config, _, _ in programs)
+            watcher = None
+            if cli:
+                start_s = CLI_START_S - (time.time() - first_board.slots[EPOCH])
+                watcher = _CliWatch(max(0.0, start_s), duration - CLI_START_S, interval_s)
             end = first_board.slots[EPOCH] + duration + CLOSE_S + END_GRACE_S
             while not all(board.slots[DONE] for _, board, _ in programs):
                 for _, board, proc in programs:
@@ -303,6 +336,10 @@ def _monitor(
                             workers=0 if row is None else len(row.workers),
                         )
                     )
+            if watcher is not None:
+                doc = watcher.result()
+                for run, consumer in zip(runs, consumers, strict=True):
+                    run.cli = {**doc, "_pid": consumer.pid}
             for run, own, (_, board, _) in zip(runs, feeder.own, programs, strict=True):
                 run.busy = own
                 run.device_busy = feeder.busy
@@ -310,6 +347,46 @@ def _monitor(
         finally:
             source.close()
     return runs
+
+
+CLI_START_S = 3.0
+"""The CLI's watch starts this long after the trainer's epoch (past its start-up)."""
+
+
+class _CliWatch:
+    """``gputop-hints --once --json --duration D`` run in a thread of this process, so
+    that it reads the same in-process fake NVML the feeder drives (as bench/fake_node.py
+    runs the real CLI for the side-by-side bench): the command line a user would type."""
+
+    def __init__(self, delay_s: float, duration_s: float, interval_s: float) -> None:
+        self._out = io.StringIO()
+        self._error: BaseException | None = None
+        args = ["--once", "--json", "--duration", f"{duration_s:g}"]
+        args += ["--interval", f"{interval_s:g}"]
+        self._thread = threading.Thread(target=self._run, args=(delay_s, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, delay_s: float, args: list[str]) -> None:
+        from gputop_hints.cli import main
+
+        time.sleep(delay_s)
+        try:
+            with contextlib.redirect_stdout(self._out):
+                main(args)
+        except BaseException as exc:  # reported by result()
+            self._error = exc
+
+    def result(self) -> dict[str, Any]:
+        self._thread.join(CLI_JOIN_S)
+        if self._thread.is_alive():
+            raise RuntimeError("gputop-hints --once --json did not finish")
+        if self._error is not None:
+            raise RuntimeError(f"gputop-hints --once --json failed: {self._error!r}")
+        doc: dict[str, Any] = json.loads(self._out.getvalue())
+        return doc
+
+
+CLI_JOIN_S = 30.0
 
 
 class _Feeder:

@@ -92,6 +92,19 @@ def test_num_workers_0_is_input_starved_and_workers_clear_it(lab: Lab) -> None:
     _check_closed(loop)
 
 
+def test_the_command_line_gives_the_same_verdict(lab: Lab) -> None:
+    """``gputop-hints --once --json`` -- the command a user types -- watched the same
+    num_workers=0 run from its third second (in this process: the fake NVML is
+    in-process) and names the same bottleneck on the trainer's pid."""
+    loop = _loop(lab, "num-workers-0")
+    assert loop.before.cli is not None
+    said = loop.before.cli_verdict()
+    assert said is not None, _seen(loop)
+    assert said.split("/")[0] == "input-starved", said
+    if loop.verdict is not None and loop.verdict.subtype == "num-workers-0":
+        assert said == "input-starved/num-workers-0"
+
+
 def test_small_batch_is_launch_bound_and_a_larger_batch_clears_it(lab: Lab) -> None:
     loop = _loop(lab, "small-batch")
     if loop.verdict is None:
