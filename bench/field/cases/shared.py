@@ -204,6 +204,138 @@ def _three_tenants(model: GpuModel, seed: int) -> Case:
     )
 
 
+def _time_sliced_beside(
+    job: ProcessSpec, share: float, pid: int, name: str, vram: int, command: str
+) -> ProcessSpec:
+    """A GPU-heavy tenant time-sliced with ``job``: it always has work queued, so it takes
+    ``share`` of the device while ``job``'s kernels run and nearly all of it while ``job``
+    runs none (contexts alternate in time slices; an idle context's slice goes to the
+    other: CUDA Programming Guide, "Compute modes"; NVIDIA MPS docs, "Why MPS"). Its
+    kernels fill every gap ``job`` leaves, so the device's samples show none."""
+    tl = job.timeline
+
+    def fill(b: TimelineBuilder, r: random.Random) -> None:
+        for start, end, act in zip(tl.starts, tl.ends, tl.activities, strict=True):
+            k = share if act.kernel > 0.0 else 0.97
+            b.add(end - start, Activity(kernel=k, memory=0.5 * k, power=0.85 * k,
+                                        main_cpu=13.0, worker_cpu=30.0, worker_state="R"))
+
+    return process(pid, 0, name, DURATION, fill, vram, command, workers=4, user="carol", core=16)
+
+
+def _starved_beside_busy(model: GpuModel, seed: int) -> Case:
+    """The lab's second-tenant (docs/lab.md, 2026-12-04): a num_workers=0 program at
+    84-95 % of a core, its own share 26-47 % (means 29-33 %), beside a GPU-heavy one at
+    52-73 % (59-62 %) with its main process at 10-16 %; the device 92-100 % busy and no
+    idle sub-second sample. Here: a 0.2-0.3 s step, its kernels half the device while
+    both have work queued, and a 0.2-0.25 s inline load at a full core."""
+    name = f"{FAMILY}/starved-beside-busy/{model.tag}-s{seed}"
+    step, batch = ((0.3, 0.22), (0.22, 0.18))[seed % 2]
+    loop = TrainLoop(step_gpu_s=step, batch_cpu_s=batch, workers=0, main_cpu=90.0,
+                     kernel_fill=0.5)
+    job = process(
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.3 * model.vram_total_bytes),
+        "python train.py --data /data/cifar100 --batch-size 256 --num-workers 0",
+    )
+    other = _time_sliced_beside(
+        job, 0.47, 6100, name, int(0.45 * model.vram_total_bytes),
+        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
+    )
+    return Case(
+        name,
+        FAMILY,
+        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        Verdict(
+            top=expect("input-starved/num-workers-0", gpu=0, pid=4100),
+            must_not=(
+                expect("input-starved", pid=6100),
+                expect("small-batch"),
+            ),
+            why="The busy tenant's kernels fill the job's gaps, so the device shows no "
+            "sawtooth; the job's own share (~30 %) is well under half the device it shares "
+            "with one other, its main process loads every batch at a full core with no "
+            "workers: it had nothing queued the rest of the time.",
+        ),
+        ("nvml-process-util", "pytorch-dataloader", "cuda-compute-modes"),
+    )
+
+
+def _fair_share_no_workers(model: GpuModel, seed: int) -> Case:
+    """Near-miss: a job training from tensors already on the GPU (no DataLoader workers),
+    its main thread spinning in the CUDA sync at a full core, time-sliced with a busy
+    tenant: both always have work queued, so each gets about half the device. Its low
+    share is the neighbour's, not a loader's."""
+    name = f"{FAMILY}/fair-share-no-workers/{model.tag}-s{seed}"
+    loop = TrainLoop(step_gpu_s=0.25, workers=0, main_cpu=97.0, kernel_fill=0.49)
+    job = process(
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.35 * model.vram_total_bytes),
+        "python train_gpu_resident.py --dataset-on-gpu --batch-size 512",
+    )
+    other = _time_sliced_beside(
+        job, 0.48, 6100, name, int(0.4 * model.vram_total_bytes),
+        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
+    )
+    return Case(
+        name,
+        FAMILY,
+        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        Verdict(
+            top=expect("compute-bound", gpu=0),
+            healthy=True,
+            must_not=(expect("input-starved"), expect("small-batch")),
+            why="Two jobs with work always queued time-slice the GPU about evenly; the one "
+            "without workers spins in the CUDA sync at a full core, and its half of the "
+            "device is what time-slicing gives it.",
+        ),
+        ("cuda-compute-modes", "nvml-process-util"),
+    )
+
+
+def _launch_bound_beside_busy(model: GpuModel, seed: int) -> Case:
+    """Near-miss: a small-batch job (little VRAM, no workers, main thread launching kernels
+    at a full core) beside a busy tenant that fills its gaps: small-batch's picture, which
+    names num_workers=0 as the other possibility; input-starved stays silent."""
+    name = f"{FAMILY}/launch-bound-beside-busy/{model.tag}-s{seed}"
+    loop = TrainLoop(step_gpu_s=0.02, batch_cpu_s=0.02, workers=0, main_cpu=99.0,
+                     kernel_fill=0.5)
+    job = process(
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(0.08 * model.vram_total_bytes),
+        "python train_mlp.py --batch-size 16",
+    )
+    other = _time_sliced_beside(
+        job, 0.47, 6100, name, int(0.45 * model.vram_total_bytes),
+        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
+    )
+    return Case(
+        name,
+        FAMILY,
+        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        Verdict(
+            top=expect("small-batch", gpu=0, pid=4100),
+            must_not=(expect("input-starved"),),
+            why="Little VRAM, a full core, no workers, a steady share: small-batch's picture "
+            "(it names loading in the main thread as the other possibility); the neighbour "
+            "fills the device, so there are no gaps for input-starved to rest on.",
+        ),
+        ("cuda-compute-modes", "nvml-process-util", "pytorch-dataloader"),
+    )
+
+
 def cases() -> list[Case]:
     return [
         _starved_beside_notebook(A100_40GB, 0),
@@ -214,4 +346,10 @@ def cases() -> list[Case]:
         _two_busy(RTX_4090, 1),
         _three_tenants(A100_80GB, 0),
         _three_tenants(V100_32GB, 1),
+        _starved_beside_busy(A100_40GB, 0),
+        _starved_beside_busy(RTX_4090, 1),
+        _fair_share_no_workers(A100_80GB, 0),
+        _fair_share_no_workers(V100_32GB, 1),
+        _launch_bound_beside_busy(A100_40GB, 0),
+        _launch_bound_beside_busy(RTX_4090, 1),
     ]

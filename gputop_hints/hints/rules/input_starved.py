@@ -11,6 +11,7 @@ loader waits on storage (``storage-bound``), or else there are too few workers
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -21,6 +22,7 @@ from gputop_hints.hints.rules.shared import (
     at_least,
     gaps_evidence,
     gaps_seen_by,
+    others_on_gpu,
     own_burst_ruled_out,
     percent_text,
     sm_evidence,
@@ -95,6 +97,11 @@ class InputStarved:
     storage_d_state_fraction: float = field(
         metadata=threshold(
             0, 1, "", "... blocked: this share of the loader's (process, tick) pairs in D state"
+        )
+    )
+    shared_share_below: float = field(
+        metadata=threshold(
+            0, 1, "", "others filling the GPU: own share below this x an even split is starved"
         )
     )
     hysteresis: Hysteresis
@@ -257,14 +264,99 @@ class _Starved:
     notes: list[Evidence]
     gaps: Gaps
     gaps_scope: Scope
-    path: Literal["sawtooth", "slow-reads", "blocked"]
+    path: Literal["sawtooth", "slow-reads", "blocked", "filled"]
     """``sawtooth``: mean SM under 50 % with idle gaps; ``slow-reads``: the same gaps
     over the slow window with reads showing, the mean up to 80 %; ``blocked``: the
-    loader blocked on reads, no gaps asked for."""
+    loader blocked on reads, no gaps asked for; ``filled``: other tenants' kernels fill
+    the device's gaps, the process's own share and host side decide (:func:`_filled`)."""
+    shared: _Shared | None = None
+    """For ``filled``: how the device's time was shared."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """How a GPU filled by other tenants was shared over the window (``filled`` path)."""
+
+    device: float
+    """The device's SM % mean: time with any kernel running."""
+    others: float
+    """The other tenants' own SM % means, summed."""
+    tenants: int
+    """Processes that ran kernels in the window, this one included."""
+    even_split: float
+    """``device / tenants``: what each would get with work always queued."""
 
 
 def _starved(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """The condition on one window, or None."""
+    seen = _sawtooth(win, t, proc)
+    if seen is None and win.window_s <= t.general.window_s:
+        return _filled(win, t, proc)
+    return seen
+
+
+def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
+    """Starved on its own evidence where other tenants' kernels fill the device's gaps.
+
+    Without MPS, contexts time-slice: the device's busy share is the sum of the
+    tenants' own shares (NVML's per-process samples, ``nvmlDeviceGetProcessUtilization``:
+    the share of the period in which the process's kernels ran), and a context with
+    nothing queued leaves its slice to the others. So when the others fill the device,
+    its sub-second samples cannot show one tenant's stalls; but a tenant with work
+    always queued gets about an even split of the busy time. One well under it, with
+    kernels in every tick (a steady loop, not a notebook cell), no DataLoader workers
+    and its main process pegged, has nothing queued much of the time because its main
+    thread is busy between steps: loading batches, or launching kernels too small to
+    fill a slice. Where small-batch's picture holds (little VRAM) that rule speaks and
+    names loading as the other possibility; here the process holds enough memory for
+    a batch that is not small, so num_workers=0 is named and launch-bound steps are
+    named as the other possibility.
+    """
+    g = t.general
+    c = t.input_starved
+    if loader_workers(proc) != 0:
+        return None
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None or cpu < g.main_pegged_percent:
+        return None
+    gpu = win.gpu(proc.gpu_index)
+    vram = proc.vram_bytes or 0
+    if gpu is None or not gpu.vram_total_bytes:
+        return None
+    if vram / gpu.vram_total_bytes < t.small_batch.vram_share_below:
+        return None  # small-batch's picture: it names both possibilities
+    sm, scope, notes = sm_evidence(win, proc, t)
+    if sm is None or scope is not Scope.PROCESS or sm >= c.sm_mean_below_percent:
+        return None
+    own = win.process_sm_values(proc)
+    if not own or min(own) < c.gap_sm_below_percent:
+        return None  # an idle tick of its own: a pause or a cell, its own trace decides
+    device = win.gpu_sm_mean(proc.gpu_index)
+    if device is None or device < t.compute_bound.sm_above_percent:
+        return None  # the device has idle time: its gaps are the evidence, not filled
+    running = [
+        m for o in others_on_gpu(win, proc, t) if (m := win.process_sm_mean(o)) and m >= 1.0
+    ]
+    if not running:
+        return None  # alone on the GPU: unchanged
+    others = math.fsum(running)
+    if abs(device - (sm + others)) > c.gap_sm_below_percent:
+        return None  # the shares do not add up (MPS, or a tenant without samples)
+    tenants = 1 + len(running)
+    even = device / tenants
+    if sm >= c.shared_share_below * even:
+        return None  # about its even split: time-slicing, not its host, sets its share
+    thrashing, _ = link_thrashing(win, t, proc.gpu_index)
+    if thrashing:
+        return None
+    device_gaps = win.gpu_gaps(proc.gpu_index, c.gap_sm_below_percent, c.min_gap_s)
+    gaps = device_gaps or Gaps(0.0, 0, device, False)
+    shared = _Shared(device, others, tenants, even)
+    return _Starved(sm, scope, notes, gaps, Scope.DEVICE, "filled", shared)
+
+
+def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
+    """The condition on one window as its gaps (or a blocked loader) show it, or None."""
     c = t.input_starved
     if not _loader_blocked(win, t, proc) and own_burst_ruled_out(win, proc, t):
         # Not blocked on storage (that path asks for no burst), and every other path
@@ -352,7 +444,11 @@ def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Fi
     c = t.input_starved
     sm, scope, gaps_scope = seen.sm, seen.scope, seen.gaps_scope
     loader = _loader(win, t, proc)
-    diagnosis = _diagnose(loader, seen.gaps, t)
+    diagnosis = (
+        _filled_num_workers_0(loader, seen.shared, sm)
+        if seen.shared is not None
+        else _diagnose(loader, seen.gaps, t)
+    )
     evidence = (
         *_gpu_evidence(t, seen),
         *_host_evidence(t, loader),
@@ -371,7 +467,12 @@ def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Fi
             ),
         )
     # A cause the data cannot show is never critical: the GPU-only path says the same.
-    critical = sm < c.critical_sm_below_percent and diagnosis.subtype != "cause-unknown"
+    # Nor where the device's gaps are another tenant's (the duty cycle is not seen).
+    critical = (
+        sm < c.critical_sm_below_percent
+        and diagnosis.subtype != "cause-unknown"
+        and seen.shared is None
+    )
     severity = Severity.CRITICAL if critical else Severity.WARNING
     return Finding(
         rule=ID,
@@ -420,6 +521,38 @@ def _gpu_evidence(t: Thresholds, seen: _Starved) -> list[Evidence]:
         seen.gaps,
         seen.gaps_scope,
     )
+    if seen.shared is not None:  # the device's gaps filled by others: no sawtooth to see
+        sh = seen.shared
+        return [
+            Evidence(
+                "SM % (mean)",
+                sm,
+                f"< {c.shared_share_below:g} x an even split of the device "
+                f"({sh.even_split:.0f} % each of {sh.tenants})",
+                "%",
+                scope,
+            ),
+            Evidence(
+                "device SM % (mean)",
+                sh.device,
+                f">= {t.compute_bound.sm_above_percent:g}: its idle time filled",
+                "%",
+                Scope.DEVICE,
+            ),
+            Evidence(
+                "other tenants' own SM % (summed)",
+                sh.others,
+                "with this one's, the device's (time-slicing)",
+                "%",
+                Scope.DEVICE,
+                met=None,
+            ),
+            dataclasses.replace(
+                gaps_evidence(gaps, "not asked for: other tenants' kernels fill them", gaps_scope),
+                met=None,
+            ),
+            *notes,
+        ]
     if seen.path == "blocked":  # no sawtooth asked for
         return [
             Evidence(
@@ -548,6 +681,31 @@ def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
             "stays with the main process.",
             "Add pin_memory=True and persistent_workers=True; prefetch_factor=2-4 keeps "
             "batches queued.",
+        ),
+    )
+
+
+def _filled_num_workers_0(loader: _Loader, shared: _Shared, sm: float) -> _Diagnosis:
+    """num_workers=0 on its own evidence: other tenants fill the device's gaps."""
+    n = loader.suggested_workers
+    cpu = loader.main_cpu or 0.0
+    return _Diagnosis(
+        "num-workers-0",
+        "starved: num_workers=0?",
+        f"Other processes' kernels fill this GPU ({shared.device:.0f} % busy, theirs "
+        f"{shared.others:.0f} %), so its idle gaps cannot show this process's stalls. Its "
+        f"own share is {sm:.0f} %, well under the {shared.even_split:.0f} % an even split "
+        f"gives a process with work always queued, while its main process is at {cpu:.0f} % "
+        "of a core with no DataLoader workers: it has nothing queued much of the time, most "
+        "likely because it loads every batch itself. Steps too small to fill the GPU "
+        "(kernel launches setting the pace) would look the same from here.",
+        (
+            f"Set DataLoader(num_workers={n}) -- {loader.allowed_cores} cores are allowed, one "
+            "stays with the main process; pin_memory=True and persistent_workers=True.",
+            "If it already loads nothing per step, its steps are launch-bound: a larger batch, "
+            "torch.compile(mode='reduce-overhead') or CUDA graphs.",
+            "Compare its step time with the other tenants stopped: the share it gets alone "
+            "tells what sharing costs it.",
         ),
     )
 

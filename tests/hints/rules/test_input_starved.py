@@ -7,7 +7,13 @@ from collections.abc import Mapping
 import pytest
 
 from gputop_hints.hints.findings import Scope, Severity
-from gputop_hints.hints.rules import compute_bound, input_starved, low_utilization, warm_up
+from gputop_hints.hints.rules import (
+    compute_bound,
+    input_starved,
+    low_utilization,
+    small_batch,
+    warm_up,
+)
 from gputop_hints.history import History
 from tests.hints.windows import (
     CPU_BOUND,
@@ -31,6 +37,7 @@ from tests.hints.windows import (
     case,
     check_case,
     cycle,
+    evidence,
     one_gpu,
     shown,
 )
@@ -430,3 +437,77 @@ def test_one_pause_in_a_busy_trace_is_no_duty_cycle() -> None:
     assert not apply(RULE, history)
     assert not apply(low_utilization.SPEC, history)
     assert apply(compute_bound.SPEC, history)
+
+
+# --- beside a tenant that fills the GPU: its own evidence decides --------------------------
+N = 8
+BUSY = P(pid=6100, vram_gib=30.0, sm=62.0, cpu=13.0, workers=(W(30.0), W(30.0)))
+"""The lab's other tenant (docs/lab.md, second-tenant): own share ~60 %, main ~13 %."""
+
+
+def _shared_gpu(
+    own: float = 31.0,
+    other: P = BUSY,
+    device: float | None = None,
+    cpu: float = 92.0,
+    vram_gib: float = 24.0,
+    workers: tuple[W, ...] = (),
+    alone: bool = False,
+) -> History:
+    """A num_workers=0 job (the lab's: own ~31 %, main ~92 %) on an 80 GiB GPU."""
+    job = P(pid=4100, vram_gib=vram_gib, sm=own, cpu=cpu, workers=workers)
+    sm = device if device is not None else own + (0.0 if alone else other.sm or 0.0)
+    fine = [[sm] * 6] * N
+    return one_gpu([sm] * N, [job] if alone else [job, other], samples=fine)
+
+
+def test_starved_on_its_own_evidence_beside_a_tenant_that_fills_the_gpu() -> None:
+    (f,) = [f for f in apply(RULE, _shared_gpu()) if f.subject.pid == 4100]
+    assert f.subtype == "num-workers-0"
+    assert f.severity is Severity.WARNING  # the duty cycle is not seen: never critical
+    assert "fill this GPU" in f.summary and "launch" in f.summary
+    assert evidence(f, "device SM %") == pytest.approx(93.0)
+    assert evidence(f, "other tenants' own SM %") == pytest.approx(62.0)
+
+
+@pytest.mark.parametrize(
+    ("history", "why"),
+    [
+        (_shared_gpu(own=44.0, other=P(pid=6100, vram_gib=30.0, sm=50.0, cpu=13.0)), "even split"),
+        (_shared_gpu(cpu=40.0), "main not pegged"),
+        (_shared_gpu(workers=(W(5.0),)), "has workers"),
+        (_shared_gpu(vram_gib=8.0), "small-batch's picture"),
+        (_shared_gpu(device=70.0), "device has idle time"),
+        (
+            _shared_gpu(device=99.0, other=P(pid=6100, vram_gib=30.0, sm=40.0, cpu=13.0)),
+            "unattributed busy time",
+        ),
+        (_shared_gpu(own=31.0, alone=True, device=31.0), "alone on the GPU"),
+        (_shared_gpu(cpu=0.3, own=0.0, device=62.0), "an idle notebook (no kernels, ~0 % CPU)"),
+    ],
+)
+def test_not_starved_beside_a_busy_tenant(history: History, why: str) -> None:
+    assert not [f for f in apply(RULE, history) if f.subject.pid == 4100], why
+
+
+def test_a_server_is_never_starved_beside_a_busy_tenant() -> None:
+    server = P(pid=4100, vram_gib=24.0, sm=31.0, cpu=92.0, command="vllm serve meta-llama/x")
+    history = one_gpu([93.0] * N, [server, BUSY], samples=[[93.0] * 6] * N)
+    assert not apply(RULE, history)
+
+
+def test_small_vram_is_left_to_small_batch() -> None:
+    history = _shared_gpu(vram_gib=8.0)
+    assert [f.subject.pid for f in apply(small_batch.SPEC, history)] == [4100]
+
+
+def test_an_idle_tick_of_its_own_leaves_it_to_its_own_trace() -> None:
+    """A cell run now and then (kernels in some ticks only) is no steady starved loop."""
+    job = P(pid=4100, vram_gib=24.0, sm=31.0, cpu=92.0)
+    idle = P(pid=4100, vram_gib=24.0, sm=None, cpu=92.0)
+    alone = P(pid=6100, vram_gib=30.0, sm=93.0, cpu=13.0, workers=BUSY.workers)
+    ticks = [[job, BUSY] if i % 4 else [idle, alone] for i in range(N)]
+    run = Run().feed(
+        [Tick((G(0, 93.0, samples=(93.0,) * 6),), tuple(ps), H()) for ps in ticks]
+    )
+    assert not [f for f in apply(RULE, run.history) if f.subject.pid == 4100]
