@@ -130,6 +130,7 @@ GPU_STATIC_FIELDS = (
     "default_power_limit_watts",
     "profiling_unavailable",
     "mig_mode",
+    "node",
 )
 """Compared each tick to tell a changed GPU; its ``mig_instances`` record entry (the
 instances' unchanging facts) is compared too, when it has instances."""
@@ -194,6 +195,7 @@ def gpu_static(gpu: GpuSample) -> dict[str, Any]:
         "profiling_unavailable": gpu.profiling_unavailable,
         "mig_mode": gpu.mig_mode,
         "mig_instances": mig_static(gpu),
+        "node": gpu.node,
     }
 
 
@@ -403,6 +405,7 @@ def decode_gpu(g: list[Any], static: Mapping[str, Any]) -> GpuSample:
         dram_active_percent=dram,
         mig_mode=static.get("mig_mode") is True,
         mig_instances=_mig_instances(g, static) if len(g) > G_MIG else (),
+        node=static.get("node"),
     )
 
 

@@ -330,6 +330,7 @@ _GPU_KINDS: dict[str, frozenset[type]] = {
     "default_power_limit_watts": _NUMBER_OR_NONE,
     "profiling_unavailable": _TEXT_OR_NONE,
     "mig_mode": frozenset({bool, _NONE}),
+    "node": _TEXT_OR_NONE,
 }
 _PROCESS_KINDS: dict[str, frozenset[type]] = {
     "user": _TEXT_OR_NONE,

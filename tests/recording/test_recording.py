@@ -460,3 +460,24 @@ def test_huge_exponents_are_unknown_however_many_words_the_line_holds(
     sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
     assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
     assert lazy.counters.bad_lines == 1
+
+
+def test_a_job_across_nodes_keeps_each_gpus_node(tmp_path: Path) -> None:
+    """``record --prometheus URL --job ID`` writes every GPU's node: a replay groups them
+    as the live view did (uneven-nodes runs there too). Older files read with no node."""
+    source = DemoSource("healthy", gpus=4, processes=4, seed=0)
+    snapshots = []
+    for _ in range(3):
+        snap = source.sample()
+        gpus = tuple(
+            dataclasses.replace(g, node=("node-a", "node-b")[g.index // 2], name=f"GPU {g.index}")
+            for g in snap.gpus
+        )
+        snapshots.append(dataclasses.replace(snap, gpus=gpus, processes=(), source="prometheus"))
+    path = tmp_path / "job.jsonl"
+    with RecordingWriter(path) as writer:
+        for snap in snapshots:
+            writer.write(snap)
+    got = list(open_recording(path))
+    assert [[g.node for g in s.gpus] for s in got] == [["node-a", "node-a", "node-b", "node-b"]] * 3
+    assert got == snapshots
