@@ -214,9 +214,15 @@ class Lab:
 
 @contextmanager
 def _trainer(
-    config: Config, board: Board, job: bool = False, epoch: float | None = None
+    config: Config,
+    board: Board,
+    job: bool = False,
+    epoch: float | None = None,
+    *,
+    wait: bool = True,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Start the trainer (and so its workers) in a session of its own; kill it all after."""
+    """Start the trainer (and so its workers) in a session of its own; kill it all after
+    (with ``wait``, once it has had time to finish on its own)."""
     env = dict(os.environ)
     env.pop("SLURM_JOB_ID", None)
     if job:
@@ -233,11 +239,39 @@ def _trainer(
     )
     try:
         yield proc
-        proc.wait(timeout=CLOSE_S + 2)
+        if wait:
+            proc.wait(timeout=CLOSE_S + 2)
     finally:
         with suppress(ProcessLookupError):
             os.killpg(proc.pid, SIGKILL)  # the trainer and any worker left behind
         proc.wait()
+
+
+@dataclass(frozen=True)
+class Started:
+    """A trainer running on its own, for a monitor outside the lab's process to watch
+    (bench/pipelab/watch.py in a terminal)."""
+
+    board: Path
+    pid: int
+    proc: subprocess.Popen[bytes]
+
+
+@contextmanager
+def start_trainer(config: Config) -> Iterator[Started]:
+    """Start the trainer under ``config`` and wait until its loop runs; no monitor here.
+    On leaving, the trainer and every process it started are killed (finished or not)."""
+    board = Board.create(Path(config.board))
+    try:
+        with _trainer(config, board, wait=False) as proc:
+            deadline = time.time() + START_TIMEOUT_S
+            while not board.slots[READY] and not board.slots[DONE]:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the lab's trainer did not start")
+                time.sleep(0.05)
+            yield Started(Path(config.board), proc.pid, proc)
+    finally:
+        board.close()
 
 
 @contextmanager
@@ -266,6 +300,15 @@ def _hogs(count: int, trainer: int) -> Iterator[tuple[int, ...]]:
             hog.wait()
 
 
+def lab_gpu(pids: list[int]) -> tuple[FakeGpu, list[FakeProc]]:
+    """The lab's simulated GPU (on a Gen4 x16 host) listing ``pids`` as its consumers,
+    each holding a CUDA context; what :class:`_Feeder` then moves the boards into."""
+    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)
+    consumers = [FakeProc(pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0) for pid in pids]
+    gpu.processes.extend(consumers)
+    return gpu, consumers
+
+
 def _monitor(
     programs: list[tuple[Config, Board, subprocess.Popen[bytes]]],
     interval_s: float,
@@ -276,12 +319,7 @@ def _monitor(
 ) -> list[Run]:
     """Watch the programs (the first, and any tenant sharing its GPU) until they finish;
     one :class:`Run` each, with the findings on its own pid."""
-    gpu = FakeGpu(0, vram_used=CONTEXT_BYTES, link_gen=4, max_link_gen=4)  # Gen4 x16 host
-    consumers = [
-        FakeProc(proc.pid, used_bytes=CONTEXT_BYTES, sm_util=0, mem_util=0)
-        for _, _, proc in programs
-    ]
-    gpu.processes.extend(consumers)
+    gpu, consumers = lab_gpu([proc.pid for _, _, proc in programs])
     runs = [Run(config, hogs=hogs) for config, _, _ in programs]
     first_board = programs[0][1]
     with FakeNvml([gpu]), ExitStack() as stack:
@@ -438,4 +476,4 @@ def verdict(findings: tuple[Finding, ...]) -> Finding | None:
     return max(findings, key=lambda f: f.severity, default=None)
 
 
-__all__ = ["Lab", "Run", "Tick", "replace", "verdict"]
+__all__ = ["Lab", "Run", "Started", "Tick", "lab_gpu", "replace", "start_trainer", "verdict"]
