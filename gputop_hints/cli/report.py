@@ -120,6 +120,7 @@ def _job_report(args: argparse.Namespace) -> int:
         PrometheusError,
         PrometheusJobStream,
         node_findings,
+        node_links,
         nodes_of_job,
     )
     from gputop_hints.sources.prometheus.job import check_job
@@ -146,12 +147,12 @@ def _job_report(args: argparse.Namespace) -> int:
             stream = PrometheusJobStream(client, query)
         report = build_report(stream, thresholds)
         findings = node_findings(client, query)
+        links = node_links(client, stream.nodes, query.end)
     except PrometheusError as exc:
         print(f"gputop-hints report: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    rows = node_rows(
-        report, stream.sources, {n: stream.gpus_of(n) for n in stream.nodes}, stream.power_means()
-    )
+    gpus_of = {n: stream.gpus_of(n) for n in stream.nodes}
+    rows = node_rows(report, stream.sources, gpus_of, stream.power_means(), links)
     uneven = uneven_nodes(rows, thresholds.uneven_nodes)
     section = JobSection(job, client.url, rows, uneven, tuple(findings))
     if args.json:

@@ -16,6 +16,7 @@ view can say (docs/cluster.md, "The multi-node job view"):
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ class NodeRow:
     sm_mean: float | None
     power_mean: float | None
     vram_peak_bytes: int | None
+    link_bytes_per_s: float | None = None
+    """Its fastest network link (node_exporter), where known."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ def node_rows(
     sources: Mapping[str, str],
     gpus_of: Mapping[str, Sequence[tuple[int, str]]],
     power_means: Mapping[int, float],
+    links: Mapping[str, float] | None = None,
 ) -> tuple[NodeRow, ...]:
     """Each node's summary from the report's per-GPU statistics."""
     stats = {g.index: g for g in report.gpus}
@@ -73,6 +77,7 @@ def node_rows(
                 sm_mean=_mean(sm),
                 power_mean=_mean(power),
                 vram_peak_bytes=max(peaks) if peaks else None,
+                link_bytes_per_s=(links or {}).get(node),
             )
         )
     return tuple(rows)
@@ -85,7 +90,7 @@ def uneven_nodes(rows: Sequence[NodeRow], c: UnevenNodes) -> tuple[str, ...]:
         NodeLevel(r.node, tuple(i for i, _ in r.gpus), r.sm_mean, r.vram_peak_bytes)
         for r in rows
     ]
-    out = []
+    out = list(slow_links(rows, c))
     for u in uneven(levels, c):
         if u.what == "busy":
             out.append(
@@ -104,19 +109,45 @@ def uneven_nodes(rows: Sequence[NodeRow], c: UnevenNodes) -> tuple[str, ...]:
     return tuple(out)
 
 
+def slow_links(rows: Sequence[NodeRow], c: UnevenNodes) -> list[str]:
+    """A node whose fastest network link is under ``link_share`` of the median node's:
+    every collective of a synchronous job moves the same bytes through each rank, so
+    the slowest link paces every step (a port that trained down, a fallback to
+    Ethernet where the others use InfiniBand)."""
+    links = [r.link_bytes_per_s for r in rows if r.link_bytes_per_s]
+    if len(links) < 2:
+        return []
+    median = statistics.median(links)
+    return [
+        f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s)} against a median of "
+        f"{_bits(median)} over the nodes: every collective moves the same bytes through each "
+        "rank, so this link paces every step (a port trained down, or a fallback network)."
+        for r in rows
+        if r.link_bytes_per_s and r.link_bytes_per_s < c.link_share * median
+    ]
+
+
+def _bits(bytes_per_s: float) -> str:
+    gbit = bytes_per_s * 8 / 1e9
+    return f"{gbit:.0f} Gb/s" if gbit >= 1 else f"{gbit * 1000:.0f} Mb/s"
+
+
 def job_section_text(section: JobSection) -> str:
     """The job part of the report, as plain text (external strings made visible)."""
     out = [f"Job {section.job}: {len(section.nodes)} node(s), from Prometheus at {section.url}"]
     out.append(
         f"  {'NODE':<24} {'GPU=report index':<24} {'SM % mean':>9} {'power W':>8} "
-        f"{'VRAM peak':>10}  source"
+        f"{'VRAM peak':>10} {'net link':>9}  source"
     )
     for r in section.nodes:
         gpus = ", ".join(f"{own}={i}" for i, own in r.gpus)
         sm = "n/a" if r.sm_mean is None else f"{r.sm_mean:.0f}"
         power = "n/a" if r.power_mean is None else f"{r.power_mean:.0f}"
         vram = "n/a" if r.vram_peak_bytes is None else human_bytes(r.vram_peak_bytes)
-        out.append(f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10}  {r.source}")
+        link = "n/a" if not r.link_bytes_per_s else _bits(r.link_bytes_per_s)
+        out.append(
+            f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10} {link:>9}  {r.source}"
+        )
     out.append("")
     if section.uneven:
         out.append("Across nodes:")
@@ -153,6 +184,7 @@ def job_section_json(section: JobSection) -> dict[str, Any]:
                 "sm_percent_mean": r.sm_mean,
                 "power_watts_mean": r.power_mean,
                 "vram_peak_bytes": r.vram_peak_bytes,
+                "network_link_bytes_per_s": r.link_bytes_per_s,
             }
             for r in section.nodes
         ],

@@ -27,7 +27,7 @@ from typing import ClassVar
 import pytest
 
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.outputs.job_report import NodeRow, uneven_nodes
+from gputop_hints.outputs.job_report import JobSection, NodeRow, job_section_text, uneven_nodes
 from tests.support.ci import IN_CI
 from tests.support.cli import run_cli
 from tests.support.paths import REPO
@@ -319,3 +319,23 @@ def test_prometheus_going_away_mid_run_is_a_tick_without_gpus(prometheus: str) -
 def test_the_monitor_refuses_prometheus_without_a_job() -> None:
     result = run_cli("--prometheus", "http://127.0.0.1:9", "--once")
     assert result.returncode == 2 and "needs --job ID" in result.stderr
+
+
+def test_a_node_on_a_slower_network_link_is_named() -> None:
+    """node_exporter's link speeds (node_network_speed_bytes, node_infiniband_rate_*):
+    a node at 10 Gb/s beside 200 Gb/s InfiniBand paces every collective."""
+    c = Thresholds.defaults().uneven_nodes
+
+    def row(node: str, gbit: float | None) -> NodeRow:
+        link = None if gbit is None else gbit * 1e9 / 8
+        return NodeRow(node, "gputop-hints export", ((0, "0"),), 95.0, None, 2**30, link)
+
+    lines = uneven_nodes([row("a", 200), row("b", 200), row("c", 10), row("d", 200)], c)
+    assert len(lines) == 1 and lines[0].startswith("c's fastest network link is 10 Gb/s")
+    assert "200 Gb/s" in lines[0]
+    # Unknown links (a VM's NIC reports -1; no node_exporter) say nothing.
+    assert uneven_nodes([row("a", None), row("b", 10)], c) == ()
+    text = job_section_text(
+        JobSection("1", "http://p:9090", (row("a", 200), row("b", None)), (), ())
+    )
+    assert "200 Gb/s" in text and "n/a" in text

@@ -62,6 +62,9 @@ class UnevenNodes:
     work_power_share: float = field(
         metadata=threshold(0, 1, "", "... and the node at or above this share: it does the work")
     )
+    link_share: float = field(
+        metadata=threshold(0, 1, "", "report: a node's fastest network link under this share")
+    )
     hysteresis: Hysteresis
 
 

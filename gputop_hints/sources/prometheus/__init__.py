@@ -11,6 +11,7 @@ from gputop_hints.sources.prometheus.job import (
     NodeFinding,
     PrometheusJobStream,
     node_findings,
+    node_links,
     nodes_of_job,
 )
 
@@ -21,5 +22,6 @@ __all__ = [
     "PrometheusError",
     "PrometheusJobStream",
     "node_findings",
+    "node_links",
     "nodes_of_job",
 ]

@@ -408,6 +408,37 @@ class NodeFinding:
     last: float
 
 
+LINK_QUERIES = (
+    # node_exporter: Ethernet links (ethtool speed, bytes/s); virtual ones left out.
+    'max by (instance) (node_network_speed_bytes{device!~"lo|docker.*|veth.*|br-.*|virbr.*"})',
+    # node_exporter: InfiniBand ports (the rate the port trained at, bytes/s).
+    "max by (instance) (node_infiniband_rate_bytes_per_second)",
+)
+"""The fastest network link of each node, where node_exporter is scraped."""
+
+
+def _host_of(instance: str) -> str:
+    """``gpu01.cluster:9100`` -> ``gpu01.cluster``."""
+    return instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+
+
+def node_links(client: PrometheusClient, nodes: Sequence[str], at: float) -> dict[str, float]:
+    """Each node's fastest network link (bytes/s) from node_exporter at ``at``; nodes it
+    does not cover are left out. A node matches an instance by name, or by the short
+    name of a fully qualified one (``gpu01`` for ``gpu01.cluster:9100``)."""
+    fastest: dict[str, float] = {}
+    for query in LINK_QUERIES:
+        for series in client.query(query, at=at):
+            host = _host_of(series.labels.get("instance", ""))
+            node = next((n for n in nodes if host == n or host.startswith(n + ".")), None)
+            if node is None or not series.points:
+                continue
+            speed = series.points[-1][1]
+            if speed > 0:
+                fastest[node] = max(fastest.get(node, 0.0), speed)
+    return fastest
+
+
 def node_findings(client: PrometheusClient, query: JobQuery) -> list[NodeFinding]:
     """The findings ``gputop-hints export`` on the job's nodes reported in the range,
     worst first, then longest ([] where no node runs it)."""
