@@ -152,7 +152,9 @@ def _job_report(args: argparse.Namespace) -> int:
         print(f"gputop-hints report: {exc}", file=sys.stderr)
         return EXIT_USAGE
     gpus_of = {n: stream.gpus_of(n) for n in stream.nodes}
-    rows = node_rows(report, stream.sources, gpus_of, stream.power_means(), links)
+    rows = node_rows(
+        report, stream.sources, gpus_of, stream.power_means(), links, stream.pcie_links()
+    )
     uneven = uneven_nodes(rows, thresholds.uneven_nodes)
     section = JobSection(job, client.url, rows, uneven, tuple(findings))
     if args.json:

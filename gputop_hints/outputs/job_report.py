@@ -39,6 +39,8 @@ class NodeRow:
     vram_peak_bytes: int | None
     link_bytes_per_s: float | None = None
     """Its fastest network link (node_exporter), where known."""
+    pcie_bytes_per_s: float | None = None
+    """The slowest PCIe link of its GPUs (one direction), where known."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ def node_rows(
     gpus_of: Mapping[str, Sequence[tuple[int, str]]],
     power_means: Mapping[int, float],
     links: Mapping[str, float] | None = None,
+    pcie: Mapping[int, float] | None = None,
 ) -> tuple[NodeRow, ...]:
     """Each node's summary from the report's per-GPU statistics."""
     stats = {g.index: g for g in report.gpus}
@@ -69,6 +72,7 @@ def node_rows(
         sm = [m for i, _ in gpus if (m := stats[i].sm.mean) is not None] if stats else []
         power = [power_means[i] for i, _ in gpus if i in power_means]
         peaks = [p for i, _ in gpus if i in stats and (p := stats[i].vram_peak_bytes) is not None]
+        lanes = [pcie[i] for i, _ in gpus if pcie is not None and i in pcie]
         rows.append(
             NodeRow(
                 node=node,
@@ -78,6 +82,7 @@ def node_rows(
                 power_mean=_mean(power),
                 vram_peak_bytes=max(peaks) if peaks else None,
                 link_bytes_per_s=(links or {}).get(node),
+                pcie_bytes_per_s=min(lanes) if lanes else None,
             )
         )
     return tuple(rows)
@@ -110,21 +115,36 @@ def uneven_nodes(rows: Sequence[NodeRow], c: UnevenNodes) -> tuple[str, ...]:
 
 
 def slow_links(rows: Sequence[NodeRow], c: UnevenNodes) -> list[str]:
-    """A node whose fastest network link is under ``link_share`` of the median node's:
-    every collective of a synchronous job moves the same bytes through each rank, so
-    the slowest link paces every step (a port that trained down, a fallback to
-    Ethernet where the others use InfiniBand)."""
+    """A node whose fastest network link, or whose slowest GPU's PCIe link, is under
+    ``link_share`` of the median node's: every collective of a synchronous job moves the
+    same bytes through each rank (through its NIC, and between the GPU and the NIC over
+    PCIe unless GPUDirect bypasses it), so the slowest link paces every step -- a port
+    that trained down, a fallback to Ethernet where the others use InfiniBand, a GPU
+    link at Gen3 x8 after a fault."""
+    out = []
     links = [r.link_bytes_per_s for r in rows if r.link_bytes_per_s]
-    if len(links) < 2:
-        return []
-    median = statistics.median(links)
-    return [
-        f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s)} against a median of "
-        f"{_bits(median)} over the nodes: every collective moves the same bytes through each "
-        "rank, so this link paces every step (a port trained down, or a fallback network)."
-        for r in rows
-        if r.link_bytes_per_s and r.link_bytes_per_s < c.link_share * median
-    ]
+    if len(links) >= 2:
+        median = statistics.median(links)
+        out += [
+            f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s)} against a median "
+            f"of {_bits(median)} over the nodes: every collective moves the same bytes "
+            "through each rank, so this link paces every step (a port trained down, or a "
+            "fallback network)."
+            for r in rows
+            if r.link_bytes_per_s and r.link_bytes_per_s < c.link_share * median
+        ]
+    lanes = [r.pcie_bytes_per_s for r in rows if r.pcie_bytes_per_s]
+    if len(lanes) >= 2:
+        median = statistics.median(lanes)
+        out += [
+            f"{r.node} has a GPU on a PCIe link of {human_bytes(r.pcie_bytes_per_s)}/s against "
+            f"a median of {human_bytes(median)}/s over the nodes: the link trained down "
+            "(nvidia-smi -q: 'Link Width', 'PCIe Generation'; reseat or RMA), and every "
+            "copy and collective through it is slower."
+            for r in rows
+            if r.pcie_bytes_per_s and r.pcie_bytes_per_s < c.link_share * median
+        ]
+    return out
 
 
 def _bits(bytes_per_s: float) -> str:
@@ -137,7 +157,7 @@ def job_section_text(section: JobSection) -> str:
     out = [f"Job {section.job}: {len(section.nodes)} node(s), from Prometheus at {section.url}"]
     out.append(
         f"  {'NODE':<24} {'GPU=report index':<24} {'SM % mean':>9} {'power W':>8} "
-        f"{'VRAM peak':>10} {'net link':>9}  source"
+        f"{'VRAM peak':>10} {'net link':>9} {'PCIe link':>11}  source"
     )
     for r in section.nodes:
         gpus = ", ".join(f"{own}={i}" for i, own in r.gpus)
@@ -145,8 +165,10 @@ def job_section_text(section: JobSection) -> str:
         power = "n/a" if r.power_mean is None else f"{r.power_mean:.0f}"
         vram = "n/a" if r.vram_peak_bytes is None else human_bytes(r.vram_peak_bytes)
         link = "n/a" if not r.link_bytes_per_s else _bits(r.link_bytes_per_s)
+        lanes = "n/a" if not r.pcie_bytes_per_s else f"{human_bytes(r.pcie_bytes_per_s)}/s"
         out.append(
-            f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10} {link:>9}  {r.source}"
+            f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10} {link:>9} {lanes:>11}"
+            f"  {r.source}"
         )
     out.append("")
     if section.uneven:
@@ -185,6 +207,7 @@ def job_section_json(section: JobSection) -> dict[str, Any]:
                 "power_watts_mean": r.power_mean,
                 "vram_peak_bytes": r.vram_peak_bytes,
                 "network_link_bytes_per_s": r.link_bytes_per_s,
+                "pcie_link_bytes_per_s": r.pcie_bytes_per_s,
             }
             for r in section.nodes
         ],

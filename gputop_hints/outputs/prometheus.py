@@ -85,6 +85,12 @@ GPU_METRICS: tuple[tuple[str, str, _GpuValue], ...] = (
     ("gpu_power_watts", "Power draw", lambda g: g.power_watts),
     ("gpu_power_limit_watts", "Enforced power limit", lambda g: g.power_limit_watts),
     ("gpu_sm_clock_hertz", "SM clock", lambda g: _mhz_to_hz(g.sm_clock_mhz)),
+    (
+        "gpu_pcie_link_generation",
+        "PCIe link generation it runs at now (a link trains down under faults)",
+        lambda g: g.pcie_generation,
+    ),
+    ("gpu_pcie_link_width", "PCIe lanes it runs at now", lambda g: g.pcie_width),
     ("gpu_temperature_celsius", "GPU temperature", lambda g: g.temperature_c),
     (
         "gpu_sm_active_percent",

@@ -339,3 +339,15 @@ def test_a_node_on_a_slower_network_link_is_named() -> None:
         JobSection("1", "http://p:9090", (row("a", 200), row("b", None)), (), ())
     )
     assert "200 Gb/s" in text and "n/a" in text
+
+
+def test_a_node_whose_gpu_link_trained_down_is_named() -> None:
+    c = Thresholds.defaults().uneven_nodes
+    gen4_x16, gen3_x8 = 16 * 1.969e9, 8 * 0.985e9
+
+    def row(node: str, pcie: float | None) -> NodeRow:
+        return NodeRow(node, "gputop-hints export", ((0, "0"),), 95.0, None, 2**30, None, pcie)
+
+    lines = uneven_nodes([row("a", gen4_x16), row("b", gen4_x16), row("c", gen3_x8)], c)
+    assert len(lines) == 1 and lines[0].startswith("c has a GPU on a PCIe link of")
+    assert uneven_nodes([row("a", gen4_x16), row("b", None)], c) == ()

@@ -37,6 +37,7 @@ from gputop_hints.model import (
     GpuSample,
     HostSample,
     Snapshot,
+    pcie_link_bytes_per_s,
 )
 from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
 from gputop_hints.streams import ReadCounters, StreamInfo
@@ -96,6 +97,8 @@ OURS = Exporter(
         "power_watts": (_ours("power_watts"), 1.0),
         "power_limit_watts": (_ours("power_limit_watts"), 1.0),
         "sm_clock_mhz": (_ours("sm_clock_hertz"), 1e-6),
+        "pcie_generation": (_ours("pcie_link_generation"), 1.0),
+        "pcie_width": (_ours("pcie_link_width"), 1.0),
         "temperature_c": (_ours("temperature_celsius"), 1.0),
         "sm_active_percent": (_ours("sm_active_percent"), 1.0),
         "sm_occupancy_percent": (_ours("sm_occupancy_percent"), 1.0),
@@ -118,6 +121,8 @@ DCGM = Exporter(
         "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES{sel}", 1.0),
         "power_watts": ("DCGM_FI_DEV_POWER_USAGE{sel}", 1.0),
         "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK{sel}", 1.0),
+        "pcie_generation": ("DCGM_FI_DEV_PCIE_LINK_GEN{sel}", 1.0),
+        "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH{sel}", 1.0),
         "temperature_c": ("DCGM_FI_DEV_GPU_TEMP{sel}", 1.0),
         "sm_active_percent": ("DCGM_FI_PROF_SM_ACTIVE{sel}", 100.0),
         "sm_occupancy_percent": ("DCGM_FI_PROF_SM_OCCUPANCY{sel}", 100.0),
@@ -165,7 +170,9 @@ JOBSTATS = Exporter(
 EXPORTERS = (OURS, DCGM, NVITOP, JOBSTATS)
 """In order of preference for a node that more than one of them covers."""
 
-INT_FIELDS = frozenset({"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz"})
+INT_FIELDS = frozenset(
+    {"vram_used_bytes", "vram_total_bytes", "sm_clock_mhz", "pcie_generation", "pcie_width"}
+)
 
 
 def _regex(names: Sequence[str]) -> str:
@@ -276,6 +283,22 @@ class PrometheusJobStream:
             points = g.values.get("power_watts")
             if points:
                 out[i] = sum(points.values()) / len(points)
+        return out
+
+    def pcie_links(self) -> dict[int, float]:
+        """Each GPU's slowest PCIe link (one direction, bytes/s) over the range, by index
+        in the snapshots: a link that trained down at any time counts."""
+        out = {}
+        for i, g in enumerate(self._gpus):
+            gens, widths = g.values.get("pcie_generation", {}), g.values.get("pcie_width", {})
+            speeds = [
+                s
+                for t in gens
+                if t in widths
+                and (s := pcie_link_bytes_per_s(round(gens[t]), round(widths[t]))) is not None
+            ]
+            if speeds:
+                out[i] = min(speeds)
         return out
 
     def gpus_of(self, node: str) -> list[tuple[int, str]]:
