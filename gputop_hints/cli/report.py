@@ -156,7 +156,8 @@ def _job_report(args: argparse.Namespace) -> int:
         report, stream.sources, gpus_of, stream.power_means(), links, stream.pcie_links()
     )
     uneven = uneven_nodes(rows, thresholds.uneven_nodes)
-    section = JobSection(job, client.url, rows, uneven, tuple(findings))
+    missing = tuple(n for n in query.nodes if n not in stream.sources)
+    section = JobSection(job, client.url, rows, uneven, tuple(findings), missing)
     if args.json:
         doc = report_json(report) | {"job": job_section_json(section)}
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

@@ -50,6 +50,8 @@ class JobSection:
     nodes: tuple[NodeRow, ...]
     uneven: tuple[str, ...]
     findings: tuple[NodeFinding, ...]
+    missing: tuple[str, ...] = ()
+    """Nodes of the job (named by --nodes or SLURM) with no GPU series in the range."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -170,6 +172,11 @@ def job_section_text(section: JobSection) -> str:
             f"  {r.node:<24} {gpus:<24} {sm:>9} {power:>8} {vram:>10} {link:>9} {lanes:>11}"
             f"  {r.source}"
         )
+    if section.missing:
+        out.append(
+            f"  no GPU series in the range for: {', '.join(section.missing)} (no exporter "
+            "scraped there, or the job ran no GPU there)"
+        )
     out.append("")
     if section.uneven:
         out.append("Across nodes:")
@@ -212,6 +219,7 @@ def job_section_json(section: JobSection) -> dict[str, Any]:
             for r in section.nodes
         ],
         "uneven": list(section.uneven),
+        "nodes_without_series": list(section.missing),
         "node_findings": [
             {
                 "node": f.node,

@@ -34,6 +34,38 @@ from tests.support.paths import REPO
 
 JOB = "4242"
 NODES = {"node-a": "healthy", "node-b": "healthy", "node-c": "starved-loader"}
+DCGM_NODE = "dgx-7"
+"""A fourth node of the job that runs NVIDIA's dcgm-exporter instead of ours: its page
+is served as dcgm-exporter writes it (names, labels and units from its docs: FB in
+MiB, PROF ratios 0-1, the HPC job mapping's ``hpc_job`` label), scraped by the same
+real Prometheus."""
+DCGM_PAGE = "".join(
+    f'{name}{{gpu="0",UUID="GPU-5f1c0e6a",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",'
+    f'Hostname="{DCGM_NODE}",hpc_job="4242"}} {value}\n'
+    for name, value in (
+        ("DCGM_FI_DEV_GPU_UTIL", 93),
+        ("DCGM_FI_DEV_MEM_COPY_UTIL", 41),
+        ("DCGM_FI_DEV_FB_USED", 62000),
+        ("DCGM_FI_DEV_FB_FREE", 19559),
+        ("DCGM_FI_DEV_POWER_USAGE", 552.5),
+        ("DCGM_FI_DEV_GPU_TEMP", 61),
+        ("DCGM_FI_PROF_SM_ACTIVE", 0.82),
+    )
+)
+GPUS = 2 * len(NODES) + 1
+
+
+class _DcgmPage(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = DCGM_PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
 WAIT_S = 90.0
 """Longest wait for a process to start or for Prometheus to hold enough samples."""
 SAMPLES = 12
@@ -84,6 +116,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("prometheus")
     procs: list[subprocess.Popen[str]] = []
     log = open(tmp / "prometheus.log", "w")  # noqa: SIM115 (closed at the end)
+    dcgm = http.server.HTTPServer(("127.0.0.1", 0), _DcgmPage)
+    threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     try:
         targets = []
         for node, scenario in NODES.items():
@@ -95,6 +129,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             )  # fmt: skip
             procs.append(proc)
             targets.append(f"'127.0.0.1:{_serving_port(proc)}'")
+        targets.append(f"'127.0.0.1:{dcgm.server_port}'")
         config = tmp / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -131,6 +166,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in procs:
             _reap(proc)
         log.close()
+        dcgm.shutdown()
+        dcgm.server_close()
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:
@@ -159,7 +196,7 @@ def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) 
     first = own.splitlines()[1]
     assert first.split()[:2] == ["node-c", "input-starved/num-workers-0"], own
     # Then the ordinary report over the job's six GPUs.
-    assert "job 4242 (3 nodes)" in out
+    assert "job 4242 (4 nodes)" in out
     assert "not evaluated: straggler (no processes" in out
 
 
@@ -169,13 +206,18 @@ def test_the_job_report_as_json_and_fail_on(prometheus: str) -> None:
     assert result.returncode == 1, result.stderr  # node-c's uneven load is a warning
     doc = json.loads(result.stdout)
     nodes = {n["node"]: n for n in doc["job"]["nodes"]}
-    assert set(nodes) == set(NODES)
+    assert set(nodes) == {*NODES, DCGM_NODE}
+    dgx = nodes[DCGM_NODE]
+    assert dgx["source"] == "dcgm-exporter"
+    assert dgx["sm_percent_mean"] == pytest.approx(93)
+    assert dgx["vram_peak_bytes"] == 62000 * 2**20  # MiB in dcgm-exporter
+    assert nodes["node-a"]["source"] == "gputop-hints export"
     assert [g["gpu"] for g in nodes["node-c"]["gpus"]] == ["0", "1"]
     assert nodes["node-c"]["sm_percent_mean"] < nodes["node-a"]["sm_percent_mean"] / 2
     rules = {(f["node"], f["rule"]) for f in doc["job"]["node_findings"]}
     assert ("node-c", "input-starved") in rules
     assert ("node-a", "input-starved") not in rules
-    assert len(doc["gpus"]) == 2 * len(NODES)
+    assert len(doc["gpus"]) == GPUS
 
 
 def test_a_job_prometheus_has_no_series_of_is_a_clear_error(prometheus: str) -> None:
@@ -269,6 +311,10 @@ def test_since_reads_durations_as_people_write_them() -> None:
         assert result.returncode == 2 and "--since" in result.stderr, bad
 
 
+def by_name_of(doc: dict[str, object]) -> dict[str, dict[str, object]]:
+    return {str(g["name"]): g for g in doc["gpus"]}  # type: ignore[attr-defined]
+
+
 def test_the_monitor_watches_the_job_live_from_prometheus(prometheus: str) -> None:
     """``gputop-hints --prometheus URL --job ID --json``: every GPU of the job, by node."""
     result = run_cli("--prometheus", prometheus, "--job", JOB, "--json", "--duration", "1")
@@ -276,7 +322,10 @@ def test_the_monitor_watches_the_job_live_from_prometheus(prometheus: str) -> No
     doc = json.loads(result.stdout)
     assert doc["source"] == "prometheus"
     names = [g["name"] for g in doc["gpus"]]
-    assert names == [f"{n} GPU {i}" for n in NODES for i in (0, 1)]
+    assert names == [f"{DCGM_NODE} GPU 0"] + [f"{n} GPU {i}" for n in NODES for i in (0, 1)]
+    dgx = by_name_of(doc)[f"{DCGM_NODE} GPU 0"]
+    assert dgx["vram_total_bytes"] == (62000 + 19559) * 2**20
+    assert dgx["sm_active_percent"] == pytest.approx(82)
     by_name = {g["name"]: g for g in doc["gpus"]}
     assert by_name["node-c GPU 0"]["sm_percent"] < by_name["node-a GPU 0"]["sm_percent"] / 2
     assert doc["processes"] == []  # not read from Prometheus (and not claimed to be none)
@@ -290,9 +339,16 @@ def test_the_live_view_in_a_terminal(prometheus: str) -> None:
     tmux = next(gen)
     try:
         tmux.start([str(SCRIPT), "--prometheus", prometheus, "--job", JOB], 160, 45)
-        screen = tmux.wait_for("node-c GPU 1")
+        # Seven GPUs in 45 rows: the compact one-line panels, each naming its node.
+        screen = tmux.wait_for("node-c")
         assert "PROMETHEUS" in screen and "REPLAY" not in screen
         assert "processes are not read from Prometheus" in screen
+        assert all(node in screen for node in (DCGM_NODE, *NODES))
+        # N: one node at a time (dgx-7 first, then node-a, ...): its GPUs get room.
+        for node in (DCGM_NODE, "node-a", "node-b", "node-c"):
+            tmux.keys("N")
+            screen = tmux.wait_for(f"{node} GPU 0")
+        assert "node-c GPU 1" in screen and "node-a GPU" not in screen
         tmux.keys("q")
         assert tmux.wait_until_exited() == 0
     finally:
@@ -305,15 +361,15 @@ def test_prometheus_going_away_mid_run_is_a_tick_without_gpus(prometheus: str) -
     from gputop_hints.sources.prometheus.live import PrometheusSource
 
     source = PrometheusSource(prometheus, JOB, interval_s=1.0)
-    assert len(source.sample().gpus) == 2 * len(NODES)
-    assert len(source.sample().gpus) == 2 * len(NODES)
+    assert len(source.sample().gpus) == GPUS
+    assert len(source.sample().gpus) == GPUS
     source.client = PrometheusClient(f"http://127.0.0.1:{_free_port()}", timeout_s=5)
     snap = source.sample()
     assert snap.gpus == ()
     assert snap.gpu_unavailable_reason is not None
     assert "unreachable" in snap.gpu_unavailable_reason
     source.client = PrometheusClient(prometheus)
-    assert len(source.sample().gpus) == 2 * len(NODES)  # and it comes back
+    assert len(source.sample().gpus) == GPUS  # and it comes back
 
 
 def test_the_monitor_refuses_prometheus_without_a_job() -> None:

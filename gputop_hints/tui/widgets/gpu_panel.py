@@ -407,9 +407,15 @@ class GpuPanel(StripWidget):
         sm = gpu.sm_percent
         mem = gpu.memory_access_percent
         fraction = gpu.vram_fraction
+        # A job across nodes: which node is the first thing to keep on the line.
+        name = (
+            (0, [Piece(gpu.node[:12].ljust(12), p.muted)])
+            if gpu.node is not None
+            else (7, [Piece(short_gpu_name(gpu.name)[:10].ljust(10), p.muted)])
+        )
         groups: list[tuple[int, list[Piece]]] = [
             (0, [Piece(f"{gpu.index:>2}", p.header_accent)]),
-            (7, [Piece(short_gpu_name(gpu.name)[:10].ljust(10), p.muted)]),
+            name,
             (
                 1,
                 [
