@@ -53,11 +53,30 @@ DCGM_PAGE = "".join(
     )
 )
 GPUS = 2 * len(NODES) + 1
+NVITOP_NODE = "nv-1"
+"""A node running nvitop-exporter (1.7.2's names: prometheus_client appends each
+gauge's unit; labels hostname, index, devicename, uuid; no job label), read only when
+the job's nodes are named."""
+NVITOP_PAGE = "".join(
+    f'{name}{{hostname="{NVITOP_NODE}",index="0",devicename="NVIDIA A100-SXM4-80GB",'
+    f'uuid="GPU-77aa"}} {value}\n'
+    for name, value in (
+        ("gpu_utilization_Percentage", 12),
+        ("gpu_memory_utilization_Percentage", 3),
+        ("gpu_memory_used_MiB", 30000),
+        ("gpu_memory_total_MiB", 81920),
+        ("gpu_power_usage_W", 95.0),
+        ("gpu_power_limit_W", 400.0),
+        ("gpu_temperature_C", 40),
+    )
+)
 
 
 class _DcgmPage(http.server.BaseHTTPRequestHandler):
+    page = DCGM_PAGE
+
     def do_GET(self) -> None:
-        body = DCGM_PAGE.encode()
+        body = self.page.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
         self.send_header("Content-Length", str(len(body)))
@@ -118,6 +137,8 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = open(tmp / "prometheus.log", "w")  # noqa: SIM115 (closed at the end)
     dcgm = http.server.HTTPServer(("127.0.0.1", 0), _DcgmPage)
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
+    nvitop = http.server.HTTPServer(("127.0.0.1", 0), _NvitopPage)
+    threading.Thread(target=nvitop.serve_forever, daemon=True).start()
     try:
         targets = []
         for node, scenario in NODES.items():
@@ -130,6 +151,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             procs.append(proc)
             targets.append(f"'127.0.0.1:{_serving_port(proc)}'")
         targets.append(f"'127.0.0.1:{dcgm.server_port}'")
+        targets.append(f"'127.0.0.1:{nvitop.server_port}'")
         config = tmp / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -166,8 +188,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in procs:
             _reap(proc)
         log.close()
-        dcgm.shutdown()
-        dcgm.server_close()
+        for page in (dcgm, nvitop):
+            page.shutdown()
+            page.server_close()
 
 
 def _reap(proc: subprocess.Popen[str]) -> None:
@@ -198,6 +221,24 @@ def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) 
     # Then the ordinary report over the job's six GPUs.
     assert "job 4242 (4 nodes)" in out
     assert "not evaluated: straggler (no processes" in out
+
+
+class _NvitopPage(_DcgmPage):
+    page = NVITOP_PAGE
+
+
+def test_nvitop_exporter_nodes_are_read_by_name(prometheus: str) -> None:
+    """nvitop-exporter has no job label: with the job's nodes named (--nodes, or SLURM's
+    list) its series are read, in MiB and watts, and the report says where from."""
+    result = run_cli("report", "--prometheus", prometheus, "--job", JOB, "--since", "5m",
+                     "--step", "1", "--nodes", f"{NVITOP_NODE},node-gone", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    [node] = doc["job"]["nodes"]
+    assert node["node"] == NVITOP_NODE and node["source"] == "nvitop-exporter"
+    assert node["sm_percent_mean"] == pytest.approx(12)
+    assert node["vram_peak_bytes"] == 30000 * 2**20
+    assert doc["job"]["nodes_without_series"] == ["node-gone"]
 
 
 def test_the_job_report_as_json_and_fail_on(prometheus: str) -> None:
