@@ -10,6 +10,7 @@ would. Locally the tests skip without the ``prometheus`` binary; in CI that fail
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import os
@@ -309,6 +310,13 @@ def test_credentials_come_from_the_environment_and_a_refusal_says_so() -> None:
         assert "credentials from the environment were refused" in sent.stderr
         assert "Bearer s3cret" in _Refusing.seen
         assert "s3cret" not in sent.stderr
+        basic = _env() | {
+            "GPUTOP_HINTS_PROMETHEUS_USER": "ana",
+            "GPUTOP_HINTS_PROMETHEUS_PASSWORD": "pw",
+        }
+        subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                       env=basic, timeout=60, check=False)  # fmt: skip
+        assert "Basic " + base64.b64encode(b"ana:pw").decode() in _Refusing.seen
     finally:
         server.shutdown()
         server.server_close()
