@@ -223,6 +223,41 @@ def _time_sliced_beside(
     return process(pid, 0, name, DURATION, fill, vram, command, workers=4, user="carol", core=16)
 
 
+BUSY_TENANT = "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py"
+
+
+def _beside_busy(
+    name: str,
+    model: GpuModel,
+    seed: int,
+    loop: TrainLoop,
+    job: tuple[float, str],
+    tenant: tuple[float, float],
+    verdict: Verdict,
+    sources: tuple[str, ...],
+) -> Case:
+    """Job 4100 running ``loop`` (``job``: its VRAM share and command line) time-sliced
+    with busy tenant 6100 (``tenant``: its kernel share while the job's kernels run, and
+    its VRAM share) on GPU 0: the three beside-a-busy-tenant cases."""
+    vram_share, command = job
+    spec = process(
+        4100,
+        0,
+        name,
+        DURATION,
+        lambda b, r: loop.run(b, r, DURATION),
+        int(vram_share * model.vram_total_bytes),
+        command,
+    )
+    share, other_vram = tenant
+    other = _time_sliced_beside(
+        spec, share, 6100, name, int(other_vram * model.vram_total_bytes), BUSY_TENANT
+    )
+    return Case(
+        name, FAMILY, scenario([model], [spec, other], DURATION, 1.0, seed, name), verdict, sources
+    )
+
+
 def _starved_beside_busy(model: GpuModel, seed: int) -> Case:
     """The lab's second-tenant (docs/lab.md, 2026-12-04): a num_workers=0 program at
     84-95 % of a core, its own share 26-47 % (means 29-33 %), beside a GPU-heavy one at
@@ -233,23 +268,13 @@ def _starved_beside_busy(model: GpuModel, seed: int) -> Case:
     step, batch = ((0.3, 0.22), (0.22, 0.18))[seed % 2]
     loop = TrainLoop(step_gpu_s=step, batch_cpu_s=batch, workers=0, main_cpu=90.0,
                      kernel_fill=0.5)
-    job = process(
-        4100,
-        0,
+    return _beside_busy(
         name,
-        DURATION,
-        lambda b, r: loop.run(b, r, DURATION),
-        int(0.3 * model.vram_total_bytes),
-        "python train.py --data /data/cifar100 --batch-size 256 --num-workers 0",
-    )
-    other = _time_sliced_beside(
-        job, 0.47, 6100, name, int(0.45 * model.vram_total_bytes),
-        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
-    )
-    return Case(
-        name,
-        FAMILY,
-        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        model,
+        seed,
+        loop,
+        (0.3, "python train.py --data /data/cifar100 --batch-size 256 --num-workers 0"),
+        (0.47, 0.45),
         Verdict(
             top=expect("input-starved/num-workers-0", gpu=0, pid=4100),
             must_not=(
@@ -272,23 +297,13 @@ def _fair_share_no_workers(model: GpuModel, seed: int) -> Case:
     share is the neighbour's, not a loader's."""
     name = f"{FAMILY}/fair-share-no-workers/{model.tag}-s{seed}"
     loop = TrainLoop(step_gpu_s=0.25, workers=0, main_cpu=97.0, kernel_fill=0.49)
-    job = process(
-        4100,
-        0,
+    return _beside_busy(
         name,
-        DURATION,
-        lambda b, r: loop.run(b, r, DURATION),
-        int(0.35 * model.vram_total_bytes),
-        "python train_gpu_resident.py --dataset-on-gpu --batch-size 512",
-    )
-    other = _time_sliced_beside(
-        job, 0.48, 6100, name, int(0.4 * model.vram_total_bytes),
-        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
-    )
-    return Case(
-        name,
-        FAMILY,
-        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        model,
+        seed,
+        loop,
+        (0.35, "python train_gpu_resident.py --dataset-on-gpu --batch-size 512"),
+        (0.48, 0.4),
         Verdict(
             top=expect("compute-bound", gpu=0),
             healthy=True,
@@ -308,23 +323,13 @@ def _launch_bound_beside_busy(model: GpuModel, seed: int) -> Case:
     name = f"{FAMILY}/launch-bound-beside-busy/{model.tag}-s{seed}"
     loop = TrainLoop(step_gpu_s=0.02, batch_cpu_s=0.02, workers=0, main_cpu=99.0,
                      kernel_fill=0.5)
-    job = process(
-        4100,
-        0,
+    return _beside_busy(
         name,
-        DURATION,
-        lambda b, r: loop.run(b, r, DURATION),
-        int(0.08 * model.vram_total_bytes),
-        "python train_mlp.py --batch-size 16",
-    )
-    other = _time_sliced_beside(
-        job, 0.47, 6100, name, int(0.45 * model.vram_total_bytes),
-        "python -m torch.distributed.run --nproc-per-node 1 finetune_bert.py",
-    )
-    return Case(
-        name,
-        FAMILY,
-        scenario([model], [job, other], DURATION, 1.0, seed, name),
+        model,
+        seed,
+        loop,
+        (0.08, "python train_mlp.py --batch-size 16"),
+        (0.47, 0.45),
         Verdict(
             top=expect("small-batch", gpu=0, pid=4100),
             must_not=(expect("input-starved"),),
