@@ -17,7 +17,7 @@ view can say (docs/cluster.md, "The multi-node job view"):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,30 +123,40 @@ def slow_links(rows: Sequence[NodeRow], c: UnevenNodes) -> list[str]:
     PCIe unless GPUDirect bypasses it), so the slowest link paces every step -- a port
     that trained down, a fallback to Ethernet where the others use InfiniBand, a GPU
     link at Gen3 x8 after a fault."""
-    out = []
-    links = [r.link_bytes_per_s for r in rows if r.link_bytes_per_s]
-    if len(links) >= 2:
-        median = statistics.median(links)
-        out += [
-            f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s)} against a median "
-            f"of {_bits(median)} over the nodes: every collective moves the same bytes "
+    def network(r: NodeRow, median: float) -> str:
+        return (
+            f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s or 0)} against a "
+            f"median of {_bits(median)} over the nodes: every collective moves the same bytes "
             "through each rank, so this link paces every step (a port trained down, or a "
             "fallback network)."
-            for r in rows
-            if r.link_bytes_per_s and r.link_bytes_per_s < c.link_share * median
-        ]
-    lanes = [r.pcie_bytes_per_s for r in rows if r.pcie_bytes_per_s]
-    if len(lanes) >= 2:
-        median = statistics.median(lanes)
-        out += [
+        )
+
+    def pcie(r: NodeRow, median: float) -> str:
+        return (
             f"{r.node} has a GPU on a PCIe link of {human_bytes(r.pcie_bytes_per_s)}/s against "
             f"a median of {human_bytes(median)}/s over the nodes: the link trained down "
             "(nvidia-smi -q: 'Link Width', 'PCIe Generation'; reseat or RMA), and every "
             "copy and collective through it is slower."
-            for r in rows
-            if r.pcie_bytes_per_s and r.pcie_bytes_per_s < c.link_share * median
-        ]
-    return out
+        )
+
+    return _below_median(rows, lambda r: r.link_bytes_per_s, c.link_share, network) + (
+        _below_median(rows, lambda r: r.pcie_bytes_per_s, c.link_share, pcie)
+    )
+
+
+def _below_median(
+    rows: Sequence[NodeRow],
+    value: Callable[[NodeRow], float | None],
+    share: float,
+    text: Callable[[NodeRow, float], str],
+) -> list[str]:
+    """``text`` for each node whose ``value`` is under ``share`` of the nodes' median
+    (of those where it is known; at least two)."""
+    known = [v for r in rows if (v := value(r))]
+    if len(known) < 2:
+        return []
+    median = statistics.median(known)
+    return [text(r, median) for r in rows if (v := value(r)) and v < share * median]
 
 
 def _bits(bytes_per_s: float) -> str:
