@@ -85,6 +85,9 @@ def panel_height(gpus: list[GpuSample] | tuple[GpuSample, ...]) -> int:
 _LABEL = 6
 _VALUE = 9
 _NOTE = 22
+_TITLE_ROW = "\0title"
+_VRAM_ROW = "\0vram"
+"""Keys of the title and VRAM lines in ``GpuPanel._rows`` (no metric row is named so)."""
 
 
 def _one_decimal_gib(value: int | None) -> str:
@@ -195,6 +198,18 @@ class GpuPanel(StripWidget):
         return [self._compact(gpu, width, base, palette)]
 
     def _title(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> Strip:
+        key = (
+            gpu.index, gpu.name, gpu.temperature_c, gpu.power_watts, gpu.power_limit_watts,
+            gpu.sm_clock_mhz, gpu.throttle_reasons, self.findings, width, base, id(p),
+        )  # fmt: skip
+        cached = self._rows.get(_TITLE_ROW)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strip = self._build_title(gpu, width, p)
+        self._rows[_TITLE_ROW] = (key, strip)
+        return strip
+
+    def _build_title(self, gpu: GpuSample, width: int, p: Palette) -> Strip:
         bar_bg = p.title_bar
         pieces = [
             Piece(f" GPU {gpu.index}", p.header_accent + bar_bg, 0),
@@ -378,13 +393,20 @@ class GpuPanel(StripWidget):
         total = gpu.vram_total_bytes
         bar_width = max(4, spark_width // 3)
         trend_width = max(0, spark_width - bar_width - 1)
+        values = self.sparkline_values("vram_used_bytes", trend_width) if trend_width else []
+        key = (
+            total, gpu.vram_fraction, gpu.vram_used_bytes, tuple(values), glyphs.active(),
+            width, base, id(p), note_width, spark_width,
+        )  # fmt: skip
+        cached = self._rows.get(_VRAM_ROW)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         line = Line().add(f" {'VRAM':<{_LABEL - 1}}", p.label)
         filled, track = bar(gpu.vram_fraction, bar_width - 1)
         line.add(filled, p.vram).add(track, p.track)
         line.add(glyphs.active().limit_mark, p.critical)
         if trend_width:
             line.add(" ")
-            values = self.sparkline_values("vram_used_bytes", trend_width)
             line.add(sparkline(values, trend_width, float(total or 0)), p.vram)
         line.add(human_bytes(gpu.vram_used_bytes).rjust(_VALUE), p.text)
         if note_width:
@@ -392,7 +414,9 @@ class GpuPanel(StripWidget):
             share = f" ({fraction * 100:.0f}%)" if fraction is not None else ""
             line.add(" ")
             line.add(f"of {human_bytes(total)}{share}"[: note_width - 1], p.muted)
-        return line.strip(width, base)
+        strip = line.strip(width, base)
+        self._rows[_VRAM_ROW] = (key, strip)
+        return strip
 
     def _compact(self, gpu: GpuSample, width: int, base: Style, p: Palette) -> Strip:
         mini = 5 if width >= 70 else 3

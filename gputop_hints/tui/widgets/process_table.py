@@ -159,7 +159,7 @@ class ProcessTable(StripWidget, can_focus=True):
             processes, self.sort_key, shown, job_first=job is not None, reverse=self.reverse_sort
         )
         self.rows = self._filtered(self.all_rows)
-        self._cells = {p.key: self._cells_of(p) for p in self.rows}
+        self._cells = {}  # filled as rows are drawn: only the visible ones cost anything
         self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
@@ -204,6 +204,14 @@ class ProcessTable(StripWidget, can_focus=True):
                     self._step(i - self.cursor)
                     break
         return False
+
+    def _cells_for(self, proc: GpuProcess) -> tuple[str, ...]:
+        """``proc``'s cells this tick, made on first use (a row scrolled out of view
+        costs nothing)."""
+        cells = self._cells.get(proc.key)
+        if cells is None:
+            cells = self._cells[proc.key] = self._cells_of(proc)
+        return cells
 
     def _cells_of(self, proc: GpuProcess) -> tuple[str, ...]:
         finding = self.hints.get(proc.key)
@@ -256,7 +264,6 @@ class ProcessTable(StripWidget, can_focus=True):
         (case-insensitive; "" matches all)."""
         self.user, self.search = user, search.strip()
         self.rows = self._filtered(self.all_rows)
-        self._cells = {p.key: self._cells.get(p.key) or self._cells_of(p) for p in self.rows}
         self._rebuild_tree()
         self._restore_selection()
         self.invalidate()
@@ -465,7 +472,7 @@ class ProcessTable(StripWidget, can_focus=True):
         seen: dict[ProcessKey, tuple[tuple[str, ...], tuple[bool, bool], Strip]] = {}
         for row in range(self.top, min(len(self.rows), self.top + max(0, height - 1))):
             proc = self.rows[row]
-            cells = self._cells.get(proc.key) or self._cells_of(proc)
+            cells = self._cells_for(proc)
             selected = row == self.cursor
             state = (selected, self._foreign(proc))
             cached = self._row_cache.get(proc.key)
@@ -600,7 +607,7 @@ class ProcessTable(StripWidget, can_focus=True):
 
     def _tree_cells(self, row: TreeRow) -> tuple[str, ...]:
         if row.kind == "process" and row.process is not None:
-            return self._cells.get(row.process.key) or self._cells_of(row.process)
+            return self._cells_for(row.process)
         by_key: dict[str, str] = {"pid": str(row.pid)}
         if row.kind == "launcher" and row.launcher is not None:
             ranks = [proc for proc in self.rows if proc.launcher_pid == row.pid]
