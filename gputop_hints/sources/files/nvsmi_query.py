@@ -10,7 +10,10 @@ Processes (pid, type, name, used memory). Key names changed across drivers
 (``Clocks Throttle Reasons`` -> ``Clocks Event Reasons``, ``Power Readings`` ->
 ``GPU Power Readings`` with ``Average``/``Instantaneous Power Draw``); both are
 known. A dump cut short (fewer GPU blocks than ``Attached GPUs``, or a block
-without its Processes entry) is a counted bad record.
+without its Processes entry) is a counted bad record. A filtered dump
+(``nvidia-smi -q -d UTILIZATION -l 1``, or ``-d MEMORY,POWER``...) prints only the
+chosen sections, without the Product Name that heads a full GPU block and without
+Processes: its blocks are whole as they are, and give what they hold.
 """
 
 from __future__ import annotations
@@ -208,7 +211,11 @@ class QueryReader:
         dump, self.dump = self.dump, None
         if dump is None:
             return None
-        cut = not dump.gpus or not all(g.done for g in dump.gpus)
+        # `nvidia-smi -q -d UTILIZATION` (-d MEMORY, POWER, ...) prints only the chosen
+        # sections: no "Product Name" heads its GPU blocks and no Processes ends them.
+        # Such a block is whole without Processes; a full dump's block without it is not.
+        filtered = bool(dump.gpus) and not any("name" in g.fields for g in dump.gpus)
+        cut = not dump.gpus or (not filtered and not all(g.done for g in dump.gpus))
         if dump.attached is not None and len(dump.gpus) < dump.attached:
             cut = True
         if cut:

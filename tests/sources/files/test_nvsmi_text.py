@@ -408,6 +408,24 @@ def test_query_dumps_appended_with_processes_and_a_cut_one() -> None:
     assert counters.bad_lines == 1 and "cut short" in (counters.first_bad_reason or "")
 
 
+def test_a_filtered_query_log_reads_what_it_holds() -> None:
+    """``nvidia-smi -q -d UTILIZATION -l 1``: only the chosen sections, no Product Name
+    and no Processes in a GPU block -- whole as it is (it was refused as "cut short").
+    A dump killed mid-print (fewer GPU blocks than Attached GPUs) is still a bad record."""
+    path = FIXTURES / "nvsmi_q_d_utilization.log"
+    text = path.read_text()
+    # Counted from the file: each dump's "Gpu : N %" and "Memory : N %" lines, in order.
+    gpu = [int(n) for n in re.findall(r"^        Gpu +: (\d+) %", text, re.MULTILINE)]
+    mem = [int(n) for n in re.findall(r"^        Memory +: (\d+) %", text, re.MULTILINE)]
+    snaps, info, counters = load(path)
+    assert info.format == "nvidia-smi-query" and info.interval_s == 1
+    assert len(snaps) == 4 and len(gpu) == 9  # 4 whole dumps of 2 GPUs, and the cut one
+    assert [g.sm_percent for s in snaps for g in s.gpus] == gpu[:8]
+    assert [g.memory_access_percent for s in snaps for g in s.gpus] == mem[:8]
+    assert all(g.vram_used_bytes is None for s in snaps for g in s.gpus)  # not in -d UTILIZATION
+    assert counters.bad_lines == 1 and "cut short (1 GPU block" in (counters.first_bad_reason or "")
+
+
 def test_formats_are_listed_and_forced() -> None:
     for name in ("nvidia-smi-table", "nvidia-smi-watch", "nvidia-smi-query"):
         assert name in FORMATS
