@@ -18,7 +18,7 @@ Processes: its blocks are whole as they are, and give what they hold.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
-from gputop_hints.sources.files._incremental import drive
+from gputop_hints.sources.files._incremental import Incremental, drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
@@ -288,19 +288,33 @@ def open_query(
     path: Path, plan: QueryPlan, interval_s: float | None, mapping: Mapping[str, str] | None
 ) -> ImportedStream:
     """The stream of snapshots of appended ``nvidia-smi -q`` dumps."""
-    notes = [LABEL]
+    return open_dumps(path, plan, interval_s, FORMAT, LABEL, QueryReader)
+
+
+def open_dumps(
+    path: Path,
+    plan: QueryPlan,
+    interval_s: float | None,
+    format: str,
+    label: str,
+    make_reader: Callable[[Callable[[int, str], None]], Incremental[QueryDump]],
+) -> ImportedStream:
+    """The stream of snapshots of :class:`QueryDump` records, whatever text they are
+    read from: ``make_reader(on_bad)`` turns lines into dumps (``nvidia-smi -q``'s
+    :class:`QueryReader`, or the ``-q -x`` XML reader of :mod:`.nvsmi_xml`)."""
+    notes = [label]
     times = [d.timestamp for d in plan.dumps if d.timestamp is not None]
     interval = choose_interval(median_interval(times), interval_s, notes, bool(times))
     info = StreamInfo(
         path=str(path),
-        format=FORMAT,
+        format=format,
         interval_s=interval,
         gpu_count=max((len(d.gpus) for d in plan.dumps), default=None) or None,
         missing=(METRIC_HOST_CPU, METRIC_SUBSECOND),
         detail="; ".join(notes),
         header={},
     )
-    detail = f"{LABEL}: {path.name}"
+    detail = f"{label}: {path.name}"
     host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
     counters = ReadCounters()
 
@@ -308,7 +322,7 @@ def open_query(
         clock = Clock(counters, interval)
         states: dict[str, dict[str, int]] = {}
         counters.found["perf_states"] = states
-        dumps = QueryReader(counters.note_bad_line)
+        dumps = make_reader(counters.note_bad_line)
 
         def make(dump: QueryDump) -> Snapshot:
             for index, g in enumerate(dump.gpus):

@@ -30,6 +30,7 @@ FIXTURE_OF = {
     "nvidia-smi-table": "nvsmi_table_nodates.log",
     "nvidia-smi-watch": "nvsmi_watch.log",
     "nvidia-smi-query": "nvsmi_q_two_dumps.log",
+    "nvidia-smi-xml": "nvsmi_q_x.xml",
     "nvidia-smi-pmon": "pmon_dt.log",
     "nvidia-smi-apps": "merge_apps.csv",
     "dcgmi-dmon": "dcgmi_dmon.log",
