@@ -412,6 +412,8 @@ VALID = [
     "nvsmi_table_separators.log",
     "nvsmi_table_mig.log",
     "nvsmi_q_two_dumps.log",
+    "nvsmi_q_x.xml",
+    "nvsmi_q_d_utilization.log",
     "pmon_dt.log",
     "dcgmi_dmon.log",
     "gpustat.jsonl",
