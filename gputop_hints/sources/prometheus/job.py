@@ -53,21 +53,16 @@ class Exporter:
     host_label: str
     gpu_label: str
     fields: Mapping[str, tuple[str, float]]
-    """GpuSample field -> (PromQL with ``{sel}`` for the series selector, scale)."""
+    """GpuSample field (or :data:`VRAM_FREE`) -> (metric name, scale to the field's unit)."""
     job_selectors: tuple[str, ...]
     """The label matchers that pick a job's series, with ``{job}``; any of them."""
     join: str = ""
     """PromQL appended to every query (a join that restricts it to the job), with ``{job}``."""
     uuid_label: str = ""
 
-    def expr(self, field_name: str, selectors: Sequence[str], job: str, join: bool = True) -> str:
-        """The query of one field: the union over ``selectors``, then the job's join."""
-        template, _scale = self.fields[field_name]
-        tail = self.join.format(job=job) if join else ""
-        if len(selectors) == 1:
-            return template.format(sel=selectors[0]) + tail
-        union = " or ".join(f"({template.format(sel=s)})" for s in selectors)
-        return f"({union}){tail}"
+    def by_name(self) -> dict[str, tuple[str, float]]:
+        """metric name -> (field, scale): how a series of its answer is read."""
+        return {metric: (f, scale) for f, (metric, scale) in self.fields.items()}
 
     def node_of(self, labels: Mapping[str, str]) -> str:
         node = labels.get(self.host_label, "")
@@ -76,7 +71,12 @@ class Exporter:
 
 
 def _ours(name: str) -> str:
-    return "gputop_hints_gpu_" + name + "{sel}"
+    return "gputop_hints_gpu_" + name
+
+
+VRAM_FREE = "vram_free_bytes"
+"""Not a GpuSample field: dcgm-exporter gives free framebuffer, not the total; the
+total is used + free (:func:`with_totals`)."""
 
 
 OURS = Exporter(
@@ -113,21 +113,21 @@ DCGM = Exporter(
     uuid_label="UUID",
     job_selectors=('hpc_job="{job}"',),
     fields={
-        "sm_percent": ("DCGM_FI_DEV_GPU_UTIL{sel}", 1.0),
-        "memory_access_percent": ("DCGM_FI_DEV_MEM_COPY_UTIL{sel}", 1.0),
-        "vram_used_bytes": ("DCGM_FI_DEV_FB_USED{sel}", MIB),
-        "vram_total_bytes": ("(DCGM_FI_DEV_FB_USED{sel} + DCGM_FI_DEV_FB_FREE{sel})", MIB),
-        "pcie_rx_bytes_per_s": ("DCGM_FI_PROF_PCIE_RX_BYTES{sel}", 1.0),
-        "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES{sel}", 1.0),
-        "power_watts": ("DCGM_FI_DEV_POWER_USAGE{sel}", 1.0),
-        "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK{sel}", 1.0),
-        "pcie_generation": ("DCGM_FI_DEV_PCIE_LINK_GEN{sel}", 1.0),
-        "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH{sel}", 1.0),
-        "temperature_c": ("DCGM_FI_DEV_GPU_TEMP{sel}", 1.0),
-        "sm_active_percent": ("DCGM_FI_PROF_SM_ACTIVE{sel}", 100.0),
-        "sm_occupancy_percent": ("DCGM_FI_PROF_SM_OCCUPANCY{sel}", 100.0),
-        "tensor_active_percent": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{sel}", 100.0),
-        "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE{sel}", 100.0),
+        "sm_percent": ("DCGM_FI_DEV_GPU_UTIL", 1.0),
+        "memory_access_percent": ("DCGM_FI_DEV_MEM_COPY_UTIL", 1.0),
+        "vram_used_bytes": ("DCGM_FI_DEV_FB_USED", MIB),
+        VRAM_FREE: ("DCGM_FI_DEV_FB_FREE", MIB),
+        "pcie_rx_bytes_per_s": ("DCGM_FI_PROF_PCIE_RX_BYTES", 1.0),
+        "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES", 1.0),
+        "power_watts": ("DCGM_FI_DEV_POWER_USAGE", 1.0),
+        "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", 1.0),
+        "pcie_generation": ("DCGM_FI_DEV_PCIE_LINK_GEN", 1.0),
+        "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", 1.0),
+        "temperature_c": ("DCGM_FI_DEV_GPU_TEMP", 1.0),
+        "sm_active_percent": ("DCGM_FI_PROF_SM_ACTIVE", 100.0),
+        "sm_occupancy_percent": ("DCGM_FI_PROF_SM_OCCUPANCY", 100.0),
+        "tensor_active_percent": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 100.0),
+        "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
     },
 )
 NVITOP = Exporter(
@@ -140,16 +140,16 @@ NVITOP = Exporter(
     uuid_label="uuid",
     job_selectors=(),
     fields={
-        "sm_percent": ("gpu_utilization_Percentage{sel}", 1.0),
-        "memory_access_percent": ("gpu_memory_utilization_Percentage{sel}", 1.0),
-        "vram_used_bytes": ("gpu_memory_used_MiB{sel}", MIB),
-        "vram_total_bytes": ("gpu_memory_total_MiB{sel}", MIB),
-        "pcie_rx_bytes_per_s": ("gpu_pcie_rx_throughput_MiBps{sel}", MIB),
-        "pcie_tx_bytes_per_s": ("gpu_pcie_tx_throughput_MiBps{sel}", MIB),
-        "power_watts": ("gpu_power_usage_W{sel}", 1.0),
-        "power_limit_watts": ("gpu_power_limit_W{sel}", 1.0),
-        "sm_clock_mhz": ("gpu_clock_sm_MHz{sel}", 1.0),
-        "temperature_c": ("gpu_temperature_C{sel}", 1.0),
+        "sm_percent": ("gpu_utilization_Percentage", 1.0),
+        "memory_access_percent": ("gpu_memory_utilization_Percentage", 1.0),
+        "vram_used_bytes": ("gpu_memory_used_MiB", MIB),
+        "vram_total_bytes": ("gpu_memory_total_MiB", MIB),
+        "pcie_rx_bytes_per_s": ("gpu_pcie_rx_throughput_MiBps", MIB),
+        "pcie_tx_bytes_per_s": ("gpu_pcie_tx_throughput_MiBps", MIB),
+        "power_watts": ("gpu_power_usage_W", 1.0),
+        "power_limit_watts": ("gpu_power_limit_W", 1.0),
+        "sm_clock_mhz": ("gpu_clock_sm_MHz", 1.0),
+        "temperature_c": ("gpu_temperature_C", 1.0),
     },
 )
 JOBSTATS = Exporter(
@@ -160,11 +160,11 @@ JOBSTATS = Exporter(
     job_selectors=(),
     join=" and on(instance, minor_number) (nvidia_gpu_jobId == {job})",
     fields={
-        "sm_percent": ("nvidia_gpu_duty_cycle{sel}", 1.0),
-        "vram_used_bytes": ("nvidia_gpu_memory_used_bytes{sel}", 1.0),
-        "vram_total_bytes": ("nvidia_gpu_memory_total_bytes{sel}", 1.0),
-        "power_watts": ("nvidia_gpu_power_usage_milliwatts{sel}", 1e-3),
-        "temperature_c": ("nvidia_gpu_temperature_celsius{sel}", 1.0),
+        "sm_percent": ("nvidia_gpu_duty_cycle", 1.0),
+        "vram_used_bytes": ("nvidia_gpu_memory_used_bytes", 1.0),
+        "vram_total_bytes": ("nvidia_gpu_memory_total_bytes", 1.0),
+        "power_watts": ("nvidia_gpu_power_usage_milliwatts", 1e-3),
+        "temperature_c": ("nvidia_gpu_temperature_celsius", 1.0),
     },
 )
 EXPORTERS = (OURS, DCGM, NVITOP, JOBSTATS)
@@ -178,6 +178,33 @@ INT_FIELDS = frozenset(
 def _regex(names: Sequence[str]) -> str:
     """A PromQL (RE2) alternation of the literal names, quoted for a label matcher."""
     return "|".join(re.escape(n).replace("\\", "\\\\") for n in names)
+
+
+def with_totals(values: dict[str, float]) -> dict[str, float]:
+    """One GPU's readings at one time, with :data:`VRAM_FREE` turned into the total
+    (used + free) where the exporter gives no total."""
+    free = values.pop(VRAM_FREE, None)
+    used = values.get("vram_used_bytes")
+    if free is not None and used is not None and "vram_total_bytes" not in values:
+        values["vram_total_bytes"] = used + free
+    return values
+
+
+def exporter_query(exporter: Exporter, job: str, nodes: Sequence[str]) -> str | None:
+    """The one query that reads every field of ``exporter`` for the job's GPUs (a name
+    matcher over its metrics; a union where it has several job labels; its join), or
+    None where it cannot find the job. The same query serves an instant read (a
+    monitor tick) and a range read (the report)."""
+    sels = selectors(exporter, job, nodes)
+    if not sels:
+        return None
+    names = "|".join(sorted(metric for metric, _ in exporter.fields.values()))
+    matcher = f'__name__=~"{names}"'
+    # Each selector is "{matchers}" (or "" for a join): the name matcher goes inside.
+    union = " or ".join("{" + matcher + ("," + s[1:-1] if s else "") + "}" for s in sels)
+    if exporter.join and not nodes:  # by node: every GPU of the node, no join
+        return f"({union}){exporter.join.format(job=promql_string(job))}"
+    return union
 
 
 def selectors(exporter: Exporter, job: str, nodes: Sequence[str]) -> tuple[str, ...]:
@@ -229,9 +256,9 @@ class JobQuery:
 class PrometheusJobStream:
     """The job's GPUs over the range, tick by tick (a :class:`SnapshotStream`).
 
-    All queries are made when it is opened (a range query per metric per exporter
-    kind): a job with no series, or a Prometheus that does not answer, fails there
-    with a :class:`PrometheusError`, before anything is printed."""
+    All queries are made when it is opened (one range query per kind of exporter): a
+    job with no series, or a Prometheus that does not answer, fails there with a
+    :class:`PrometheusError`, before anything is printed."""
 
     def __init__(self, client: PrometheusClient, query: JobQuery) -> None:
         self.client = client
@@ -309,15 +336,15 @@ class PrometheusJobStream:
         q = self.query
         gpus: dict[tuple[str, str], _Gpu] = {}
         for exporter in EXPORTERS:
-            sel = selectors(exporter, q.job, q.nodes)
-            join = bool(exporter.join) and not q.nodes  # by node: every GPU of the node
-            if not sel:
+            expr = exporter_query(exporter, q.job, q.nodes)
+            if expr is None:
                 continue
             covered = {node for node, _ in gpus}
-            for name, (_template, scale) in exporter.fields.items():
-                expr = exporter.expr(name, sel, promql_string(q.job), join=join)
-                for series in self.client.query_range(expr, q.start, q.end, q.step_s):
-                    self._take(series, exporter, name, scale, covered, gpus)
+            names = exporter.by_name()
+            for series in self.client.query_range(expr, q.start, q.end, q.step_s):
+                read = names.get(series.labels.get("__name__", ""))
+                if read is not None:
+                    self._take(series, exporter, *read, covered, gpus)
         return [gpus[k] for k in sorted(gpus, key=gpu_order)]
 
     @staticmethod
@@ -362,15 +389,8 @@ class PrometheusJobStream:
         for t in self._times:
             gpus = []
             for index, g in enumerate(self._gpus):
-                values: dict[str, float | int] = {}
-                for name, points in g.values.items():
-                    v = points.get(t)
-                    if v is not None:
-                        values[name] = round(v) if name in INT_FIELDS else v
-                name = f"{g.node} GPU {g.gpu}"
-                gpus.append(
-                    GpuSample(index=index, name=name, uuid=g.uuid, node=g.node, **values)  # type: ignore[arg-type]
-                )
+                now = {f: v for f, points in g.values.items() if (v := points.get(t)) is not None}
+                gpus.append(gpu_sample(index, g.node, g.gpu, g.uuid, now))
             yield Snapshot(
                 timestamp=t,
                 interval_s=self.query.step_s,
@@ -382,6 +402,14 @@ class PrometheusJobStream:
 
     def close(self) -> None:
         """Nothing stays open: every answer was read when the stream was opened."""
+
+
+def gpu_sample(
+    index: int, node: str, gpu: str, uuid: str | None, values: dict[str, float]
+) -> GpuSample:
+    """GPU ``gpu`` of ``node`` at one time, as the ``index``-th GPU of the job's view."""
+    fields = {k: round(v) if k in INT_FIELDS else v for k, v in with_totals(values).items()}
+    return GpuSample(index=index, name=f"{node} GPU {gpu}", uuid=uuid, node=node, **fields)  # type: ignore[arg-type]
 
 
 def gpu_order(key: tuple[str, str]) -> tuple[str, int, str]:

@@ -1,8 +1,9 @@
 """A multi-node job, live from Prometheus: ``gputop-hints --prometheus URL --job ID``.
 
 Each tick asks Prometheus for the latest value of every GPU series of the job --
-one instant query per kind of exporter (``{__name__=~"gputop_hints_gpu_.+",
-job="ID"}`` and its dcgm-exporter and jobstats equivalents, :mod:`.job`) -- and
+one instant query per kind of exporter (:func:`.job.exporter_query`, the query the
+report reads a range with: ``{__name__=~"gputop_hints_gpu_...", job="ID"}`` and its
+dcgm-exporter, nvitop-exporter and jobstats equivalents) -- and
 turns the answer into a :class:`Snapshot` of all the job's GPUs, numbered in
 (node, GPU) order and named ``<node> GPU <n>``, as the job report does. The
 monitor then shows the job as one machine: every GPU with its sparklines, and the
@@ -16,59 +17,21 @@ Prometheus going away mid-run is not a crash: the tick has no GPUs and says why
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 
-from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.model import HostSample, Snapshot
 from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
 from gputop_hints.sources.prometheus.job import (
-    DCGM,
     EXPORTERS,
-    INT_FIELDS,
-    MIB,
     Exporter,
     check_job,
+    exporter_query,
     gpu_order,
+    gpu_sample,
     nodes_of_job,
-    promql_string,
-    selectors,
 )
-
-_SIMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{sel\}$")
-
-
-def _by_name(exporter: Exporter) -> dict[str, tuple[str, float]]:
-    """metric name -> (GpuSample field, scale), for the fields read from one series."""
-    out = {}
-    for name, (template, scale) in exporter.fields.items():
-        m = _SIMPLE.match(template)
-        if m is not None:
-            out[m.group(1)] = (name, scale)
-    return out
-
-
-def _prefix(exporter: Exporter) -> str:
-    """A regex matching every metric name the exporter's fields read."""
-    names = {m.group(1) for t, _ in exporter.fields.values() if (m := _SIMPLE.match(t))}
-    if exporter is DCGM:
-        names.add("DCGM_FI_DEV_FB_FREE")
-    return "|".join(sorted(names))
-
-
-def instant_queries(exporter: Exporter, job: str, nodes: Sequence[str]) -> list[str]:
-    """The one query a tick makes for ``exporter`` (a union where it has several job
-    labels); [] where it cannot find the job."""
-    name = f'__name__=~"{_prefix(exporter)}"'
-    sels = selectors(exporter, job, nodes)
-    if not sels:
-        return []
-    join = exporter.join.format(job=promql_string(job)) if exporter.join and not nodes else ""
-    # Each selector is "{matchers}" (or "" for a join): the name matcher goes inside.
-    parts = ["{" + name + ("," + s[1:-1] if s else "") + "}" for s in sels]
-    union = " or ".join(parts)
-    return [f"({union}){join}" if join else union]
 
 
 class PrometheusSource:
@@ -117,16 +80,13 @@ class PrometheusSource:
     def _read(self) -> dict[tuple[str, str], dict[str, float]]:
         """(node, gpu) -> field -> value, now."""
         values: dict[tuple[str, str], dict[str, float]] = {}
-        fb_free: dict[tuple[str, str], float] = {}
         for exporter in EXPORTERS:
-            names = _by_name(exporter)
-            for query in instant_queries(exporter, self.job, self.nodes):
-                for series in self.client.query(query):
-                    self._take(series, exporter, names, values, fb_free)
-        for key, free in fb_free.items():
-            used = values.get(key, {}).get("vram_used_bytes")
-            if used is not None:
-                values[key]["vram_total_bytes"] = used + free * MIB
+            query = exporter_query(exporter, self.job, self.nodes)
+            if query is None:
+                continue
+            names = exporter.by_name()
+            for series in self.client.query(query):
+                self._take(series, exporter, names, values)
         return values
 
     def _take(
@@ -135,23 +95,17 @@ class PrometheusSource:
         exporter: Exporter,
         names: Mapping[str, tuple[str, float]],
         values: dict[tuple[str, str], dict[str, float]],
-        fb_free: dict[tuple[str, str], float],
     ) -> None:
         node = exporter.node_of(series.labels)
         gpu = series.labels.get(exporter.gpu_label, "")
-        if not node or not gpu or not series.points:
+        read = names.get(series.labels.get("__name__", ""))
+        if not node or not gpu or not series.points or read is None:
             return
         owner = self._exporter_of_node.setdefault(node, exporter)
         if owner is not exporter:
             return  # the node is read from the exporter found first for it
-        value = series.points[-1][1]
-        metric = series.labels.get("__name__", "")
-        if metric == "DCGM_FI_DEV_FB_FREE":
-            fb_free[(node, gpu)] = value
-            return
-        field = names.get(metric)
-        if field is not None:
-            values.setdefault((node, gpu), {})[field[0]] = value * field[1]
+        field, scale = read
+        values.setdefault((node, gpu), {})[field] = series.points[-1][1] * scale
 
     def sample(self) -> Snapshot:
         now = time.time()
@@ -172,10 +126,7 @@ class PrometheusSource:
         gpus = []
         if reason is None:
             for (node, gpu), index in sorted(self._index.items(), key=lambda kv: kv[1]):
-                fields = values.get((node, gpu), {})
-                clean = {k: round(v) if k in INT_FIELDS else v for k, v in fields.items()}
-                name = f"{node} GPU {gpu}"
-                gpus.append(GpuSample(index=index, name=name, node=node, **clean))  # type: ignore[arg-type]
+                gpus.append(gpu_sample(index, node, gpu, None, dict(values.get((node, gpu), {}))))
         detail = "; ".join(f"{n}: {s}" for n, s in self.sources.items())
         return Snapshot(
             timestamp=now,
