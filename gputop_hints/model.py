@@ -492,11 +492,6 @@ class Snapshot:
     "prometheus" (a job's GPUs read back from Prometheus: GPU series only, like an
     imported log; see :data:`IMPORTED_SOURCES`)."""
 
-    @property
-    def imported(self) -> bool:
-        """Read back from data kept elsewhere (a log, Prometheus), not sampled here:
-        only what that data holds is known (no processes or host CPU unless it has them)."""
-        return self.source in IMPORTED_SOURCES
     source_detail: str = ""
     """Human note on the source, e.g. the demo scenario name."""
     driver_version: str | None = None
@@ -511,6 +506,12 @@ class Snapshot:
     """The SLURM job this view is about, when attached to one."""
     launchers: tuple[Launcher, ...] = ()
     """The launchers named by the processes' :attr:`GpuProcess.launcher_pid`."""
+
+    @property
+    def imported(self) -> bool:
+        """Read back from data kept elsewhere (a log, Prometheus), not sampled here:
+        only what that data holds is known (no processes or host CPU unless it has them)."""
+        return self.source in IMPORTED_SOURCES
 
     def gpu(self, index: int) -> GpuSample | None:
         for g in self.gpus:

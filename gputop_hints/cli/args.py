@@ -181,7 +181,7 @@ def add_source_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_demo_only_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def check_source_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Refuse demo-only options without ``--demo``, and ``--prometheus`` without ``--job``
     or with ``--demo`` (exits 2 with argparse's message)."""
     if getattr(args, "prometheus", None) is not None:

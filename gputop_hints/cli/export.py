@@ -15,6 +15,7 @@ this command says so and exits 2. It runs until SIGTERM, Ctrl-C or a hang-up.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import threading
 from collections.abc import Sequence
@@ -27,12 +28,13 @@ from gputop_hints.cli.args import (
     add_config_arg,
     add_source_args,
     at_least,
-    check_demo_only_args,
+    check_source_args,
     count,
     interval,
     usage_error,
 )
 from gputop_hints.cli.inputs import open_source, print_scenarios
+from gputop_hints.model import JobInfo
 
 if TYPE_CHECKING:
     from gputop_hints.model import Snapshot
@@ -99,10 +101,6 @@ def build_export_parser() -> argparse.ArgumentParser:
 def labelled(snapshot: Snapshot, host: str | None, job: str | None) -> Snapshot:
     """``snapshot`` as the collector publishes it with ``--label-host``/``--label-job``:
     the host's name replaced, and the whole node attached to job ``job``."""
-    import dataclasses
-
-    from gputop_hints.model import JobInfo
-
     if host:
         snapshot = dataclasses.replace(
             snapshot, host=dataclasses.replace(snapshot.host, hostname=host)
@@ -123,7 +121,7 @@ def export_main(argv: Sequence[str]) -> int:
     if args.list_scenarios:
         print_scenarios()
         return EXIT_OK
-    check_demo_only_args(parser, args)
+    check_source_args(parser, args)
     if args.prometheus is not None:
         parser.error(
             "--prometheus reads a job back from Prometheus (for the monitor, record and "

@@ -22,7 +22,7 @@ from gputop_hints.cli.args import (
     add_config_arg,
     add_look_args,
     add_source_args,
-    check_demo_only_args,
+    check_source_args,
     interval,
     positive,
     usage_error,
@@ -144,7 +144,7 @@ def monitor_main(argv: Sequence[str]) -> int:
     if args.list_scenarios:
         print_scenarios()
         return EXIT_OK
-    check_demo_only_args(parser, args)
+    check_source_args(parser, args)
     if args.window < 2 * args.interval:
         parser.error(
             f"--window {args.window:g} s must cover at least two samples of --interval "

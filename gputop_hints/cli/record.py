@@ -18,7 +18,7 @@ from gputop_hints.cli.args import (
     INTERVAL_HELP,
     add_source_args,
     at_least,
-    check_demo_only_args,
+    check_source_args,
     interval,
     positive,
     usage_error,
@@ -80,7 +80,7 @@ def record_main(argv: Sequence[str]) -> int:
     if args.list_scenarios:
         print_scenarios()
         return EXIT_OK
-    check_demo_only_args(parser, args)
+    check_source_args(parser, args)
     from gputop_hints.sampling.record import EXIT_WRITE_FAILED
 
     output = Path(args.output)
