@@ -70,6 +70,13 @@ def _stamp(year: int, month: int, day: int, hh: int, mm: int, ss: int, zone: str
 
 def parse_date(text: str) -> float | None:
     """Seconds since the epoch of the first date-and-time in ``text``; None when none."""
+    found = _parse(text)
+    return None if found is None else found[0]
+
+
+def _parse(text: str) -> tuple[float, int] | None:
+    """:func:`parse_date`, and where the time's seconds are in ``text`` when the time is
+    a whole number of seconds read from them alone (-1 when not)."""
     try:
         m = _MONTH_FIRST.search(text)
         if m is not None:
@@ -82,7 +89,7 @@ def parse_date(text: str) -> float | None:
                 int(mm),
                 int(ss),
                 zone,
-            )
+            ), m.start(5)
         m = _DAY_FIRST.search(text)
         if m is not None:
             day, mon, year, hh, mm, ss, half, zone = m.groups()
@@ -94,12 +101,12 @@ def parse_date(text: str) -> float | None:
                 int(mm),
                 int(ss),
                 zone,
-            )
+            ), m.start(6)
         m = _NUMERIC.search(text)
         if m is not None:
             year, month, day, hh, mm, ss, frac, zone = m.groups()
             base = _stamp(int(year), int(month), int(day), int(hh), int(mm), int(ss), zone)
-            return base + (float(frac) if frac else 0.0)
+            return base + (float(frac) if frac else 0.0), -1
     except (ValueError, OverflowError, OSError):
         return None
     return None
@@ -107,12 +114,51 @@ def parse_date(text: str) -> float | None:
 
 def date_line(line: str) -> float | None:
     """The time a short line stands for, when it is a date or separator line."""
+    found = _date_line(line)
+    return None if found is None else found[0]
+
+
+def _date_line(line: str) -> tuple[float, int] | None:
+    """:func:`date_line`, and where in ``line`` its seconds are (as :func:`_parse`)."""
     if len(line) > MAX_DATE_LINE or not any(ch.isdigit() for ch in line):
         return None
     stripped = line.strip()
     if stripped[:1] in ("|", "+"):
         return None
-    return parse_date(stripped)
+    found = _parse(stripped)
+    if found is None or found[1] < 0:
+        return found
+    return found[0], found[1] + len(line) - len(line.lstrip())
+
+
+class TickingDate:
+    """:func:`date_line` for one line redrawn again and again (a terminal's clock).
+
+    When the line is the last one read but for the two digits of its seconds, its
+    time is the last time moved by their difference -- what reading it again gives,
+    as every date shape counts seconds linearly within the minute."""
+
+    def __init__(self) -> None:
+        self._line = ""
+        self._stamp = 0.0
+        self._at = -1
+        """Where the last line's seconds are, -1 when it is not read that way."""
+
+    def read(self, line: str) -> float | None:
+        at, last = self._at, self._line
+        if at >= 0 and len(line) == len(last) and line[:at] == last[:at]:
+            ss = line[at : at + 2]
+            if line[at + 2 :] == last[at + 2 :] and ss.isascii() and ss.isdigit():
+                self._stamp += int(ss) - int(last[at : at + 2])
+                self._line = line
+                return self._stamp
+        found = _date_line(line)
+        if found is None:
+            self._at = -1
+            return None
+        self._stamp, self._at = found
+        self._line = line
+        return self._stamp
 
 
 def glued_date(line: str) -> int | None:

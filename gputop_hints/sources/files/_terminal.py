@@ -23,8 +23,11 @@ import re
 from collections.abc import Iterator
 
 ESC = "\x1b"
-_CURSOR_TO = re.compile(r"\x1b\[([0-9]{1,3});([0-9]{1,3})H")
-"""Cursor positioning, the sequence curses sends most: read without :meth:`Screen._csi`."""
+_MOVE = re.compile(r"\x1b\[([0-9]{1,3})(?:;([0-9]{1,3})H|G)")
+"""Cursor positioning (row and column, or column alone), the sequences curses sends
+most: read without :meth:`Screen._csi`."""
+_RUN = re.compile(r"[^\x00-\x1f]+")
+"""Printable characters, written in one go while they fit on the row."""
 
 
 class Screen:
@@ -48,18 +51,25 @@ class Screen:
         self.moved = False
         """The last escape sequence moved the cursor (parking it ends a redraw)."""
         self._pending = ""  # an escape sequence cut at the end of a chunk
-        self._text: list[str | None] = [None] * rows
-        """Each row as :meth:`lines` gives it, None when it changed since."""
+        self._text = [""] * rows
+        """Each row as :meth:`lines` gives it, except those in ``_stale``."""
+        self._stale: set[int] = set()
+        """Rows written since :meth:`lines` last read them."""
+        self.changed_rows: list[int] = []
+        """The rows :meth:`lines` read again the last time (a superset of those
+        that differ from the rows it gave before)."""
 
     # --- reading ----------------------------------------------------------------
 
     def lines(self) -> list[str]:
         """The screen's rows, trailing blanks removed."""
-        text = self._text
-        for r, cached in enumerate(text):
-            if cached is None:
-                text[r] = "".join(self.grid[r]).rstrip()
-        return [t or "" for t in text]
+        text, grid = self._text, self.grid
+        stale = sorted(self._stale)
+        for r in stale:
+            text[r] = "".join(grid[r]).rstrip()
+        self._stale.clear()
+        self.changed_rows = stale
+        return list(text)
 
     def feed(self, text: str) -> Iterator[list[str]]:
         """Interpret ``text``; yield the screen's rows at the end of each redraw."""
@@ -70,12 +80,16 @@ class Screen:
         while i < n:
             ch = data[i]
             if ch == ESC:
-                m = _CURSOR_TO.match(data, i)
-                if m is not None:  # what _csi does with "H" and two numbers
+                m = _MOVE.match(data, i)
+                if m is not None:  # what _csi does with "H" and two numbers, or "G"
                     self.wrap_pending = False
                     self.moved = True
-                    self.row = min(self.rows, max(1, int(m.group(1)))) - 1
-                    self.col = min(self.cols, max(1, int(m.group(2)))) - 1
+                    first, col = m.groups()
+                    if col is None:
+                        col = first
+                    else:
+                        self.row = min(self.rows, max(1, int(first))) - 1
+                    self.col = min(self.cols, max(1, int(col))) - 1
                     i = m.end()
                     if self.row == self.rows - 1 and self.col == self.cols - 1:
                         yield from self._frame_end()
@@ -87,8 +101,12 @@ class Screen:
                     return
                 i = end
             elif ch >= " ":
-                self._put(ch)
-                i += 1
+                room = self.cols - 1 - self.col
+                if room > 1 and not self.wrap_pending and data[i + 1 : i + 2] >= " ":
+                    i = self._write(data, i, room)
+                else:
+                    self._put(ch)
+                    i += 1
                 if not self.autowrap and (self.row, self.col) == (self.rows - 1, self.cols - 1):
                     yield from self._frame_end()  # curses' way to fill the last cell
                 continue
@@ -106,6 +124,20 @@ class Screen:
 
     # --- characters ---------------------------------------------------------------
 
+    def _write(self, data: str, i: int, room: int) -> int:
+        """:meth:`_put` for the printable characters at ``data[i]``, as many as fit
+        before the last column (``room``); where they end."""
+        run = _RUN.match(data, i, i + room)
+        assert run is not None
+        n = run.end() - i
+        c = self.col
+        self.grid[self.row][c : c + n] = run.group()
+        self._stale.add(self.row)
+        self.last_char = data[i + n - 1]
+        self.dirty = True
+        self.col = c + n
+        return i + n
+
     def _put(self, ch: str) -> None:
         if self.wrap_pending and self.autowrap:
             if self.row == self.bottom == self.rows - 1 and self.top == 0:
@@ -118,7 +150,7 @@ class Screen:
             self._line_feed()
         self.wrap_pending = False
         self.grid[self.row][self.col] = ch
-        self._text[self.row] = None
+        self._stale.add(self.row)
         self.last_char = ch
         self.dirty = True
         if self.col == self.cols - 1:
@@ -147,7 +179,7 @@ class Screen:
 
     def _changed(self) -> None:
         """Something beyond one cell changed: every row is read again."""
-        self._text = [None] * self.rows
+        self._stale.update(range(self.rows))
         self.dirty = True
 
     def _scroll_up(self, top: int, bottom: int, count: int) -> None:
@@ -205,6 +237,7 @@ class Screen:
             self._line_feed()
         elif kind == "c":
             self.__init__(self.rows, self.cols)  # type: ignore[misc]
+            self._stale.update(range(self.rows))  # blank now, whatever they showed
         self.wrap_pending = False
         return i + 2
 

@@ -14,15 +14,15 @@ Processes box -- stays unknown.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._nvsmi_parser import TableReader
-from gputop_hints.sources.files._nvsmi_rows import TableSnapshot
+from gputop_hints.sources.files._nvsmi_rows import TableGpu, TableSnapshot, read_values_fast
 from gputop_hints.sources.files._terminal import Screen
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.nvsmi_table import SnapshotMaker, stream_info
@@ -95,13 +95,18 @@ def shows_processes(screen_rows: list[str]) -> bool:
     return "Processes:" in "\n".join(screen_rows)
 
 
-def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None, list[str]]:
-    """The table on one screen, and what did not read in it."""
+def read_frame(
+    screen_rows: list[str], cols: int, values: dict[int, TableGpu] | None = None
+) -> tuple[TableSnapshot | None, list[str]]:
+    """The table on one screen, and what did not read in it; ``values`` gets the GPU of
+    each values row read whole in one match (as :attr:`TableReader.values_rows`)."""
     problems: list[str] = []
     reader = TableReader(
         lambda _n, reason: problems.append(reason),
         expect_processes=shows_processes(screen_rows),
     )
+    if values is not None:
+        reader.values_rows = values
     found: TableSnapshot | None = None
     for number, line in enumerate(table_lines(screen_rows, cols), start=1):
         found = reader.feed(number, line) or found
@@ -109,75 +114,141 @@ def read_frame(screen_rows: list[str], cols: int) -> tuple[TableSnapshot | None,
 
 
 class FrameReader:
-    """:func:`read_frame` for one capture, remembering the last frame read.
+    """:func:`read_frame` for one capture, reading again only what a redraw changed.
 
-    Most redraws change only the clock: the frame's lines other than its date
-    lines are then the same as the last frame's, and so is what the table reader
-    makes of them except the time -- which is taken from the new date line
-    instead of reading the whole table again."""
+    Most redraws change the clock and a GPU's values row: the frame's other lines
+    are the same as the last frame's, and so is what the table reader makes of them.
+    A changed date line then only moves the time, and a changed values row that reads
+    whole in one match (as it did before) only replaces its GPU; any other change
+    reads the whole table again."""
 
     def __init__(self, cols: int) -> None:
         self.cols = cols
-        self._lines: list[str] | None = None
-        """The last frame's lines; ``_marks`` says what each is (the table line
-        itself, or whether a non-table line is a date line) and ``_stamps`` the
-        time of each date line -- kept up to date line by line."""
-        self._marks: list[str | bool] = []
-        self._stamps: dict[int, float] = {}
-        self._processes = False
-        self._valid = False
-        """Whether ``_last`` was read from lines marked as ``_marks`` now are."""
-        self._last: tuple[TableSnapshot | None, list[str]] = (None, [])
+        self._rows: list[str] = []
+        """The last frame's screen rows; ``_spans`` the first row and row count of each
+        of its lines, ``_line_of`` the line each row is in, ``_lines`` the lines."""
+        self._spans: list[tuple[int, int]] = []
+        self._line_of: list[int] = []
+        self._lines: list[str] = []
+        self._dates: dict[int, dates.TickingDate] = {}
+        """By line number, each line that is not a table line, and its time."""
+        self._stamps: dict[int, float | None] = {}
+        self._values: dict[int, TableGpu] = {}
+        """By line number, the GPU each values row read in one match gave."""
+        self._table: TableSnapshot | None = None
+        self._problems: list[str] = []
 
-    def read(self, screen_rows: list[str]) -> tuple[TableSnapshot | None, list[str]]:
-        lines = table_lines(screen_rows, self.cols)
-        processes = shows_processes(screen_rows)  # read_frame's expectation
-        same = self._valid and processes == self._processes
-        before = self._lines
-        if before is not None and len(before) == len(lines):
-            marks, stamps = self._marks, self._stamps
-            for i, line in enumerate(lines):
-                if line == before[i]:
-                    continue
-                mark, stamp = _mark(line)
-                if stamp is not None:
-                    stamps[i + 1] = stamp
-                else:
-                    stamps.pop(i + 1, None)
-                if mark != marks[i]:
-                    same = False
-                    marks[i] = mark
-        else:
-            same = False
-            marks, stamps = [], {}
-            for i, line in enumerate(lines):
-                mark, stamp = _mark(line)
-                if stamp is not None:
-                    stamps[i + 1] = stamp
-                marks.append(mark)
-            self._marks, self._stamps = marks, stamps
-        self._lines = lines
-        self._processes = processes
-        if same:
-            table, problems = self._last
-            if table is not None and table.timestamp is not None:
-                table = replace(table, timestamp=stamps[table.line])
-            return table, list(problems)
-        table, problems = read_frame(screen_rows, self.cols)
-        self._valid = True
-        self._last = (table, list(problems))
-        return table, problems
+    def read(
+        self, screen_rows: list[str], changed: Iterable[int] | None = None
+    ) -> tuple[TableSnapshot | None, list[str]]:
+        """The table on the screen; ``changed``: the rows that may differ from the last
+        frame's (None: any)."""
+        if len(screen_rows) == len(self._rows) and self._update(
+            screen_rows, range(len(screen_rows)) if changed is None else changed
+        ):
+            return self._current(), list(self._problems)
+        self._full(screen_rows)
+        return self._table, list(self._problems)
+
+    def _full(self, screen_rows: list[str]) -> None:
+        """Read the whole table, and remember what each line is."""
+        self._values = {}
+        self._table, self._problems = read_frame(screen_rows, self.cols, self._values)
+        self._rows = list(screen_rows)
+        self._spans = _spans(screen_rows)
+        self._line_of = [i for i, (_, n) in enumerate(self._spans) for _ in range(n)]
+        self._lines = table_lines(screen_rows, self.cols)
+        self._dates, self._stamps = {}, {}
+        for number, line in enumerate(self._lines, start=1):
+            text = line.strip()
+            if text and text[0] not in "|+":
+                ticking = dates.TickingDate()
+                self._dates[number], self._stamps[number] = ticking, ticking.read(text)
+
+    def _update(self, screen_rows: list[str], changed: Iterable[int]) -> bool:
+        """Take in the changed rows when they leave the table as it was but for times and
+        values rows; False when the table must be read again."""
+        rows = self._rows
+        lines: set[int] = set()
+        for r in changed:
+            old, new = rows[r], screen_rows[r]
+            if old == new:
+                continue
+            if _shape(old) != _shape(new) or "Processes:" in old or "Processes:" in new:
+                return False
+            rows[r] = new
+            lines.add(self._line_of[r])
+        for i in lines:
+            first, count = self._spans[i]
+            line = rows[first] if count == 1 else rows[first].ljust(self.cols) + rows[first + 1]
+            if not self._take(i + 1, line):
+                return False
+        return True
+
+    def _take(self, number: int, line: str) -> bool:
+        """Take in the new text of line ``number``; False when that needs a full read."""
+        old = self._lines[number - 1]
+        self._lines[number - 1] = line
+        text = line.strip()
+        ticking = self._dates.get(number)
+        if ticking is not None:
+            if not text or text[0] in "|+":
+                return False
+            stamp = ticking.read(text)
+            if (stamp is None) != (self._stamps[number] is None):
+                return False
+            self._stamps[number] = stamp
+            return True
+        gpu = self._values.get(number)
+        if gpu is None or not text.startswith("|") or not text.endswith("|"):
+            return old.strip() == text
+        fresh = TableGpu(index=gpu.index, name=gpu.name, bus_id=gpu.bus_id)
+        if not read_values_fast(fresh, text):
+            return False
+        self._values[number] = fresh
+        table = self._table
+        if table is not None:
+            gpus = [fresh if g is gpu else g for g in table.gpus]
+            self._table = _with(table, table.timestamp, gpus)
+        return True
+
+    def _current(self) -> TableSnapshot | None:
+        """The last table, at the time its date line says now."""
+        table = self._table
+        if table is None or table.timestamp is None:
+            return table
+        # A table line with the date glued on is no date line: it did not change.
+        return _with(table, self._stamps.get(table.line, table.timestamp), table.gpus)
 
 
-def _mark(line: str) -> tuple[str | bool, float | None]:
-    """What TableReader makes of a line as far as FrameReader tells frames apart -- a
-    table line is itself, any other line a date line (its value aside) or nothing --
-    and the time of a date line."""
-    text = line.strip()
-    if text and text[0] not in "|+":
-        stamp = dates.date_line(text)
-        return stamp is not None, stamp
-    return line, None
+def _with(table: TableSnapshot, timestamp: float | None, gpus: list[TableGpu]) -> TableSnapshot:
+    """``table`` with another time and GPUs."""
+    return TableSnapshot(
+        table.line, timestamp, table.driver, table.cuda, gpus, table.processes, table.mig_devices
+    )
+
+
+def _shape(row: str) -> tuple[bool, bool]:
+    """What :func:`table_lines` looks at in a row to join rows into lines."""
+    return row[:1] in _STARTS, not row.strip()
+
+
+def _spans(screen_rows: list[str]) -> list[tuple[int, int]]:
+    """The first row and the number of rows of each of :func:`table_lines`'s lines."""
+    spans: list[tuple[int, int]] = []
+    last = len(screen_rows) - 1
+    i = 0
+    while i <= last:
+        row = screen_rows[i]
+        if i < last and row[:1] in _STARTS:
+            nxt = screen_rows[i + 1]
+            if nxt[:1] not in _STARTS and nxt.strip():
+                spans.append((i, 2))
+                i += 2
+                continue
+        spans.append((i, 1))
+        i += 1
+    return spans
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
@@ -194,7 +265,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> WatchPlan | str:
     try:
         for piece in source.chunks():
             for frame in screen.feed(piece):
-                table, _problems = frames.read(frame)
+                table, _problems = frames.read(frame, screen.changed_rows)
                 if table is not None:
                     plan.frames.append(table)
                 plan.processes_shown = plan.processes_shown or shows_processes(frame)
@@ -229,7 +300,7 @@ def open_watch(
         for piece in source.chunks():
             for frame in screen.feed(piece):
                 counts["frames"] += 1
-                table, problems = frames.read(frame)
+                table, problems = frames.read(frame, screen.changed_rows)
                 for reason in problems:
                     note_bad_line(
                         counters, counts["frames"], f"watch frame {counts['frames']}: {reason}"
