@@ -517,8 +517,37 @@ async def test_cpu_only_banner_says_why_and_suggests_demo() -> None:
         assert not app.query(GpuPanel)
         assert "DEMO" not in lines_of(app.query_one(HeaderBar))[0]
         cpu = lines_of(app.query_one(CpuPanel))
-        assert "iowait n/a" in cpu[0]
+        assert " ".join(cpu[0].split()).count("iowait n/a") == 1
         assert "job may use 2: 0-1" in cpu[0]
+
+
+async def test_cpu_summary_keeps_its_columns_as_values_change_width() -> None:
+    """A mean going 5 % -> 100 % or memory 512MiB -> 23.5GiB rewrites only its own
+    cells: what follows it on the line stays where it was (no jitter, fewer bytes)."""
+    source = ClosingDemo("healthy", gpus=1, processes=1)
+    app = GputopApp(source, autostart=False)
+    lines = []
+    async with app.run_test(size=(120, 30)) as pilot:
+        cases = (((5.0, 5.0), 0.0, 512 * 2**20), ((100.0, 100.0), 12.0, 24 * 2**30))
+        for cores, iowait, used in cases:
+            snap = dataclasses.replace(
+                _no_gpu_snapshot(),
+                host=HostSample(
+                    hostname="cpu-only",
+                    cpu_percent_per_core=cores,
+                    allowed_cores=(0, 1),
+                    iowait_percent=iowait,
+                    memory_used_bytes=used,
+                    memory_total_bytes=64 * 2**30,
+                ),
+            )
+            app.ingest(snap)
+            await pilot.pause()
+            lines.append(lines_of(app.query_one(CpuPanel))[0])
+    low, high = lines
+    assert "5%" in low and "100%" in high
+    for word in ("iowait", "mem", "load"):
+        assert low.index(word) == high.index(word), (word, low, high)
 
 
 async def test_unknown_values_show_as_na_not_zero() -> None:

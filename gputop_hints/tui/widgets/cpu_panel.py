@@ -37,6 +37,11 @@ from gputop_hints.units import UNKNOWN, core_ranges, human_bytes, percent
 
 _BAR = 5
 _COMPACT_LABEL = " cores "
+_PERCENT_W = len("100%")
+_BYTES_W = len("23.5GiB")
+"""The summary line's numbers keep their width ("  5%", " 435MiB") as they change, so
+a value that gains or loses a digit rewrites itself, not the rest of the line after it."""
+
 CORES_CONTENDED_RULE = "cores-contended"
 """The finding that says the job's cores are loaded by processes outside the job."""
 
@@ -150,14 +155,18 @@ class CpuPanel(StripWidget):
         per_core = list(enumerate(host.cpu_percent_per_core))
         inside = [v for i, v in per_core if i in cores and v is not None]
         outside = [v for i, v in per_core if i not in cores and v is not None]
-        text = f"job cores {core_ranges(cores)} {percent(_mean(inside))}"
+        text = f"job cores {core_ranges(cores)} {percent(_mean(inside), width=_PERCENT_W)}"
         if outside:
-            text += f" · rest of node {percent(_mean(outside))}"
+            text += f" · rest of node {percent(_mean(outside), width=_PERCENT_W)}"
         pieces = [Piece(text, p.core_allowed, 1)]
         if job.foreign_cpu_percent is not None:
             style = p.warning if self.contended else p.muted
             pieces.append(
-                Piece(f"others on job cores {percent(job.foreign_cpu_percent)}", style, 2)
+                Piece(
+                    f"others on job cores {percent(job.foreign_cpu_percent, width=_PERCENT_W)}",
+                    style,
+                    2,
+                )
             )
         return pieces
 
@@ -167,7 +176,7 @@ class CpuPanel(StripWidget):
         mean_all = sum(known) / len(known) if known else None
         pieces = [
             Piece(" CPU", p.header_accent, 0),
-            Piece(f"{host.core_count} cores {percent(mean_all)}", p.text, 1),
+            Piece(f"{host.core_count} cores {percent(mean_all, width=_PERCENT_W)}", p.text, 1),
         ]
         job = self.job
         if job is not None:
@@ -176,16 +185,16 @@ class CpuPanel(StripWidget):
             pieces.append(
                 Piece(
                     f"job may use {len(allowed)}: {core_ranges(allowed)}"
-                    f" busy {percent(host.allowed_cores_busy_percent())}",
+                    f" busy {percent(host.allowed_cores_busy_percent(), width=_PERCENT_W)}",
                     p.core_allowed,
                     2,
                 )
             )
-        pieces.append(Piece(f"iowait {percent(host.iowait_percent)}", p.text, 3))
+        pieces.append(Piece(f"iowait {percent(host.iowait_percent, width=_PERCENT_W)}", p.text, 3))
         if host.memory_total_bytes is not None or host.memory_used_bytes is not None:
             pieces.append(
                 Piece(
-                    f"mem {human_bytes(host.memory_used_bytes)}/"
+                    f"mem {human_bytes(host.memory_used_bytes):>{_BYTES_W}}/"
                     f"{human_bytes(host.memory_total_bytes)}",
                     p.text,
                     4,
