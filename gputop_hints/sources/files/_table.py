@@ -302,6 +302,12 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
     return Row(line, ts, absolute, key, fields, bad_cells, samples)
 
 
+def row_time(time_cell: str) -> tuple[float | None, bool]:
+    """The (time, absolute?) of a row's time cell (stripped) without a date column;
+    raises CellError (``time: ...``) as :func:`parse_row` does."""
+    return _row_time(time_cell, None, False)
+
+
 def _row_time(
     time_cell: str | None, date_cell: str | None, has_date_column: bool
 ) -> tuple[float | None, bool]:
@@ -316,6 +322,10 @@ def _row_time(
         else:
             if 0.0 <= value < math.inf and "_" not in time_cell:
                 return v.epoch_number(value)
+    if not has_date_column and "/" in time_cell:
+        local = v.nvsmi_time(time_cell)
+        if local is not None:
+            return local, True
     try:
         if has_date_column or _is_time_of_day(time_cell):
             return v.dmon_datetime(date_cell, time_cell)
