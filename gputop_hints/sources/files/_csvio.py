@@ -225,9 +225,15 @@ class _RowReader:
         self.time_first = _time_first(self.columns)
 
     def rows(self, lines: Iterable[tuple[int, str]]) -> Iterator[Row]:
+        """The rows of the lines. A plain line whose text after the time is known reads
+        only its time, unless that cell is empty (a blank row), reads as the header's
+        first name or starts with a letter (a header, with a ``reheader``): those are
+        read whole (:meth:`_row`), as every other record."""
         delimiter = self.plan.delimiter
         known = self.known
-        for line, text, cells in raw_records(lines, delimiter, self.counters.note_bad_line):
+        counters = self.counters
+        has_reheader = self.reheader is not None
+        for line, text, cells in raw_records(lines, delimiter, counters.note_bad_line):
             rest: str | None = None
             if cells is None:
                 if self.time_first:
@@ -235,12 +241,20 @@ class _RowReader:
                     hit = known.get(rest) if found else None
                     if hit is not None:
                         time_cell = time_cell.strip()
-                        if time_cell and time_cell.lower() != self.header0 and not (
-                            self.reheader is not None and time_cell[:1].isalpha()
+                        if (
+                            time_cell
+                            and time_cell.lower() != self.header0
+                            and not (has_reheader and time_cell[:1].isalpha())
                         ):
-                            row = self._known_row(line, time_cell, hit)
-                            if row is not None:
-                                yield row
+                            try:
+                                ts, absolute = row_time(time_cell)
+                            except v.CellError as exc:
+                                bad(counters, line, str(exc))
+                                continue
+                            again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
+                            if hit[2]:
+                                note_bad_cells(counters, again)
+                            yield again
                             continue
                     if not found:
                         rest = None
@@ -248,19 +262,6 @@ class _RowReader:
             row = self._row(line, cells, rest)
             if row is not None:
                 yield row
-
-    def _known_row(self, line: int, time_cell: str, known: _Known) -> Row | None:
-        """The row of a known text after the time (None: its time does not read)."""
-        try:
-            ts, absolute = row_time(time_cell)
-        except v.CellError as exc:
-            bad(self.counters, line, str(exc))
-            return None
-        fields, key, bad_cells, samples = known
-        row = Row(line, ts, absolute, key, fields, bad_cells, samples)
-        if bad_cells:
-            note_bad_cells(self.counters, row)
-        return row
 
     def _row(self, line: int, cells: list[str], rest: str | None) -> Row | None:
         """The row of a record (None: skipped, or counted bad); ``rest``: the text after
