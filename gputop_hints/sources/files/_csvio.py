@@ -8,8 +8,9 @@ log; none of them imports another.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
@@ -18,10 +19,12 @@ from gputop_hints.sources.files._table import (
     Assembler,
     Column,
     Row,
+    Samples,
     assemble,
     bad,
     note_bad_cells,
     parse_row,
+    row_time,
 )
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.sources.files.mapping import constant_size, normalise, resolve
@@ -37,32 +40,73 @@ def records(
     """(first line number of the record, cells). Quoted fields may span lines;
     an unterminated quote costs at most csv's field size limit (128 KiB) of memory
     before the record is dropped as malformed."""
-    numbers: list[int] = []
+    for start, text, cells in raw_records(lines, delimiter, on_bad):
+        yield start, split_plain(text, delimiter) if cells is None else cells
 
-    def feed() -> Iterator[str]:
-        for number, line in lines:
-            numbers.append(number)
-            if len(numbers) > 4096:
-                del numbers[:-2048]
+
+def split_plain(text: str, delimiter: str) -> list[str]:
+    """The cells ``csv.reader(skipinitialspace=True)`` reads from a line without quotes."""
+    return [c.lstrip(" ") for c in text.split(delimiter)] if text else []
+
+
+def raw_records(
+    lines: Iterable[tuple[int, str]], delimiter: str, on_bad: BadLine
+) -> Iterator[tuple[int, str, list[str] | None]]:
+    """:func:`records` with each record's text: (first line number, the line, None)
+    for a line csv reads as it splits (no quote, no CR, shorter than csv's field size
+    limit: see :func:`split_plain`), (first line number, "", cells) for the others,
+    read by ``csv.reader``."""
+    source = iter(lines)
+    quoted = _QuotedRecords(source, delimiter)
+    limit = csv.field_size_limit()
+    last_end = 0
+    for number, text in source:
+        if '"' not in text and "\r" not in text and len(text) < limit:
+            start, last_end = last_end + 1, number
+            yield start, text, None
+            continue
+        try:
+            cells = quoted.record(number, text)
+        except csv.Error as exc:
+            on_bad(quoted.last, f"malformed CSV: {exc}")
+            last_end = quoted.last
+            continue
+        if cells is None:
+            return
+        # A record spanning k physical lines started k-1 lines before its end.
+        start, last_end = last_end + 1, quoted.last
+        yield start, "", cells
+
+
+class _QuotedRecords:
+    """``csv.reader`` over lines, for the records that need it: started at one line,
+    it reads on from the lines while a quoted field spans them."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]], delimiter: str) -> None:
+        self._lines = lines
+        self._first: tuple[int, str] | None = None
+        self.last = 0
+        """The number of the last line read."""
+        self._reader = csv.reader(self._feed(), delimiter=delimiter, skipinitialspace=True)
+
+    def _feed(self) -> Iterator[str]:
+        while True:
+            if self._first is not None:
+                number, line = self._first
+                self._first = None
+            else:
+                following = next(self._lines, None)
+                if following is None:
+                    return
+                number, line = following
+            self.last = number
             yield line + "\n"
 
-    reader = csv.reader(feed(), delimiter=delimiter, skipinitialspace=True)
-    last_end = 0
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            start = numbers[-1] if numbers else last_end + 1
-            on_bad(start, f"malformed CSV: {exc}")
-            last_end = numbers[-1] if numbers else last_end
-            continue
-        end = numbers[-1] if numbers else last_end + 1
-        # A record spanning k physical lines started k-1 lines before its end.
-        start = last_end + 1
-        last_end = end
-        yield start, cells
+    def record(self, number: int, line: str) -> list[str] | None:
+        """The record that starts with this line (None: the lines ran out); raises
+        csv.Error for a malformed one."""
+        self._first = (number, line)
+        return next(self._reader, None)
 
 
 @dataclass
@@ -139,46 +183,150 @@ def read_rows(
     vram_total: int | None = None,
     reheader: Callable[[list[str]], list[Column] | None] | None = None,
 ) -> Iterator[Snapshot]:
-    def rows() -> Iterator[Row]:
-        columns = plan.columns
-        ncols = plan.ncols
-        header_norm = [h.lower() for h in plan.header] if plan.header else None
-        skipped_header = plan.header is None
-        for line, cells in records(source.lines(), plan.delimiter, counters.note_bad_line):
-            cells = [c.strip() for c in cells]
-            if len(cells) > ncols:
-                trim_trailing(cells, ncols)
-            if not any(cells):
-                continue
-            if not skipped_header:
-                skipped_header = True
-                if [c.lower() for c in cells] == header_norm:
-                    continue
-            if (
-                header_norm is not None
-                and cells[0].lower() == header_norm[0]
-                and [c.lower() for c in cells] == header_norm
-            ):
-                continue  # the header repeated mid-file (logs appended with >>)
-            again = reheader(cells) if reheader is not None else None
-            if again is not None:
-                if plan.header is not None:  # a different query appended: follow it
-                    columns = again
-                    ncols = len(cells)
-                    header_norm = [c.lower() for c in cells]
-                continue
-            if len(cells) != ncols:
-                bad(counters, line, f"expected {ncols} fields, found {len(cells)}")
-                continue
-            try:
-                row = parse_row(cells, columns, line)
-            except v.CellError as exc:
-                bad(counters, line, str(exc))
-                continue
-            if row.bad_cells:
-                note_bad_cells(counters, row)
-            if vram_total is not None and row.fields.get("vram_total") is None:
-                row.fields["vram_total"] = vram_total
-            yield row
+    """The snapshots of the rows after the sniffed plan. ``reheader`` is asked about
+    records whose first cell starts with a letter: the columns of a header there
+    (None: not a header)."""
+    reader = _RowReader(plan, counters, vram_total, reheader)
+    yield from assemble(reader.rows(source.lines()), assembler)
 
-    yield from assemble(rows(), assembler)
+
+_KNOWN_ROWS = 1024
+_KNOWN_CHARS = 128 * 1024
+"""Rows :class:`_RowReader` remembers by their text after the time, and the most text
+they may hold (cleared when either is reached)."""
+
+_Known = tuple[dict[str, Any], "int | str | None", list[tuple[str, str]], "Samples | None"]
+"""What a row read besides its time: fields, key, bad cells, the samples it shares."""
+
+
+class _RowReader:
+    """Records -> rows. A row whose text after its time (the first cell) is that of
+    a row read before takes what that row read: only its time is read (parse_row
+    reads the cells but the time of such a row alike, see there)."""
+
+    def __init__(
+        self,
+        plan: CsvPlan,
+        counters: ReadCounters,
+        vram_total: int | None,
+        reheader: Callable[[list[str]], list[Column] | None] | None,
+    ) -> None:
+        self.plan = plan
+        self.counters = counters
+        self.vram_total = vram_total
+        self.reheader = reheader
+        self.columns = plan.columns
+        self.ncols = plan.ncols
+        self.header_norm = [h.lower() for h in plan.header] if plan.header else None
+        self.header0 = self.header_norm[0] if self.header_norm else None
+        self.skipped_header = plan.header is None
+        self.known: dict[str, _Known] = {}
+        self.known_chars = 0
+        self.time_first = _time_first(self.columns)
+
+    def rows(self, lines: Iterable[tuple[int, str]]) -> Iterator[Row]:
+        """The rows of the lines. A plain line whose text after the time is known reads
+        only its time, unless that cell is empty (a blank row), reads as the header's
+        first name or starts with a letter (a header, with a ``reheader``): those are
+        read whole (:meth:`_row`), as every other record."""
+        delimiter = self.plan.delimiter
+        known = self.known
+        counters = self.counters
+        has_reheader = self.reheader is not None
+        for line, text, cells in raw_records(lines, delimiter, counters.note_bad_line):
+            rest: str | None = None
+            if cells is None:
+                if self.time_first:
+                    time_cell, found, rest = text.partition(delimiter)
+                    hit = known.get(rest) if found else None
+                    if hit is not None:
+                        time_cell = time_cell.strip()
+                        if (
+                            time_cell
+                            and time_cell.lower() != self.header0
+                            and not (has_reheader and time_cell[:1].isalpha())
+                        ):
+                            try:
+                                ts, absolute = row_time(time_cell)
+                            except v.CellError as exc:
+                                bad(counters, line, str(exc))
+                                continue
+                            again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
+                            if hit[2]:
+                                note_bad_cells(counters, again)
+                            yield again
+                            continue
+                    if not found:
+                        rest = None
+                cells = text.split(delimiter)
+            row = self._row(line, cells, rest)
+            if row is not None:
+                yield row
+
+    def _row(self, line: int, cells: list[str], rest: str | None) -> Row | None:
+        """The row of a record (None: skipped, or counted bad); ``rest``: the text after
+        its time, remembered with what the row read."""
+        cells = [c.strip() for c in cells]
+        ncols = self.ncols
+        if len(cells) > ncols:
+            trim_trailing(cells, ncols)
+        if not any(cells):
+            return None
+        header_norm = self.header_norm
+        if not self.skipped_header:
+            self.skipped_header = True
+            if [c.lower() for c in cells] == header_norm:
+                return None
+        if (
+            header_norm is not None
+            and cells[0].lower() == header_norm[0]
+            and [c.lower() for c in cells] == header_norm
+        ):
+            return None  # the header repeated mid-file (logs appended with >>)
+        again = (
+            self.reheader(cells)
+            if self.reheader is not None and cells[0][:1].isalpha()
+            else None
+        )
+        if again is not None:
+            if self.plan.header is not None:  # a different query appended: follow it
+                self._follow(again, cells)
+            return None
+        if len(cells) != ncols:
+            bad(self.counters, line, f"expected {ncols} fields, found {len(cells)}")
+            return None
+        try:
+            row = parse_row(cells, self.columns, line)
+        except v.CellError as exc:
+            bad(self.counters, line, str(exc))
+            return None
+        if row.bad_cells:
+            note_bad_cells(self.counters, row)
+        if self.vram_total is not None and row.fields.get("vram_total") is None:
+            row.fields["vram_total"] = self.vram_total
+        if rest is not None:
+            self._remember(rest, (row.fields, row.key, row.bad_cells, row.samples))
+        return row
+
+    def _remember(self, rest: str, known: _Known) -> None:
+        self.known_chars += len(rest)
+        if len(self.known) >= _KNOWN_ROWS or self.known_chars > _KNOWN_CHARS:
+            self.known.clear()
+            self.known_chars = len(rest)
+        self.known[rest] = known
+
+    def _follow(self, columns: list[Column], header: list[str]) -> None:
+        """Read on with the columns of a new header."""
+        self.columns = columns
+        self.ncols = len(header)
+        self.header_norm = [c.lower() for c in header]
+        self.header0 = self.header_norm[0]
+        self.known.clear()
+        self.known_chars = 0
+        self.time_first = _time_first(columns)
+
+
+def _time_first(columns: Sequence[Column]) -> bool:
+    """Whether the time is the first cell, and the only time column (no dmon date)."""
+    times = [c.position for c in columns if c.role in ("time", "date")]
+    return times == [0]

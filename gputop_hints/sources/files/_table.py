@@ -71,7 +71,7 @@ class Column:
 Samples = dict[int, tuple[tuple[tuple[str, Any], ...], GpuSample]]
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     line: int
     timestamp: float | None
@@ -302,6 +302,20 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
     return Row(line, ts, absolute, key, fields, bad_cells, samples)
 
 
+def row_time(time_cell: str) -> tuple[float | None, bool]:
+    """The (time, absolute?) of a row's time cell (stripped) without a date column;
+    raises CellError (``time: ...``) as :func:`parse_row` does."""
+    if "/" not in time_cell and ":" not in time_cell:
+        try:  # the fast path of _row_time, without the call
+            value = float(time_cell)
+        except ValueError:
+            pass
+        else:
+            if 0.0 <= value < math.inf and "_" not in time_cell:
+                return v.epoch_number(value)
+    return _row_time(time_cell, None, False)
+
+
 def _row_time(
     time_cell: str | None, date_cell: str | None, has_date_column: bool
 ) -> tuple[float | None, bool]:
@@ -316,6 +330,10 @@ def _row_time(
         else:
             if 0.0 <= value < math.inf and "_" not in time_cell:
                 return v.epoch_number(value)
+    if not has_date_column and "/" in time_cell:
+        local = v.nvsmi_time(time_cell)
+        if local is not None:
+            return local, True
     try:
         if has_date_column or _is_time_of_day(time_cell):
             return v.dmon_datetime(date_cell, time_cell)
@@ -430,13 +448,16 @@ class Assembler:
         self.tolerance = min(max(0.5 * interval, 0.002), 5.0)
         self._rows: list[tuple[int, dict[str, Any], Samples | None]] = []
         self._indices: set[int] = set()
-        """The GPU indices of ``_rows``, and the highest of them."""
+        """The GPU indices of ``_rows``, and the highest of them (kept from its second
+        row on: a tick of one row needs neither)."""
         self._top = -1
         self._keys: set[int | str] = set()
         self._time: float | None = None
         self._index_of: dict[str, int] = {}
         self.driver: str | None = None
         self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample, Samples | None]] = {}
+        self._most_gpus = 0
+        """The most GPUs of a snapshot yet (what ``counters.saw_gpus`` was last told)."""
 
     def _index(self, key: int | str | None) -> int:
         if key is None:
@@ -451,7 +472,8 @@ class Assembler:
         out: Snapshot | None = None
         key = row.key
         timestamp = row.timestamp
-        if self._rows:
+        rows = self._rows
+        if rows:
             new_tick = False
             if key is not None and key in self._keys:
                 new_tick = True
@@ -461,19 +483,24 @@ class Assembler:
                 new_tick = True  # no GPU column and no time: one row, one tick
             if new_tick:
                 out = self.flush()
-        if not self._rows:
-            self._time = timestamp
+                rows = self._rows
         if key is None:
-            index = len(self._rows)
+            index = len(rows)
         else:
             self._keys.add(key)
             index = key if isinstance(key, int) else self._index(key)
-        if index in self._indices:
-            index = self._top + 1
-        self._indices.add(index)
-        if index > self._top:
-            self._top = index
-        self._rows.append((index, row.fields, row.samples))
+        if not rows:
+            self._time = timestamp
+        else:
+            if len(rows) == 1:  # a second row: the first one's index is taken
+                self._indices.add(rows[0][0])
+                self._top = rows[0][0]
+            if index in self._indices:
+                index = self._top + 1
+            self._indices.add(index)
+            if index > self._top:
+                self._top = index
+        rows.append((index, row.fields, row.samples))
         return out
 
     def _sample(self, index: int, f: dict[str, Any], samples: Samples | None) -> GpuSample:
@@ -502,13 +529,20 @@ class Assembler:
         return sample
 
     def flush(self) -> Snapshot | None:
-        if not self._rows:
+        rows = self._rows
+        if not rows:
             return None
         t = self.clock.next(self._time)
-        rows = self._rows
         if len(rows) == 1:
-            gpus: tuple[GpuSample, ...] = (self._sample(*rows[0]),)
-            driver = rows[0][1].get("driver") or None
+            index, fields, samples = rows[0]
+            last = self._last_samples.get(index)
+            gpu = (
+                last[1]
+                if last is not None and samples is not None and last[2] is samples
+                else self._sample(index, fields, samples)
+            )  # the check _sample begins with, without the call: most rows take it
+            gpus: tuple[GpuSample, ...] = (gpu,)
+            driver = fields.get("driver") or None
         else:
             sample = self._sample
             gpus = tuple(sorted([sample(i, f, s) for i, f, s in rows], key=_BY_INDEX))
@@ -518,12 +552,15 @@ class Assembler:
                 if found:
                     driver = found
                     break
+            self._indices = set()
+            self._top = -1
         self._rows = []
-        self._indices = set()
-        self._top = -1
-        self._keys = set()
+        if self._keys:
+            self._keys = set()
         self._time = None
-        self.counters.saw_gpus(len(gpus))
+        if len(gpus) > self._most_gpus:
+            self._most_gpus = len(gpus)
+            self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=t,
             interval_s=self.interval,

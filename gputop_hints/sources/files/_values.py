@@ -208,6 +208,49 @@ def local_time(year: int, month: int, day: int, h: int, m: int, s: int, frac: st
     return base + s + (float(frac) if frac else 0.0)
 
 
+_NVSMI_MINUTES: dict[str, float] = {}
+""":func:`nvsmi_time`'s start of each minute by the first 17 characters of the
+timestamps in it (``2024/11/23 12:23:``)."""
+_NVSMI_ZONE: list[object] = [None]
+"""The ``time.tzname`` that cache is for."""
+
+
+def nvsmi_time(cell: str) -> float | None:
+    """nvidia-smi's ``2024/11/23 12:23:29.950`` (nothing around it) as :func:`timestamp`
+    reads it, quicker; None for any other cell, or one that does not read."""
+    if time.tzname is not _NVSMI_ZONE[0]:
+        _NVSMI_MINUTES.clear()
+        _NVSMI_ZONE[0] = time.tzname
+    base = _NVSMI_MINUTES.get(cell[:17])
+    if base is None:
+        base = _nvsmi_minute(cell)
+        if base is None:
+            return None
+    seconds, frac = cell[17:19], cell[19:]
+    if not (seconds.isascii() and seconds.isdigit() and len(seconds) == 2):
+        return None
+    if frac and not (frac[0] == "." and frac.isascii() and frac[1:].isdigit()):
+        return None
+    return base + int(seconds) + (float(frac) if frac else 0.0)
+
+
+def _nvsmi_minute(cell: str) -> float | None:
+    """The start of the minute of an nvidia-smi timestamp (remembered by its text up to
+    the seconds); None when the cell is not one, or does not read."""
+    m = NVSMI_TIME_RE.match(cell)
+    if m is None or m.end(5) != 16:
+        return None
+    y, mo, d, hh, mm = (int(g) for g in m.groups()[:5])
+    try:
+        base = local_time(y, mo, d, hh, mm, 0, None)
+    except (ValueError, OverflowError, OSError):
+        return None
+    if len(_NVSMI_MINUTES) >= 4096:
+        _NVSMI_MINUTES.clear()
+    _NVSMI_MINUTES[cell[:17]] = base
+    return base
+
+
 def epoch_number(value: float) -> tuple[float, bool]:
     """A numeric time: (seconds, absolute?). Milli/micro/nanoseconds are scaled down;
     numbers below 1e8 (before 1973) are taken as seconds from the start of the log."""
