@@ -57,6 +57,20 @@ def test_round_trip_is_exact_on_every_demo_scenario(tmp_path: Path, name: str) -
     assert count_ticks(path) == len(snapshots)
 
 
+def test_decoders_refuse_a_model_whose_fields_moved() -> None:
+    """The decoders build samples by position: a model field added or moved must stop
+    the import with a message naming the class, never shift every value by one."""
+    from dataclasses import fields
+
+    from gputop_hints.model import GpuProcess
+    from gputop_hints.recording.format import _fields_in_order
+
+    names = tuple(f.name for f in fields(GpuProcess))
+    _fields_in_order(GpuProcess, names)
+    with pytest.raises(TypeError, match="GpuProcess fields changed"):
+        _fields_in_order(GpuProcess, (names[1], names[0], *names[2:]))
+
+
 def test_header_describes_the_file(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     write(path, demo_snapshots(3, "mixed", gpus=2, processes=4))
