@@ -14,7 +14,6 @@ imports nothing of gputop_hints.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import typing
@@ -272,6 +271,8 @@ def _apply_key(
         )
     seen[key] = _line(key_node)
     if key not in valid:
+        import difflib  # only for a bad key's suggestion: not on every start-up
+
         near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
         hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
         raise ConfigError(

@@ -9,7 +9,6 @@ for the tick so that ten rules asking the same thing cost one computation.
 from __future__ import annotations
 
 import math
-import statistics
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -50,6 +49,19 @@ _percent = attrgetter("percent")
 def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
+
+
+def median_of(values: Sequence[float]) -> float:
+    """The median (the mean of the middle two of an even count), as ``statistics.median``
+    gives it, without importing ``statistics`` (and ``fractions``, ``decimal``), ~4 ms of
+    every start-up. Raises ValueError for no values."""
+    if not values:
+        raise ValueError("median of no values")
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
 
 class Window:
     """The last ``window_s`` seconds of a history, with cached statistics."""
@@ -257,7 +269,7 @@ class Window:
         spacing = [b - a for a, b in pairwise(times) if b > a]
         if not spacing:
             return None
-        period = statistics.median(spacing)
+        period = median_of(spacing)
         # Fewer than ~2 samples a tick is no finer than the tick itself.
         if period > self.interval_s / 2:
             return None

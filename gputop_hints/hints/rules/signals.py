@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
 from gputop_hints.hints.rules.shared import gib_text, multi_gpu_jobs, sm_evidence
-from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window
+from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window, median_of
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 from gputop_hints.units import MIB
 
@@ -176,7 +175,7 @@ def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
             peers = [m for i, m in known.items() if i != index]
             if not peers:
                 continue
-            median = statistics.median(peers)
+            median = median_of(peers)
             others = sorted(i for i in known if i != index)
             if median >= c.peers_sm_above_percent and sm <= median - c.below_peers_points:
                 out.append(
@@ -189,7 +188,7 @@ def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
             peers = [s for i, s in power.items() if i != index]
             if len(peers) < 1:
                 continue
-            median = statistics.median(peers)
+            median = median_of(peers)
             if share * 100 >= median * 100 + c.power_above_peers_points:
                 others = sorted(i for i in power if i != index)
                 out.append(
@@ -394,7 +393,7 @@ def clock_share(win: Window, index: int) -> float | None:
         if g.throttle_reasons and "gpu_idle" in g.throttle_reasons:
             continue
         shares.append(g.sm_clock_mhz / g.max_sm_clock_mhz)
-    return statistics.median(shares) if shares else None
+    return median_of(shares) if shares else None
 
 
 def power_capped_at_full_clock(win: Window, t: Thresholds, gpu: GpuSample) -> bool:

@@ -21,7 +21,6 @@ one is the straggler.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -30,7 +29,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import level_window
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
-from gputop_hints.hints.window import Window
+from gputop_hints.hints.window import Window, median_of
 from gputop_hints.model import METRIC_SM, GpuSample
 from gputop_hints.units import human_bytes
 
@@ -98,8 +97,8 @@ def uneven(levels: Sequence[NodeLevel], c: UnevenNodes) -> list[Uneven]:
     out: list[Uneven] = []
     busy = [n.sm_mean for n in levels if n.sm_mean is not None]
     held = [n.vram_bytes for n in levels if n.vram_bytes is not None]
-    median_busy = statistics.median(busy) if len(busy) >= 2 else None
-    median_held = statistics.median(held) if len(held) >= 2 else None
+    median_busy = median_of(busy) if len(busy) >= 2 else None
+    median_held = median_of(held) if len(held) >= 2 else None
     for n in levels:
         sm = n.sm_mean
         if (
@@ -128,7 +127,7 @@ def _straggler(levels: Sequence[NodeLevel], c: UnevenNodes) -> list[Uneven]:
     shares = [n.power_share for n in levels if n.power_share is not None]
     if any(b is None or b < c.all_busy_percent for b in busy) or len(shares) < len(levels):
         return []
-    median = statistics.median(shares)
+    median = median_of(shares)
     if median >= c.spin_power_share:
         return []
     return [
