@@ -87,11 +87,13 @@ class Screen:
                     first, col = m.groups()
                     if col is None:
                         col = first
-                    else:
-                        self.row = min(self.rows, max(1, int(first))) - 1
-                    self.col = min(self.cols, max(1, int(col))) - 1
+                    else:  # min(rows, max(1, n)) - 1 without the calls
+                        r = int(first) - 1
+                        self.row = r if 0 <= r < self.rows else (0 if r < 0 else self.rows - 1)
+                    c = int(col) - 1
+                    self.col = c if 0 <= c < self.cols else (0 if c < 0 else self.cols - 1)
                     i = m.end()
-                    if self.row == self.rows - 1 and self.col == self.cols - 1:
+                    if self.col == self.cols - 1 and self.row == self.rows - 1:
                         yield from self._frame_end()
                     continue
                 self.moved = False

@@ -16,6 +16,7 @@ are summarised in ``StreamInfo.header``.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ from gputop_hints.streams import (
 )
 
 FORMAT = "nvidia-smi-table"
+_BY_INDEX = operator.attrgetter("index")
 LABEL = "nvidia-smi table"
 
 
@@ -91,6 +93,8 @@ class SnapshotMaker:
         self.process_kinds: dict[str, int] = {}
         self.mig_devices = 0
         self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample]] = {}
+        self._last_gpus: tuple[GpuSample, ...] = ()
+        """The last snapshot's GPUs, sorted (reused while the GPUs read the same)."""
         counters.found.update(
             perf_states=self.perf_states,
             fan_percent_peak=self.fan_peak,
@@ -132,7 +136,12 @@ class SnapshotMaker:
         if table.mig_devices > self.mig_devices:
             self.mig_devices = table.mig_devices
             self.counters.found["mig_devices"] = table.mig_devices
-        gpus = tuple(sorted((self._sample(g) for g in table.gpus), key=lambda g: g.index))
+        samples = [self._sample(g) for g in table.gpus]
+        last = self._last_gpus
+        if len(samples) == len(last) and all(map(operator.is_, samples, last)):
+            gpus = last  # the same samples as the last snapshot's: already sorted
+        else:
+            gpus = self._last_gpus = tuple(sorted(samples, key=_BY_INDEX))
         self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=self.clock.next(table.timestamp),

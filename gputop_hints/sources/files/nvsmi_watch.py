@@ -168,18 +168,26 @@ class FrameReader:
     def _update(self, screen_rows: list[str], changed: Iterable[int]) -> bool:
         """Take in the changed rows when they leave the table as it was but for times and
         values rows; False when the table must be read again."""
-        rows = self._rows
+        rows, line_of = self._rows, self._line_of
         lines: set[int] = set()
         for r in changed:
             old, new = rows[r], screen_rows[r]
             if old == new:
                 continue
-            if _shape(old) != _shape(new) or "Processes:" in old or "Processes:" in new:
+            # What table_lines joins rows by (a bar or a corner first, a blank row) and
+            # the Processes title (it decides how the table is read) must stay.
+            if (
+                (old[:1] in _STARTS) is not (new[:1] in _STARTS)
+                or (not old.strip()) is not (not new.strip())
+                or "Processes:" in old
+                or "Processes:" in new
+            ):
                 return False
             rows[r] = new
-            lines.add(self._line_of[r])
+            lines.add(line_of[r])
+        spans = self._spans
         for i in lines:
-            first, count = self._spans[i]
+            first, count = spans[i]
             line = rows[first] if count == 1 else rows[first].ljust(self.cols) + rows[first + 1]
             if not self._take(i + 1, line):
                 return False
@@ -226,11 +234,6 @@ def _with(table: TableSnapshot, timestamp: float | None, gpus: list[TableGpu]) -
     return TableSnapshot(
         table.line, timestamp, table.driver, table.cuda, gpus, table.processes, table.mig_devices
     )
-
-
-def _shape(row: str) -> tuple[bool, bool]:
-    """What :func:`table_lines` looks at in a row to join rows into lines."""
-    return row[:1] in _STARTS, not row.strip()
 
 
 def _spans(screen_rows: list[str]) -> list[tuple[int, int]]:
