@@ -13,6 +13,10 @@ for each case of ``--cases`` (GPUs x processes in all). Per run:
 * peak RSS (VmHWM) and steady RSS (VmRSS) at the end, from ``/proc/<pid>/status``;
 * terminal bytes/s over the window, from tmux ``pipe-pane`` into a file.
 
+Before the runs it prints each program's RSS floor: a fresh interpreter that has only
+imported the libraries the program is built on (Textual for gputop-hints, curses for
+nvitop; nvitop's api, psutil and the fake NVML for both) and holds no data.
+
 Before the runs the tree's own modules (gputop_hints, tests/support, bench) are
 byte-compiled, as installing a package does (nvitop's are, in site-packages):
 where ``PYTHONDONTWRITEBYTECODE`` is set, every launch would otherwise compile
@@ -31,6 +35,7 @@ import compileall
 import os
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -100,6 +105,31 @@ def one_run(
     }
 
 
+LIBRARIES = {
+    "ours": "import textual.app, nvitop.api, psutil, yaml",
+    "nvitop": "import curses, nvitop.api, psutil",
+}
+"""What each program cannot run without: gputop-hints is built on Textual (required),
+nvitop on curses; both on nvitop's api and psutil (and the fake NVML here)."""
+
+
+def library_rss_mb(program: str) -> float:
+    """RSS (MB) of a fresh interpreter that has imported only ``program``'s libraries and
+    the fake NVML, and holds no data: the floor under that program's steady RSS."""
+    code = (
+        f"{LIBRARIES[program]}\nimport tests.support.fake_nvml\n"
+        "print(open('/proc/self/status').read().split('VmRSS:')[1].split()[0])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    return int(out.stdout.strip()) * 1024 / 1e6
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
 
@@ -118,6 +148,13 @@ def main() -> int:
         f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML, "
         f"{args.size} tmux pane, {args.pairs} pair(s) of {args.seconds:g} s per case; "
         f"ticks: ours {TICK_S['ours']:g} s, nvitop {TICK_S['nvitop']:g} s (defaults)"
+    )
+    floor = {program: library_rss_mb(program) for program in LIBRARIES}
+    print(
+        f"libraries alone, no data (RSS floor): ours {floor['ours']:.1f} MB "
+        f"({LIBRARIES['ours'].removeprefix('import ')}), nvitop {floor['nvitop']:.1f} MB "
+        f"({LIBRARIES['nvitop'].removeprefix('import ')}): "
+        f"{floor['ours'] / floor['nvitop']:.2f}x before either holds a sample"
     )
     print(f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
     for case in args.cases.split(","):
