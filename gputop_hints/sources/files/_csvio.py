@@ -187,7 +187,9 @@ def read_rows(
     records whose first cell starts with a letter: the columns of a header there
     (None: not a header)."""
     reader = _RowReader(plan, counters, vram_total, reheader)
-    yield from assemble(reader.rows(source.lines()), assembler)
+    if type(assembler) is not Assembler:  # a PollAssembler: rows grouped in polls
+        return assemble(reader.rows(source.lines()), assembler)
+    return reader.snapshots(source.lines(), assembler)  # no generator around it
 
 
 _KNOWN_ROWS = 1024
@@ -262,6 +264,76 @@ class _RowReader:
             row = self._row(line, cells, rest)
             if row is not None:
                 yield row
+
+    def snapshots(
+        self, lines: Iterable[tuple[int, str]], assembler: Assembler
+    ) -> Iterator[Snapshot]:
+        """``assemble(self.rows(lines), assembler)`` in one loop (records, rows, ticks):
+        :func:`raw_records`, :meth:`rows` and :func:`assemble` as they read, a known
+        row without a GPU key nor bad cells handed to :meth:`Assembler.add_keyless`
+        (no Row made)."""
+        delimiter = self.plan.delimiter
+        known = self.known
+        counters = self.counters
+        has_reheader = self.reheader is not None
+        note_bad_line = counters.note_bad_line
+        add = assembler.add
+        add_keyless = assembler.add_keyless
+        source = iter(lines)
+        quoted = _QuotedRecords(source, delimiter)
+        limit = csv.field_size_limit()
+        last_end = 0
+        for number, text in source:
+            if '"' not in text and "\r" not in text and len(text) < limit:
+                line, last_end = last_end + 1, number
+                rest: str | None = None
+                if self.time_first:
+                    time_cell, found, rest = text.partition(delimiter)
+                    hit = known.get(rest) if found else None
+                    if hit is not None:
+                        time_cell = time_cell.strip()
+                        if (
+                            time_cell
+                            and time_cell.lower() != self.header0
+                            and not (has_reheader and time_cell[:1].isalpha())
+                        ):
+                            try:
+                                ts, absolute = row_time(time_cell)
+                            except v.CellError as exc:
+                                bad(counters, line, str(exc))
+                                continue
+                            if hit[1] is None and not hit[2]:
+                                snap = add_keyless(ts, hit[0], hit[3])
+                            else:
+                                again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
+                                if hit[2]:
+                                    note_bad_cells(counters, again)
+                                snap = add(again)
+                            if snap is not None:
+                                yield snap
+                            continue
+                    if not found:
+                        rest = None
+                row = self._row(line, text.split(delimiter), rest)
+            else:
+                try:
+                    cells = quoted.record(number, text)
+                except csv.Error as exc:
+                    note_bad_line(quoted.last, f"malformed CSV: {exc}")
+                    last_end = quoted.last
+                    continue
+                if cells is None:
+                    break
+                # A record spanning k physical lines started k-1 lines before its end.
+                line, last_end = last_end + 1, quoted.last
+                row = self._row(line, cells, None)
+            if row is not None:
+                snap = add(row)
+                if snap is not None:
+                    yield snap
+        last = assembler.flush()
+        if last is not None:
+            yield last
 
     def _row(self, line: int, cells: list[str], rest: str | None) -> Row | None:
         """The row of a record (None: skipped, or counted bad); ``rest``: the text after

@@ -503,6 +503,25 @@ class Assembler:
         rows.append((index, row.fields, row.samples))
         return out
 
+    def add_keyless(
+        self, timestamp: float | None, fields: dict[str, Any], samples: Samples | None
+    ) -> Snapshot | None:
+        """:meth:`add` of a row without a key (nor bad cells, nor need of its line):
+        a tick of one row followed by a row a tick later (the common case of a file
+        of one GPU without an index column) takes the short way."""
+        rows = self._rows
+        if (
+            len(rows) == 1
+            and timestamp is not None
+            and self._time is not None
+            and abs(timestamp - self._time) > self.tolerance
+        ):
+            out = self.flush()
+            self._rows.append((0, fields, samples))
+            self._time = timestamp
+            return out
+        return self.add(Row(0, timestamp, False, None, fields, [], samples))
+
     def _sample(self, index: int, f: dict[str, Any], samples: Samples | None) -> GpuSample:
         """gpu_sample, handing back the GPU's last sample when its row read the same
         (a frozen value: equal ones can be shared; idle GPUs repeat row after row),
