@@ -306,14 +306,18 @@ def row_time(time_cell: str) -> tuple[float | None, bool]:
     """The (time, absolute?) of a row's time cell (stripped) without a date column;
     raises CellError (``time: ...``) as :func:`parse_row` does."""
     if "/" not in time_cell and ":" not in time_cell:
-        try:  # the fast path of _row_time, without the call
+        try:  # fast path: a plain number, as v.timestamp reads it
             value = float(time_cell)
         except ValueError:
             pass
         else:
             if 0.0 <= value < math.inf and "_" not in time_cell:
                 return v.epoch_number(value)
-    return _row_time(time_cell, None, False)
+    elif "/" in time_cell:
+        local = v.nvsmi_time(time_cell)
+        if local is not None:
+            return local, True
+    return _parsed_time(time_cell, None, False)
 
 
 def _row_time(
@@ -322,18 +326,16 @@ def _row_time(
     """A row's (time, absolute?) from its time cell (and dmon's date cell)."""
     if time_cell is None:
         return None, False
-    if not has_date_column and "/" not in time_cell and ":" not in time_cell:
-        try:  # fast path: a plain number, as v.timestamp reads it
-            value = float(time_cell)
-        except ValueError:
-            pass
-        else:
-            if 0.0 <= value < math.inf and "_" not in time_cell:
-                return v.epoch_number(value)
-    if not has_date_column and "/" in time_cell:
-        local = v.nvsmi_time(time_cell)
-        if local is not None:
-            return local, True
+    if not has_date_column:
+        return row_time(time_cell)
+    return _parsed_time(time_cell, date_cell, True)
+
+
+def _parsed_time(
+    time_cell: str, date_cell: str | None, has_date_column: bool
+) -> tuple[float | None, bool]:
+    """:func:`_row_time` past its quick paths: a time of day (with dmon's date cell) or
+    any timestamp shape :func:`v.timestamp` reads."""
     try:
         if has_date_column or _is_time_of_day(time_cell):
             return v.dmon_datetime(date_cell, time_cell)
