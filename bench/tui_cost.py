@@ -20,7 +20,8 @@ what the monitor does once a second:
   out and nothing is dirty, then a few ms more for any repaint that follows.
 
 Printed: the median CPU time (``time.process_time``) per tick of each part, the
-median bytes of terminal output, and with ``--calls`` the Python calls a tick makes
+median bytes of terminal output, a digest of all of it (a change meant to draw the
+same must leave it as it is), and with ``--calls`` the Python calls a tick makes
 (``--ticks`` more ticks run under cProfile). Deterministic input (fixed seed); CPU
 time still moves a little with the machine.
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import hashlib
 import os
 import pstats
 import statistics
@@ -50,6 +52,7 @@ class Costs:
     render: list[float] = field(default_factory=list)
     output: list[int] = field(default_factory=list)
     frames: list[int] = field(default_factory=list)
+    digest: str = ""
     ingest_calls: int = 0
     render_calls: int = 0
 
@@ -68,6 +71,7 @@ async def measure(args: argparse.Namespace) -> Costs:
     source = DemoSource(args.scenario, gpus=args.gpus, processes=args.processes, seed=0)
     app = GputopApp(source, autostart=False, theme=args.theme)
     costs = Costs()
+    digest = hashlib.sha256()
     state: dict[str, float] = {"engine": 0.0, "bytes": 0, "frames": 0}
 
     feed = app.diagnoser.feed
@@ -91,7 +95,9 @@ async def measure(args: argparse.Namespace) -> Costs:
                 text = renderable.render_segments(app.console)
             else:
                 text = app.console._render_buffer(app.console.render(renderable))
-            state["bytes"] += len(text.encode())
+            data = text.encode()
+            state["bytes"] += len(data)
+            digest.update(data)
             state["frames"] += 1
 
     app._display = writing_display  # type: ignore[method-assign]
@@ -148,7 +154,11 @@ async def measure(args: argparse.Namespace) -> Costs:
             for _ in range(args.ticks):
                 await tick(ingest_profile, render_profile, record=False)
             costs.ingest_calls = _calls(ingest_profile) // args.ticks
+            if args.profile:
+                ingest_profile.dump_stats(f"{args.profile}.ingest")
+                render_profile.dump_stats(f"{args.profile}.render")
             costs.render_calls = _calls(render_profile) // args.ticks
+    costs.digest = digest.hexdigest()[:16]
     return costs
 
 
@@ -168,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--calls", action="store_true", help="also count the Python calls a tick makes"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="with --calls: write the cProfile stats to PATH.ingest and PATH.render",
     )
     args = parser.parse_args(argv)
     # Read by Textual when it is imported (below, in measure).
@@ -189,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.median(costs.frames):.0f} frame(s))"
     )
     print(f"  total   {total:7.2f}  (TUI without the engine: {total - engine:.2f})")
+    print(f"  terminal output digest {costs.digest} (same input, same drawing: same digest)")
     if args.calls:
         print(
             f"  Python calls per tick: ingest {costs.ingest_calls}, render {costs.render_calls}"
