@@ -178,29 +178,63 @@ def sgr(old: StyleKey, new: StyleKey) -> str:
     return best
 
 
+_segment_cells: dict[tuple[str, Style | None, ColorSystem], list[Cell]] = {}
+"""The cells of a segment without zero-width characters, by (text, style, colour
+system): most of a changed line's segments (labels, notes, padding, a sparkline
+that did not move) were seen on an earlier tick."""
+
+
 def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
     """``strip`` cell by cell; a wide character is its cell then a continuation cell."""
     cells: list[Cell] = []
-    append = cells.append
+    extend = cells.extend
+    known = _segment_cells
     for text, style, control in strip:
         if control:
             raise ValueError("a control segment in a strip")
         if not text:
             continue
+        cached = known.get((text, style, color_system))
+        if cached is not None:
+            extend(cached)
+            continue
         key = _key(style, color_system)
         if text.isascii() and text.isprintable():
-            cells.extend([(character, key) for character in text])
-            continue
-        for character in text:
-            width = get_character_cell_size(character)
-            if width == 0:
-                if cells and cells[-1][0]:
-                    cells[-1] = (cells[-1][0] + character, cells[-1][1])
+            run = [(character, key) for character in text]
+        else:
+            run = []
+            append = run.append
+            for character in text:
+                width = get_character_cell_size(character)
+                if width == 0:
+                    # Joins the cell before it, which may be another segment's: not kept.
+                    run = []
+                    break
+                append((character, key))
+                if width == 2:
+                    append((_CONTINUATION, key))
+            if not run:
+                _add_cells(cells, text, key)
                 continue
-            append((character, key))
-            if width == 2:
-                append((_CONTINUATION, key))
+        if len(known) > 8192:
+            known.clear()
+        known[(text, style, color_system)] = run
+        extend(run)
     return cells
+
+
+def _add_cells(cells: list[Cell], text: str, key: StyleKey) -> None:
+    """Append ``text``'s cells, a zero-width character joining the cell before it."""
+    append = cells.append
+    for character in text:
+        width = get_character_cell_size(character)
+        if width == 0:
+            if cells and cells[-1][0]:
+                cells[-1] = (cells[-1][0] + character, cells[-1][1])
+            continue
+        append((character, key))
+        if width == 2:
+            append((_CONTINUATION, key))
 
 
 class _Writer:
@@ -398,11 +432,17 @@ def render_segments(update: Any, console: Console) -> str:
                 start -= 1
             while stop < high and cells[stop - x][0] == _CONTINUATION:
                 stop += 1
-            for column in range(start, stop):
-                cell = cells[column - x]
-                if old[column] != cell:
-                    changed.add(column)
-                new[column] = cell
+            shown = cells[start - x : stop - x]
+            before = old[start:stop]
+            if before != shown:
+                changed.update(
+                    [
+                        column
+                        for column, was, cell in zip(range(start, stop), before, shown, strict=True)
+                        if was != cell
+                    ]
+                )
+            new[start:stop] = shown
             bounds.append((low, high, x, cells))
         if not changed:
             continue
