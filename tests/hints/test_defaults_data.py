@@ -90,6 +90,7 @@ _DELETE = object()
         ("general.window_s", True, "general.window_s", "true is not a number"),
         ("input_starved.min_gaps", 2.5, "input_starved.min_gaps", "must be a whole number"),
         ("input_starved.min_gap_sec", 1, "input_starved.min_gap_sec", "did you mean"),
+        ("general.no such key", 1, "general.(a key that is not a setting name)", "unknown key"),
         ("input_starved.min_gaps", _DELETE, "input_starved", "missing keys: min_gaps"),
         ("input_starved.hysteresis", 3, "input_starved.hysteresis", "expected a mapping"),
         (
