@@ -7,6 +7,11 @@ value of the wrong type, a value out of its range, or a low/high pair in the
 wrong order is a :class:`ConfigError` that names the file, the line and the
 dotted key -- never a half-valid result.
 
+The same checks apply to data that is already parsed (:func:`build_dataclass`):
+the packaged defaults ship as a generated Python module as well, so that a start
+without a user file never imports PyYAML (~10 ms). PyYAML is imported only when a
+file is actually parsed (:func:`parse_dataclass`).
+
 It sits in the bottom layer beside ``model`` and ``units``: the hints' thresholds
 (``hints.thresholds``, ``hints.config``) and the TUI's themes build on it, and it
 imports nothing of gputop_hints.
@@ -22,10 +27,10 @@ from dataclasses import fields, is_dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 if TYPE_CHECKING:  # CSafeLoader exists only where PyYAML was built with libyaml
     from typing import TypeAlias
+
+    import yaml  # at run time imported where a file is parsed: not on every start
 
     _Loader: TypeAlias = yaml.SafeLoader | yaml.CSafeLoader
     """What parses a file: the pure-Python loader, or libyaml's for packaged files."""
@@ -57,8 +62,10 @@ class ConfigErrors(ConfigError):
         return "\n".join(Exception.__str__(e) for e in self.all)
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
-_NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?")
+# Patterns, not compiled objects: ``re`` compiles each on its first use (~0.2 ms
+# apiece), which a start that reads no file and meets no bad key never pays.
+_NAME = r"[A-Za-z_][A-Za-z0-9_-]{0,39}"
+_NUMBER_TEXT = r"[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?"
 EXCERPT_CHARS = 12
 """At most this much of a value from a file is quoted back: enough to find it, too
 little to leak a secret from a file that was never a config (``--config /etc/shadow``)."""
@@ -84,14 +91,14 @@ def excerpt(value: object) -> str:
 
 def key_name(key: str) -> str:
     """``key`` when it looks like a setting name, else a description that quotes none of it."""
-    return key if _NAME.fullmatch(key) else "(a key that is not a setting name)"
+    return key if re.fullmatch(_NAME, key) else "(a key that is not a setting name)"
 
 
 def number_from_text(text: str) -> float | None:
     """The number a person meant by ``1e3``, ``1.0e3`` or ``1_000``, which YAML 1.1
     (``safe_load``) reads as strings; None when ``text`` is no such number."""
     text = text.strip()
-    if not text or not _NUMBER_TEXT.fullmatch(text) or not any(c.isdigit() for c in text):
+    if not text or not re.fullmatch(_NUMBER_TEXT, text) or not any(c.isdigit() for c in text):
         return None
     try:
         value = float(text.replace("_", ""))
@@ -118,10 +125,12 @@ def parse_dataclass(
     ``base`` None means every key is required (the packaged defaults); an empty
     file then is an error, and otherwise overrides nothing. ``ordered_pairs``
     lists (section, low key, high key) whose values only make sense with low <= high.
-    ``packaged``: a file shipped with gputop-hints, read at every start, so
-    parsed with libyaml's C parser where PyYAML has it (~15 ms less for the
-    defaults); the user's files keep the pure-Python parser and its messages.
+    ``packaged``: a file shipped with gputop-hints, so parsed with libyaml's C
+    parser where PyYAML has it; the user's files keep the pure-Python parser and
+    its messages.
     """
+    import yaml  # here, not at the top: a start without a file to parse never loads it
+
     make_loader: Callable[[str], _Loader] = yaml.SafeLoader
     if packaged and getattr(yaml, "__with_libyaml__", False):
         make_loader = yaml.CSafeLoader
@@ -151,8 +160,57 @@ def parse_dataclass(
     result = _apply(cls, root, base, path, "", loader, errors)
     if errors:
         raise errors[0] if len(errors) == 1 else ConfigErrors(errors)
-    _check_ordered(result, root, path, ordered_pairs)
+    _check_ordered(result, path, ordered_pairs, lambda s, k: _key_line(root, s, k))
     return result
+
+
+def build_dataclass(
+    cls: type,
+    data: Mapping[str, Any],
+    path: str,
+    ordered_pairs: Sequence[tuple[str, str, str]] = (),
+) -> Any:
+    """An instance of ``cls`` from already-parsed ``data``: nested dicts of numbers, as
+    ``yaml.safe_load`` returns them (the packaged defaults, shipped as a Python module).
+
+    Every key is required, and each is checked as :func:`parse_dataclass` checks a
+    file's (unknown or missing keys, numbers, whole numbers, ranges, ``ordered_pairs``);
+    a problem is a :class:`ConfigError` naming ``path`` and the dotted key, no line.
+    A string is read as a plain YAML scalar would be (``1e3`` is a number).
+    """
+    result = _build(cls, data, path, "")
+    _check_ordered(result, path, ordered_pairs, lambda _s, _k: None)
+    return result
+
+
+def _build(cls: Any, data: object, path: str, prefix: str) -> Any:
+    section = prefix.rstrip(".") or "top level"
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            path, None, prefix.rstrip(".") or None, f"expected a mapping of keys for {section}"
+        )
+    by_name = {f.name: f for f in fields(cls)}
+    valid = list(by_name)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if not isinstance(key, str):
+            raise ConfigError(path, None, None, f"keys in {section} must be names")
+        if key not in by_name:
+            message = _unknown_key(key, valid, prefix, section)
+            raise ConfigError(path, None, prefix + key_name(key), message)
+        dotted = prefix + key  # a field's name
+        ftype = field_type(cls, key)
+        if is_dataclass(ftype):
+            values[key] = _build(ftype, value, path, dotted + ".")
+        else:
+            number = number_from_text(value) if isinstance(value, str) else value
+            values[key] = _number(number, value, ftype, by_name[key].metadata, path, None, dotted)
+    missing = [name for name in valid if name not in values]
+    if missing:
+        raise ConfigError(
+            path, None, prefix.rstrip(".") or None, f"missing keys: {', '.join(missing)}"
+        )
+    return cls(**values)
 
 
 def _reader_problem(exc: yaml.YAMLError) -> str:
@@ -174,6 +232,8 @@ def _type_hints(cls: type) -> dict[str, Any]:
 
 def _key_line(root: yaml.Node, section: str, key: str) -> int | None:
     """Line of ``section.key`` in the user's file, or of the section, if the file names it."""
+    import yaml
+
     if not isinstance(root, yaml.MappingNode):
         return None
     for k, v in root.value:
@@ -188,15 +248,19 @@ def _key_line(root: yaml.Node, section: str, key: str) -> int | None:
 
 
 def _check_ordered(
-    result: Any, root: yaml.Node, path: str, ordered_pairs: Sequence[tuple[str, str, str]]
+    result: Any,
+    path: str,
+    ordered_pairs: Sequence[tuple[str, str, str]],
+    key_line: Callable[[str, str], int | None],
 ) -> None:
-    """Reject combinations that would silently switch a rule off (e.g. min above max)."""
+    """Reject combinations that would silently switch a rule off (e.g. min above max);
+    ``key_line(section, key)``: where the file names that key, if it does."""
     for section, low_key, high_key in ordered_pairs:
         values = getattr(result, section)
         low, high = getattr(values, low_key), getattr(values, high_key)
         if low <= high:
             continue
-        line = _key_line(root, section, low_key) or _key_line(root, section, high_key)
+        line = key_line(section, low_key) or key_line(section, high_key)
         raise ConfigError(
             path,
             line,
@@ -209,6 +273,15 @@ def _line(node: yaml.Node) -> int:
     return int(node.start_mark.line) + 1
 
 
+def _unknown_key(key: str, valid: Sequence[str], prefix: str, section: str) -> str:
+    """The message for a key that ``section`` does not have, with the nearest one suggested."""
+    import difflib  # only for a bad key's suggestion: not on every start-up
+
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
+    return f"unknown key{hint} (valid keys in {section}: {', '.join(valid)})"
+
+
 def _apply(
     cls: Any,
     node: yaml.Node,
@@ -218,6 +291,8 @@ def _apply(
     loader: _Loader,
     errors: list[ConfigError],
 ) -> Any:
+    import yaml
+
     section = prefix.rstrip(".") or "top level"
     if not isinstance(node, yaml.MappingNode):
         raise ConfigError(
@@ -259,6 +334,8 @@ def _apply_key(
     values: dict[str, Any],
 ) -> None:
     """One ``key: value`` of a section into ``values`` (raises ConfigError for it)."""
+    import yaml
+
     section = prefix.rstrip(".") or "top level"
     valid = [f.name for f in fields(cls)]
     key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
@@ -271,16 +348,7 @@ def _apply_key(
         )
     seen[key] = _line(key_node)
     if key not in valid:
-        import difflib  # only for a bad key's suggestion: not on every start-up
-
-        near = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
-        hint = f"; did you mean '{prefix}{near[0]}'?" if near else ""
-        raise ConfigError(
-            path,
-            _line(key_node),
-            dotted,
-            f"unknown key{hint} (valid keys in {section}: {', '.join(valid)})",
-        )
+        raise ConfigError(path, _line(key_node), dotted, _unknown_key(key, valid, prefix, section))
     ftype = field_type(cls, key)
     sub_base = getattr(base, key) if base is not None else None
     if is_dataclass(ftype):
@@ -288,6 +356,12 @@ def _apply_key(
     else:
         meta = next(f.metadata for f in fields(cls) if f.name == key)
         values[key] = _scalar(value_node, ftype, meta, path, dotted, loader)
+
+
+def _allowed(meta: Mapping[str, Any]) -> str:
+    """A field's range for a message: ``allowed 0-100 %``."""
+    low, high, unit = meta.get("min"), meta.get("max"), meta.get("unit", "")
+    return f"allowed {low:g}-{high:g}{(' ' + unit) if unit else ''}"
 
 
 def _scalar(
@@ -298,10 +372,10 @@ def _scalar(
     key: str,
     loader: _Loader,
 ) -> float | int:
+    import yaml
+
     if not isinstance(node, yaml.ScalarNode):
         raise ConfigError(path, _line(node), key, "expected a single number, not a list or mapping")
-    low, high, unit = meta.get("min"), meta.get("max"), meta.get("unit", "")
-    allowed = f"allowed {low:g}-{high:g}{(' ' + unit) if unit else ''}"
     if len(node.value) > MAX_NUMBER_CHARS:
         # int() of thousands of digits is refused (ValueError), and a float cannot
         # hold one: no threshold is written with more than a few digits.
@@ -309,33 +383,44 @@ def _scalar(
             path,
             _line(node),
             key,
-            f"a number of {len(node.value)} characters is out of range ({allowed})",
+            f"a number of {len(node.value)} characters is out of range ({_allowed(meta)})",
         )
     try:
         value = loader.construct_object(node)
     except yaml.YAMLError:  # an unknown tag such as !foo or !!python/name: nothing is run
         raise ConfigError(
-            path, _line(node), key, f"a YAML tag is not a number ({allowed}); write the number"
+            path,
+            _line(node),
+            key,
+            f"a YAML tag is not a number ({_allowed(meta)}); write the number",
         ) from None
     except (ValueError, OverflowError):
         raise ConfigError(
-            path, _line(node), key, f"{excerpt(node.value)} is out of range ({allowed})"
+            path, _line(node), key, f"{excerpt(node.value)} is out of range ({_allowed(meta)})"
         ) from None
     if isinstance(value, str):
         # Only plain scalars: a quoted "90" is text on purpose.
         value = number_from_text(value) if node.style is None else None
-        if value is None:
-            raise ConfigError(
-                path, _line(node), key, f"{excerpt(node.value)} is not a number ({allowed})"
-            )
+    return _number(value, node.value, ftype, meta, path, _line(node), key)
+
+
+def _number(
+    value: object,
+    written: object,
+    ftype: Any,
+    meta: Mapping[str, Any],
+    path: str,
+    line: int | None,
+    key: str,
+) -> float | int:
+    """``value`` checked against a field's type and range; ``written``: what the file
+    (or the data) said, quoted in a message."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(
-            path, _line(node), key, f"{excerpt(node.value)} is not a number ({allowed})"
-        )
+        raise ConfigError(path, line, key, f"{excerpt(written)} is not a number ({_allowed(meta)})")
     if ftype is int or ftype == "int":
         if isinstance(value, float) and not value.is_integer():
             raise ConfigError(
-                path, _line(node), key, f"{value:g} must be a whole number ({allowed})"
+                path, line, key, f"{value:g} must be a whole number ({_allowed(meta)})"
             )
         value = int(value)
     else:
@@ -343,9 +428,10 @@ def _scalar(
             value = float(value)
         except OverflowError:  # an integer past what a float holds
             raise ConfigError(
-                path, _line(node), key, f"{excerpt(node.value)} is out of range ({allowed})"
+                path, line, key, f"{excerpt(written)} is out of range ({_allowed(meta)})"
             ) from None
+    low, high = meta.get("min"), meta.get("max")
     if value != value or (low is not None and value < low) or (high is not None and value > high):
-        raise ConfigError(path, _line(node), key, f"{value:g} is out of range ({allowed})")
+        raise ConfigError(path, line, key, f"{value:g} is out of range ({_allowed(meta)})")
     number: float | int = value
     return number

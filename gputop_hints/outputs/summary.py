@@ -10,7 +10,6 @@ No Textual here: this runs in batch jobs with no terminal at all.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -139,6 +138,8 @@ class Summary:
 
     def to_json_text(self) -> str:
         """The JSON document as ``--json`` prints it (indented, newline-terminated)."""
+        import json  # only for --json: not for the text summary
+
         return json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n"
 
     # --- text ---------------------------------------------------------------
