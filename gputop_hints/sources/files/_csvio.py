@@ -232,34 +232,21 @@ class _RowReader:
         first name or starts with a letter (a header, with a ``reheader``): those are
         read whole (:meth:`_row`), as every other record."""
         delimiter = self.plan.delimiter
-        known = self.known
         counters = self.counters
-        has_reheader = self.reheader is not None
         for line, text, cells in raw_records(lines, delimiter, counters.note_bad_line):
             rest: str | None = None
             if cells is None:
-                if self.time_first:
-                    time_cell, found, rest = text.partition(delimiter)
-                    hit = known.get(rest) if found else None
-                    if hit is not None:
-                        time_cell = time_cell.strip()
-                        if (
-                            time_cell
-                            and time_cell.lower() != self.header0
-                            and not (has_reheader and time_cell[:1].isalpha())
-                        ):
-                            try:
-                                ts, absolute = row_time(time_cell)
-                            except v.CellError as exc:
-                                bad(counters, line, str(exc))
-                                continue
-                            again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
-                            if hit[2]:
-                                note_bad_cells(counters, again)
-                            yield again
-                            continue
-                    if not found:
-                        rest = None
+                try:
+                    rest, hit, ts, absolute = self._known_row(text)
+                except v.CellError as exc:
+                    bad(counters, line, str(exc))
+                    continue
+                if hit is not None:
+                    again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
+                    if hit[2]:
+                        note_bad_cells(counters, again)
+                    yield again
+                    continue
                 cells = text.split(delimiter)
             row = self._row(line, cells, rest)
             if row is not None:
@@ -273,9 +260,7 @@ class _RowReader:
         row without a GPU key nor bad cells handed to :meth:`Assembler.add_keyless`
         (no Row made)."""
         delimiter = self.plan.delimiter
-        known = self.known
         counters = self.counters
-        has_reheader = self.reheader is not None
         note_bad_line = counters.note_bad_line
         add = assembler.add
         add_keyless = assembler.add_keyless
@@ -286,34 +271,22 @@ class _RowReader:
         for number, text in source:
             if '"' not in text and "\r" not in text and len(text) < limit:
                 line, last_end = last_end + 1, number
-                rest: str | None = None
-                if self.time_first:
-                    time_cell, found, rest = text.partition(delimiter)
-                    hit = known.get(rest) if found else None
-                    if hit is not None:
-                        time_cell = time_cell.strip()
-                        if (
-                            time_cell
-                            and time_cell.lower() != self.header0
-                            and not (has_reheader and time_cell[:1].isalpha())
-                        ):
-                            try:
-                                ts, absolute = row_time(time_cell)
-                            except v.CellError as exc:
-                                bad(counters, line, str(exc))
-                                continue
-                            if hit[1] is None and not hit[2]:
-                                snap = add_keyless(ts, hit[0], hit[3])
-                            else:
-                                again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
-                                if hit[2]:
-                                    note_bad_cells(counters, again)
-                                snap = add(again)
-                            if snap is not None:
-                                yield snap
-                            continue
-                    if not found:
-                        rest = None
+                try:
+                    rest, hit, ts, absolute = self._known_row(text)
+                except v.CellError as exc:
+                    bad(counters, line, str(exc))
+                    continue
+                if hit is not None:
+                    if hit[1] is None and not hit[2]:
+                        snap = add_keyless(ts, hit[0], hit[3])
+                    else:
+                        again = Row(line, ts, absolute, hit[1], hit[0], hit[2], hit[3])
+                        if hit[2]:
+                            note_bad_cells(counters, again)
+                        snap = add(again)
+                    if snap is not None:
+                        yield snap
+                    continue
                 row = self._row(line, text.split(delimiter), rest)
             else:
                 try:
@@ -334,6 +307,30 @@ class _RowReader:
         last = assembler.flush()
         if last is not None:
             yield last
+
+    def _known_row(self, text: str) -> tuple[str | None, _Known | None, float | None, bool]:
+        """A plain line as :meth:`rows` reads it first: (its text after the time, to
+        remember its row by, or None; what a row of that text read before, or None;
+        the time and whether it is absolute, when that row is known). A known row whose
+        time cell is empty, reads as the header's first name or starts with a letter
+        (a header, with a ``reheader``) is read whole. Raises CellError for a known
+        row's unreadable time."""
+        if not self.time_first:
+            return None, None, None, False
+        time_cell, found, rest = text.partition(self.plan.delimiter)
+        if not found:
+            return None, None, None, False
+        hit = self.known.get(rest)
+        if hit is not None:
+            time_cell = time_cell.strip()
+            if (
+                time_cell
+                and time_cell.lower() != self.header0
+                and not (self.reheader is not None and time_cell[:1].isalpha())
+            ):
+                ts, absolute = row_time(time_cell)
+                return rest, hit, ts, absolute
+        return rest, None, None, False
 
     def _row(self, line: int, cells: list[str], rest: str | None) -> Row | None:
         """The row of a record (None: skipped, or counted bad); ``rest``: the text after
