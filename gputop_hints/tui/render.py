@@ -136,7 +136,8 @@ class Line:
 
         Control characters (from a GPU name, a file's contents) are shown visibly,
         never sent to the terminal (:func:`gputop_hints.text.visible`)."""
-        text = visible(text)
+        if not text.isprintable():  # every character visible() rewrites is unprintable
+            text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:
@@ -147,7 +148,8 @@ class Line:
     def add_text(self, text: str, style: Style | None = None) -> Line:
         """Append text of any width (user names, command lines); control characters
         are shown visibly, as in :meth:`add`."""
-        text = visible(text)
+        if not text.isprintable():
+            text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:

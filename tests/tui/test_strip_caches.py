@@ -98,3 +98,12 @@ async def test_the_kept_rich_style_follows_theme_and_css_changes() -> None:
         panel.add_class("some-class")
         await pilot.pause()
         assert panel.rich_style == _uncached(panel)
+
+
+def test_what_visible_rewrites_is_never_printable() -> None:
+    # Line.add skips visible() for printable text: that must change nothing.
+    from gputop_hints.text import visible
+
+    assert not [
+        c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c
+    ]
