@@ -84,8 +84,13 @@ def bucketed(values: Sequence[float | None], per_cell: int, ticks: int) -> list[
     cells: list[float | None] = []
     end = len(done)
     while end > 0:
-        known = [v for v in done[max(0, end - per_cell) : end] if v is not None and v == v]
-        cells.append(sum(known) / len(known) if known else None)
+        chunk = done[max(0, end - per_cell) : end]
+        total = None if None in chunk else sum(chunk)  # type: ignore[arg-type]
+        if total is not None and total == total:  # all known: the same sum as below
+            cells.append(total / len(chunk))
+        else:
+            known = [v for v in chunk if v is not None and v == v]
+            cells.append(sum(known) / len(known) if known else None)
         end -= per_cell
     cells.reverse()
     return cells
@@ -131,7 +136,8 @@ class Line:
 
         Control characters (from a GPU name, a file's contents) are shown visibly,
         never sent to the terminal (:func:`gputop_hints.text.visible`)."""
-        text = visible(text)
+        if not text.isprintable():  # every character visible() rewrites is unprintable
+            text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:
@@ -142,7 +148,8 @@ class Line:
     def add_text(self, text: str, style: Style | None = None) -> Line:
         """Append text of any width (user names, command lines); control characters
         are shown visibly, as in :meth:`add`."""
-        text = visible(text)
+        if not text.isprintable():
+            text = visible(text)
         if not text.isascii() and glyphs.ascii_only():
             text = glyphs.to_ascii(text)
         if text:
@@ -156,10 +163,22 @@ class Line:
         return self
 
     def strip(self, width: int, style: Style | None = None) -> Strip:
-        strip = Strip(merge_segments(self.segments, style), self.cells)
-        if self.cells != width:
-            strip = strip.adjust_cell_length(width, style)
-        return strip
+        return fitted_strip(merge_segments(self.segments, style), self.cells, width, style)
+
+
+def fitted_strip(
+    segments: list[Segment], cells: int, width: int, style: Style | None = None
+) -> Strip:
+    """``Strip(segments, cells).adjust_cell_length(width, style)``, one Strip made.
+
+    A short line gets the same padding segment ``adjust_cell_length`` would add
+    (``segments`` is extended in place); a long one is cut by it.
+    """
+    if cells < width:
+        segments.append(Segment(" " * (width - cells), style))
+        return Strip(segments, width)
+    strip = Strip(segments, cells)
+    return strip if cells == width else strip.adjust_cell_length(width, style)
 
 
 _SHOWS_ON_BLANKS = ("underline", "underline2", "strike", "reverse", "overline", "blink", "blink2")
@@ -180,7 +199,19 @@ def merge_segments(segments: Sequence[Segment], base: Style | None = None) -> li
     neighbours with equal styles are joined. ``base`` stands for segments
     without a style (the widget's own style is applied to them later).
     """
-    merged: list[Segment] = []
+    return merge_onto([], segments, base)
+
+
+def merge_onto(
+    merged: list[Segment], segments: Sequence[Segment], base: Style | None = None
+) -> list[Segment]:
+    """:func:`merge_segments` of ``segments`` appended to ``merged``, already merged.
+
+    The merge runs left to right and only ever touches the last merged segment, so
+    ``merge_onto(merge_segments(a, base), b, base) == merge_segments(a + b, base)``:
+    a line's steady start can be merged once and kept (``merged`` is extended in place
+    and returned).
+    """
     for segment in segments:
         text, style, control = segment
         if control or not text:

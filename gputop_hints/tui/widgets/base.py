@@ -19,6 +19,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.dom import DOMNode
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
@@ -40,6 +41,10 @@ class StripWidget(Widget):
         self._lines: list[Strip] = []
         self._built_for: Size | None = None
         self._dirty = True
+        self._paint_size: Size | None = None
+        """The content size while Textual paints the widget (see :meth:`render_lines`)."""
+        self._rich_style_for: tuple[list[tuple[DOMNode, int]], Style] | None = None
+        self._palette_for: tuple[Palette, Style, Palette] | None = None
         self.builds = 0
         """How many times the lines were rebuilt (for tests and profiling)."""
 
@@ -86,10 +91,33 @@ class StripWidget(Widget):
         except Exception:  # no screen or app yet: mounting or shutting down
             return False
 
+    @property
+    def rich_style(self) -> Style:
+        """Textual's ``rich_style``, computed again only when a style on the way up changed.
+
+        It is made from the CSS of the widget and of every ancestor; each one's
+        ``styles._cache_key`` changes with any of its rules (a theme switch, a new
+        class, an inline style), as Textual's own ``visual_style`` cache relies on.
+        """
+        key = [(node, node.styles._cache_key) for node in self.ancestors_with_self]
+        cached = self._rich_style_for
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        style = super().rich_style
+        self._rich_style_for = (key, style)
+        return style
+
     def _build(self, size: Size) -> list[Strip]:
         width, height = size
         base = self.rich_style
-        self._lines = self.build_lines(width, height, base, on_base(self.palette, base))
+        palette = self.palette
+        cached = self._palette_for
+        if cached is not None and cached[0] is palette and cached[1] is base:
+            on = cached[2]
+        else:
+            on = on_base(palette, base)
+            self._palette_for = (palette, base, on)
+        self._lines = self.build_lines(width, height, base, on)
         self._built_for = size
         self._dirty = False
         self.builds += 1
@@ -110,9 +138,18 @@ class StripWidget(Widget):
         # CSS changed (a new theme, a new class): colours must be looked up again.
         super().notify_style_update()
         self._dirty = True
+        self._rich_style_for = None
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # One size lookup for all the lines Textual asks for now, not one per line.
+        self._paint_size = self.size
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_size = None
 
     def render_line(self, y: int) -> Strip:
-        size = self.size
+        size = self._paint_size or self.size
         if self._dirty or size != self._built_for:
             self._build(size)
         if 0 <= y < len(self._lines):

@@ -21,6 +21,7 @@ findings and model properties.
 from __future__ import annotations
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
@@ -42,6 +43,9 @@ from gputop_hints.tui.render import (
     bar,
     bucketed,
     fit_pieces,
+    fitted_strip,
+    merge_onto,
+    merge_segments,
     samples_per_cell,
     short_gpu_name,
     sparkline,
@@ -135,6 +139,9 @@ class GpuPanel(StripWidget):
         self._rows: dict[str, tuple[tuple[object, ...], Strip]] = {}
         """Each metric row's last strip and what it was built from: a row whose inputs
         did not change this tick (a steady PCIe or VRAM line) is not rebuilt."""
+        self._prefixes: dict[str, tuple[tuple[object, ...], list[Segment], int]] = {}
+        """Each metric row's label and sparkline, merged, with their cells and inputs."""
+        self._title_styles: tuple[Palette, dict[str, Style]] | None = None
 
     def update_from(
         self,
@@ -209,37 +216,46 @@ class GpuPanel(StripWidget):
         self._rows[_TITLE_ROW] = (key, strip)
         return strip
 
+    def _on_title_bar(self, p: Palette) -> dict[str, Style]:
+        """The palette's styles the title uses, each laid over its bar (once per palette)."""
+        cached = self._title_styles
+        if cached is not None and cached[0] is p:
+            return cached[1]
+        names = ("header_accent", "title", "text", "muted", "warning", *SEVERITY_STYLE.values())
+        styles = {name: getattr(p, name) + p.title_bar for name in names}
+        self._title_styles = (p, styles)
+        return styles
+
     def _build_title(self, gpu: GpuSample, width: int, p: Palette) -> Strip:
-        bar_bg = p.title_bar
+        on_bar = self._on_title_bar(p)
         pieces = [
-            Piece(f" GPU {gpu.index}", p.header_accent + bar_bg, 0),
-            Piece(short_gpu_name(gpu.name), p.title + bar_bg, 5),
+            Piece(f" GPU {gpu.index}", on_bar["header_accent"], 0),
+            Piece(short_gpu_name(gpu.name), on_bar["title"], 5),
         ]
         if gpu.temperature_c is not None:
-            pieces.append(Piece(f"{gpu.temperature_c:.0f}°C", p.text + bar_bg, 2))
+            pieces.append(Piece(f"{gpu.temperature_c:.0f}°C", on_bar["text"], 2))
         if gpu.power_watts is not None:
             limit = f"/{gpu.power_limit_watts:.0f}" if gpu.power_limit_watts else ""
-            pieces.append(Piece(f"{gpu.power_watts:.0f}{limit}W", p.text + bar_bg, 3))
+            pieces.append(Piece(f"{gpu.power_watts:.0f}{limit}W", on_bar["text"], 3))
         if gpu.sm_clock_mhz is not None:
-            pieces.append(Piece(f"{gpu.sm_clock_mhz}MHz", p.muted + bar_bg, 6))
+            pieces.append(Piece(f"{gpu.sm_clock_mhz}MHz", on_bar["muted"], 6))
         if gpu.throttle_reasons:
             # Power and heat hold a busy GPU back; gpu_idle and friends are harmless.
             holding = gpu.clocks_held_by
             if holding:
-                pieces.append(Piece("throttle: " + ",".join(holding), p.warning + bar_bg, 1))
+                pieces.append(Piece("throttle: " + ",".join(holding), on_bar["warning"], 1))
             else:
                 pieces.append(
-                    Piece("clocks: " + ",".join(gpu.throttle_reasons), p.muted + bar_bg, 6)
+                    Piece("clocks: " + ",".join(gpu.throttle_reasons), on_bar["muted"], 6)
                 )
         hint = findings_text(self.findings)
         hint_piece: Piece | None = None
         if hint:
             worst = panel_findings(self.findings)[0]
-            style: Style = getattr(p, SEVERITY_STYLE[worst.severity])
-            hint_piece = Piece(hint, style + bar_bg, 1)
+            hint_piece = Piece(hint, on_bar[SEVERITY_STYLE[worst.severity]], 1)
             pieces.append(hint_piece)
         kept = fit_pieces(pieces, width - 1)
-        gap = p.text + bar_bg
+        gap = on_bar["text"]
         if hint_piece is None or hint_piece not in kept:
             return add_pieces(Line(), kept, gap).strip(width, gap)
         # The finding sits at the right end of the title, where the eye looks for status.
@@ -278,13 +294,22 @@ class GpuPanel(StripWidget):
         cached = self._rows.get(label)
         if cached is not None and cached[0] == key:
             return cached[1]
-        line = Line().add(f" {label:<{_LABEL - 1}}", p.label)
-        line.add(sparkline(values, spark_width, high), style)
-        line.add(value_text.rjust(_VALUE), p.text)
+        # The label and sparkline move only when a bucket completes, the value every
+        # tick: their merged segments are kept and the rest merged onto a copy
+        # (merge_onto), the same strip as merging the whole line.
+        prefix_key = (key[0], high, style, base, p, spark_width, glyphs.active())
+        prefix = self._prefixes.get(label)
+        if prefix is None or prefix[0] != prefix_key:
+            start = Line().add(f" {label:<{_LABEL - 1}}", p.label)
+            start.add(sparkline(values, spark_width, high), style)
+            prefix = (prefix_key, merge_segments(start.segments, base), start.cells)
+            self._prefixes[label] = prefix
+        line = Line().add(value_text.rjust(_VALUE), p.text)
         if note_width:
             line.add(" ")
             line.add_text(note[: note_width - 1], note_style or p.muted)
-        strip = line.strip(width, base)
+        merged = merge_onto(prefix[1].copy(), line.segments, base)
+        strip = fitted_strip(merged, prefix[2] + line.cells, width, base)
         self._rows[label] = (key, strip)
         return strip
 

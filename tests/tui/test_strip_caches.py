@@ -1,0 +1,109 @@
+"""The widgets' caches draw what building everything again would draw."""
+
+from __future__ import annotations
+
+import math
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.dom import DOMNode
+from textual.strip import Strip
+
+from gputop_hints.sources.demo import DemoSource
+from gputop_hints.tui.app import GputopApp
+from gputop_hints.tui.render import bucketed, fitted_strip, merge_onto, merge_segments
+from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+
+RED = Style(color="red", bgcolor="black")
+BLUE = Style(color="blue", bgcolor="black")
+UNDER = Style(underline=True, bgcolor="black")
+SEGMENTS = [
+    Segment(" SM   ", RED),
+    Segment("   ", BLUE),
+    Segment("xx", BLUE),
+    Segment(" ", None),
+    Segment("  ", UNDER),
+    Segment("12%", RED),
+    Segment("  ", None),
+    Segment("note", BLUE),
+]
+
+
+def test_a_line_merged_in_two_parts_is_the_line_merged_whole() -> None:
+    for base in (None, Style(bgcolor="black"), Style(bgcolor="white")):
+        whole = merge_segments(SEGMENTS, base)
+        for cut in range(len(SEGMENTS) + 1):
+            start = merge_segments(SEGMENTS[:cut], base)
+            assert merge_onto(start, SEGMENTS[cut:], base) == whole
+
+
+def test_fitted_strip_is_adjust_cell_length() -> None:
+    for width in (0, 5, 21, 22, 40):
+        expected = Strip(merge_segments(SEGMENTS), 22).adjust_cell_length(width, RED)
+        strip = fitted_strip(merge_segments(SEGMENTS), 22, width, RED)
+        assert list(strip) == list(expected)
+        assert strip.cell_length == expected.cell_length == width
+
+
+def _bucketed_plainly(values: list[float | None], per_cell: int, ticks: int) -> list[float | None]:
+    filling = ticks % per_cell
+    done = values[: len(values) - filling] if filling else values
+    cells: list[float | None] = []
+    end = len(done)
+    while end > 0:
+        known = [v for v in done[max(0, end - per_cell) : end] if v is not None and v == v]
+        cells.append(sum(known) / len(known) if known else None)
+        end -= per_cell
+    return cells[::-1]
+
+
+def test_bucket_means_are_the_means_of_the_known_samples() -> None:
+    values: list[float | None] = [
+        0.1, 0.7, None, 33.3, math.nan, 1e308, 1e308, 5.0, math.inf, -math.inf, 2.2, None,
+        None, None, 0.3, 0.30000000000000004, 17.0,
+    ]  # fmt: skip
+    for per_cell in (2, 3, 4):
+        for ticks in range(5):
+            got = bucketed(values, per_cell, ticks)
+            want = _bucketed_plainly(values, per_cell, ticks)
+            assert [repr(v) for v in got] == [repr(v) for v in want]
+
+
+def _uncached(node: DOMNode) -> Style:
+    rich_style = DOMNode.rich_style.fget  # type: ignore[attr-defined]
+    style: Style = rich_style(node)
+    return style
+
+
+async def test_the_kept_rich_style_follows_theme_and_css_changes() -> None:
+    source = DemoSource("mixed", gpus=2, processes=4, seed=0)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.ingest(source.sample())
+        await pilot.pause()
+        panel = app.query(GpuPanel).first()
+        before = panel.rich_style
+        assert before == _uncached(panel)
+        assert panel.rich_style is before  # kept while nothing changed
+        await pilot.press("c")  # the next theme
+        await pilot.pause()
+        assert panel.rich_style == _uncached(panel) != before
+        parent = panel.parent
+        assert isinstance(parent, DOMNode)
+        parent.styles.background = "red"  # an ancestor's inline style
+        assert panel.rich_style == _uncached(panel)
+        panel.styles.background = "blue"
+        panel.styles.color = "yellow"
+        assert panel.rich_style == _uncached(panel)
+        panel.add_class("some-class")
+        await pilot.pause()
+        assert panel.rich_style == _uncached(panel)
+
+
+def test_what_visible_rewrites_is_never_printable() -> None:
+    # Line.add skips visible() for printable text: that must change nothing.
+    from gputop_hints.text import visible
+
+    assert not [
+        c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c
+    ]
