@@ -66,11 +66,14 @@ def _calls(profile: cProfile.Profile) -> int:
 async def measure(args: argparse.Namespace) -> Costs:
     from textual._compositor import CompositorUpdate
 
+    from gputop_hints.cli.gc_tuning import tune_for_long_run
     from gputop_hints.sources.demo import DemoSource
     from gputop_hints.tui.app import GputopApp
 
     source = DemoSource(args.scenario, gpus=args.gpus, processes=args.processes, seed=0)
     app = GputopApp(source, autostart=False, theme=args.theme)
+    if not args.default_gc:
+        tune_for_long_run()  # as the monitor does before it runs the app (cli/monitor.py)
     costs = Costs()
     digest = hashlib.sha256()
     state: dict[str, float] = {"engine": 0.0, "bytes": 0, "frames": 0}
@@ -185,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--theme", default="dark")
     parser.add_argument("--ticks", type=int, default=100, help="ticks measured")
     parser.add_argument("--warm", type=int, default=130, help="ticks fed first, not measured")
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="leave CPython's collector as it starts (the monitor tunes it: cli/gc_tuning.py)",
+    )
     parser.add_argument(
         "--color-system",
         default="truecolor",

@@ -27,6 +27,7 @@ from gputop_hints.cli.args import (
     positive,
     usage_error,
 )
+from gputop_hints.cli.gc_tuning import tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
 from gputop_hints.history import DEFAULT_WINDOW_S
 
@@ -329,6 +330,7 @@ def run_tui(
         app.exit_on_signals = True
         if stopping is not None:
             stopping.restore()  # the app installs its own once mounted
+        tune_for_long_run()
         app.run()
     except _Signalled as exc:
         return EXIT_SIGNAL_BASE + exc.signum
