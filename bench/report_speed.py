@@ -22,9 +22,10 @@ under 60 s, 100 MB).
 an input of about ``--mb`` MB is generated in a temporary directory under /tmp
 by repeating a small fixture (tests/fixtures/import or the shared traces) with
 its timestamps advanced copy by copy; a child process then times (a) reading
-every snapshot and (b) the full report, hints included, and the table shows
-read MB/s, report s, report MB/s and the child's peak RSS, flagging BELOW FLOOR
-any reader under READ_FLOOR_MB_S or any run over RSS_CEILING_MB.
+every snapshot (the fastest of READ_PASSES passes) and (b) the full report, hints
+included, and the table shows read MB/s, report s, report MB/s and the child's peak
+RSS, flagging BELOW FLOOR any reader under READ_FLOOR_MB_S or any run over
+RSS_CEILING_MB.
 """
 
 from __future__ import annotations
@@ -164,6 +165,9 @@ def table_log(size_gb: float, stride: str) -> int:
 
 
 READ_FLOOR_MB_S = 20.0
+READ_PASSES = 3
+"""The read is timed this many times, the fastest kept: on a shared 2-core machine one
+pass moves by a third from run to run (other tenants), the fastest by a few percent."""
 RSS_CEILING_MB = 100.0
 _ROOT = Path(__file__).resolve().parents[1]
 _IMPORT = _ROOT / "tests" / "fixtures" / "import"
@@ -302,12 +306,14 @@ CHILD_FORMAT = """
 import json, resource, sys, time
 from gputop_hints.outputs.report import build_report, report_text
 from gputop_hints.sources.files import open_stream
-t0 = time.perf_counter()
-stream = open_stream(sys.argv[1])
-ticks = sum(1 for _ in stream)
-read_s = time.perf_counter() - t0
-fmt = stream.info.format
-stream.close()
+read_s = float("inf")
+for _ in range(int(sys.argv[2])):
+    t0 = time.perf_counter()
+    stream = open_stream(sys.argv[1])
+    ticks = sum(1 for _ in stream)
+    read_s = min(read_s, time.perf_counter() - t0)
+    fmt = stream.info.format
+    stream.close()
 t1 = time.perf_counter()
 stream = open_stream(sys.argv[1])
 report = build_report(stream)
@@ -338,7 +344,7 @@ def formats(size_mb: float, only: list[str]) -> int:
             generate_format(fmt, path, round(size_mb * 1e6))
             size = path.stat().st_size / 1e6
             out = subprocess.run(
-                [sys.executable, "-c", CHILD_FORMAT, str(path)],
+                [sys.executable, "-c", CHILD_FORMAT, str(path), str(READ_PASSES)],
                 check=True,
                 capture_output=True,
                 text=True,
