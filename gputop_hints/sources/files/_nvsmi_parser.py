@@ -50,9 +50,11 @@ class TableReader:
         self.expect_processes = expect_processes
         self.bad_cells = 0
         """Rows inside a snapshot that did not read (the rest of the snapshot is kept)."""
-        self.values_rows: dict[int, TableGpu] = {}
-        """By line number, each GPU whose values row read whole in one match
-        (:func:`~._nvsmi_rows.read_values_fast`): all that row told of it."""
+        self.values_rows: dict[int, TableGpu] | None = None
+        """Where a caller sets it (the ``watch`` reader, one screen at a time): by line
+        number, each GPU whose values row read whole in one match
+        (:func:`~._nvsmi_rows.read_values_fast`), all that row told of it. None, as a
+        whole log is read, keeps nothing: a line number is never seen twice there."""
         self._date: float | None = None
         self._date_line: int | None = None
         self._snap: TableSnapshot | None = None
@@ -142,7 +144,8 @@ class TableReader:
         if part is _Part.GPUS:
             gpu = self._gpu
             if gpu is not None and not gpu.has_values and rows.read_values_fast(gpu, text):
-                self.values_rows[number] = gpu
+                if self.values_rows is not None:
+                    self.values_rows[number] = gpu
                 return None
             self._gpu_row(number, rows.cells(text))
         elif part is _Part.PROC_ROWS:
