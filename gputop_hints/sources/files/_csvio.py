@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
@@ -57,25 +57,17 @@ def raw_records(
     limit: see :func:`split_plain`), (first line number, "", cells) for the others,
     read by ``csv.reader``."""
     source = iter(lines)
-    quoted = _QuotedRecords(source, delimiter)
-    limit = csv.field_size_limit()
-    last_end = 0
+    records = _Records(source, delimiter, on_bad)
+    limit = records.limit
     for number, text in source:
         if '"' not in text and "\r" not in text and len(text) < limit:
-            start, last_end = last_end + 1, number
-            yield start, text, None
+            yield records.plain(number), text, None
             continue
-        try:
-            cells = quoted.record(number, text)
-        except csv.Error as exc:
-            on_bad(quoted.last, f"malformed CSV: {exc}")
-            last_end = quoted.last
-            continue
-        if cells is None:
+        found = records.read(number, text)
+        if found is None:
             return
-        # A record spanning k physical lines started k-1 lines before its end.
-        start, last_end = last_end + 1, quoted.last
-        yield start, "", cells
+        if found is not False:
+            yield found[0], "", found[1]
 
 
 class _QuotedRecords:
@@ -107,6 +99,41 @@ class _QuotedRecords:
         csv.Error for a malformed one."""
         self._first = (number, line)
         return next(self._reader, None)
+
+
+class _Records:
+    """Record numbering over lines: a plain line is a record of its own; a line that
+    needs ``csv.reader`` (a quote, a CR, a field past csv's limit) starts a record that
+    may run on over the next lines (:class:`_QuotedRecords`). A record's number is the
+    line after the previous record's last."""
+
+    def __init__(self, lines: Iterator[tuple[int, str]], delimiter: str, on_bad: BadLine):
+        self.quoted = _QuotedRecords(lines, delimiter)
+        self.on_bad = on_bad
+        self.limit = csv.field_size_limit()
+        self.end = 0
+        """The last line of the previous record."""
+
+    def plain(self, number: int) -> int:
+        """The number of a plain line's record (the line read as it splits)."""
+        start, self.end = self.end + 1, number
+        return start
+
+    def read(self, number: int, text: str) -> tuple[int, list[str]] | Literal[False] | None:
+        """The (number, cells) of the record that starts with a line csv must read;
+        False when it is malformed (counted as a bad line), None when the lines ran out."""
+        quoted = self.quoted
+        try:
+            cells = quoted.record(number, text)
+        except csv.Error as exc:
+            self.on_bad(quoted.last, f"malformed CSV: {exc}")
+            self.end = quoted.last
+            return False
+        if cells is None:
+            return None
+        # A record spanning k physical lines started k-1 lines before its end.
+        start, self.end = self.end + 1, quoted.last
+        return start, cells
 
 
 @dataclass
@@ -261,16 +288,15 @@ class _RowReader:
         (no Row made)."""
         delimiter = self.plan.delimiter
         counters = self.counters
-        note_bad_line = counters.note_bad_line
         add = assembler.add
         add_keyless = assembler.add_keyless
         source = iter(lines)
-        quoted = _QuotedRecords(source, delimiter)
-        limit = csv.field_size_limit()
-        last_end = 0
+        records = _Records(source, delimiter, counters.note_bad_line)
+        limit = records.limit
+        plain = records.plain
         for number, text in source:
             if '"' not in text and "\r" not in text and len(text) < limit:
-                line, last_end = last_end + 1, number
+                line = plain(number)
                 try:
                     rest, hit, ts, absolute = self._known_row(text)
                 except v.CellError as exc:
@@ -289,17 +315,12 @@ class _RowReader:
                     continue
                 row = self._row(line, text.split(delimiter), rest)
             else:
-                try:
-                    cells = quoted.record(number, text)
-                except csv.Error as exc:
-                    note_bad_line(quoted.last, f"malformed CSV: {exc}")
-                    last_end = quoted.last
-                    continue
-                if cells is None:
+                found = records.read(number, text)
+                if found is None:
                     break
-                # A record spanning k physical lines started k-1 lines before its end.
-                line, last_end = last_end + 1, quoted.last
-                row = self._row(line, cells, None)
+                if found is False:
+                    continue
+                row = self._row(found[0], found[1], None)
             if row is not None:
                 snap = add(row)
                 if snap is not None:
