@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from overhead import _cpu_seconds, _peak_rss_bytes  # its /proc readers
 
+from tests.support.cli import reap
+
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE_S = 3.0
 
@@ -68,15 +70,7 @@ def stop(procs: list[subprocess.Popen[str]]) -> None:
     for proc in procs:
         proc.terminate()
     for proc in procs:
-        _reap(proc)
-
-
-def _reap(proc: subprocess.Popen[str]) -> None:
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+        reap(proc)
 
 
 def exporter_part(args: argparse.Namespace) -> None:

@@ -30,7 +30,7 @@ import pytest
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.outputs.job_report import JobSection, NodeRow, job_section_text, uneven_nodes
 from tests.support.ci import IN_CI
-from tests.support.cli import run_cli
+from tests.support.cli import reap, run_cli
 from tests.support.paths import REPO
 
 JOB = "4242"
@@ -187,19 +187,11 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in procs:
             proc.terminate()
         for proc in procs:
-            _reap(proc)
+            reap(proc)
         log.close()
         for page in (dcgm, nvitop):
             page.shutdown()
             page.server_close()
-
-
-def _reap(proc: subprocess.Popen[str]) -> None:
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) -> None:

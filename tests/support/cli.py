@@ -25,3 +25,13 @@ def run_cli(
         stdin=subprocess.DEVNULL,
         check=False,
     )
+
+
+def reap(proc: subprocess.Popen[str], timeout: float = 20) -> None:
+    """Wait for a child that was asked to stop (SIGTERM); kill it if it takes longer
+    than ``timeout`` seconds, so no test or benchmark leaves one behind."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
