@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import io
-import itertools
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -22,11 +21,6 @@ HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""
 MAX_LINE_CHARS = 1024 * 1024
 """A longer line is skipped as malformed (a log line is a few hundred bytes)."""
-
-BLOCK_BYTES = 8192
-"""How much :meth:`TextSource.lines` reads and decodes at a time: what the text reader
-reads (its chunk size), so a file is read as far ahead as before (the report sizes
-its hint stride by how far reading got, see ``read_positions``)."""
 
 MAX_NUL_RUNS = 8
 """More separate NUL runs than this in the head is binary data (UTF-16 without a BOM,
@@ -81,9 +75,6 @@ class TextSource:
         except (OSError, EOFError, zlib.error):
             head = b""
         self.encoding = _encoding_for(head)
-        self._newline = newline
-        self._text_used = False
-        """Whether the text reader has read (then lines() reads on from it)."""
         self._text = io.TextIOWrapper(
             binary, encoding=self.encoding, errors="replace", newline=newline
         )
@@ -91,7 +82,6 @@ class TextSource:
     def head(self, max_chars: int) -> list[str]:
         """The first ``max_chars`` characters as lines (without their line ends); the
         last may be cut short. Reads nothing past them."""
-        self._text_used = True
         try:
             text = self._text.read(max_chars)
         except (EOFError, OSError, zlib.error, UnicodeError) as exc:
@@ -104,13 +94,6 @@ class TextSource:
 
     def lines(self) -> Iterator[tuple[int, str]]:
         """(1-based line number, text without the line ending)."""
-        if self._newline is None and not self._text_used:
-            return self._bulk_lines()
-        return self._read_lines()
-
-    def _read_lines(self) -> Iterator[tuple[int, str]]:
-        """:meth:`lines` a readline at a time (CR kept as a line end: ``newline=""``)."""
-        self._text_used = True
         number = 0
         readline = self._text.readline
         while True:
@@ -155,145 +138,9 @@ class TextSource:
                     continue
             yield number, text
 
-    def _bulk_lines(self) -> Iterator[tuple[int, str]]:
-        """:meth:`lines` decoded in blocks of :data:`BLOCK_BYTES` (as the text reader
-        decodes them: universal newlines), the lines of a block split at once. Reads
-        as :meth:`_read_lines` (``readline(MAX_LINE_CHARS)``) would: the same numbers,
-        NUL runs and overlong lines, every line before an unreadable stretch, and the
-        line cut by it lost."""
-        decoder = io.IncrementalNewlineDecoder(
-            codecs.getincrementaldecoder(self.encoding)(errors="replace"), translate=True
-        )
-        read = getattr(self._binary, "read1", self._binary.read)
-        decode = decoder.decode
-        number = 0
-        buf = ""
-        """Text after the last whole line given out (no line end in it)."""
-        pending: str | None = None
-        """Decoded text after an overlong line, read with it."""
-        eof = False
-        while True:
-            if pending is not None:
-                text, pending = pending, None
-            elif eof:
-                if buf:  # the last line, without a line end
-                    kept = buf if "\x00" not in buf else self._nul_line(number + 1, buf)
-                    if kept is not None:
-                        yield number + 1, kept
-                return
-            else:
-                try:
-                    data = read(BLOCK_BYTES)
-                    text = decode(data, final=not data)
-                except (EOFError, OSError, zlib.error, UnicodeError) as exc:
-                    self._unreadable(number, exc)
-                    return
-                eof = not data
-            end = text.rfind("\n")
-            if end < 0:
-                buf += text
-                if len(buf) < MAX_LINE_CHARS:
-                    continue
-                number += 1
-                kept, pending, eof, failure = self._skip_overlong(number, buf, read, decode, eof)
-                buf = ""
-                if kept is not None:
-                    yield number, kept
-                if failure is not None:
-                    self._unreadable(number, failure)
-                    return
-                continue
-            block = buf + text[:end] if buf else text[:end]
-            buf = text[end + 1 :]
-            parts = block.split("\n")
-            if "\x00" not in block and len(block) < MAX_LINE_CHARS:
-                yield from zip(itertools.count(number + 1), parts)
-                number += len(parts)
-                continue
-            for line in parts:
-                number += 1
-                if len(line) >= MAX_LINE_CHARS:
-                    whole = line + "\n"
-                    last = (len(whole) - 1) // MAX_LINE_CHARS * MAX_LINE_CHARS
-                    kept = self._overlong(number, whole[:MAX_LINE_CHARS], whole[last:])
-                elif "\x00" not in line:
-                    kept = line
-                else:
-                    kept = self._nul_line(number, line)
-                if kept is not None:
-                    yield number, kept
-
-    def _skip_overlong(
-        self,
-        number: int,
-        start: str,
-        read: Callable[[int], bytes],
-        decode: Callable[..., str],
-        eof: bool,
-    ) -> tuple[str | None, str | None, bool, BaseException | None]:
-        """Read to the end of an overlong line (``start``: its first MAX_LINE_CHARS or
-        more, no line end), keeping only the last piece of MAX_LINE_CHARS that
-        ``readline(MAX_LINE_CHARS)`` would have read it in. -> (the text kept of it
-        (see :meth:`_overlong`), the text read after it, at the end of the file?, why
-        reading failed)."""
-        first = start[:MAX_LINE_CHARS]
-        seen = len(start)
-        piece = start[seen // MAX_LINE_CHARS * MAX_LINE_CHARS :]
-        more = ""
-        after: str | None = None
-        failure: BaseException | None = None
-        while not eof:
-            try:
-                data = read(BLOCK_BYTES)
-                text = decode(data, final=not data)
-            except (EOFError, OSError, zlib.error, UnicodeError) as exc:
-                failure = exc
-                break
-            eof = not data
-            end = text.find("\n")
-            if end >= 0:
-                last = (seen + end) // MAX_LINE_CHARS * MAX_LINE_CHARS
-                if last >= seen:
-                    more = text[last - seen : end + 1]
-                else:
-                    more = piece[last - (seen - len(piece)) :] + text[: end + 1]
-                after = text[end + 1 :]
-                break
-            seen += len(text)
-            keep = seen % MAX_LINE_CHARS
-            piece = (piece + text)[-keep:] if keep else ""
-        return self._overlong(number, first, more), after, eof, failure
-
-    def _unreadable(self, number: int, exc: BaseException) -> None:
-        self.error = f"could not read past line {number}: {exc}"
-        if self.on_bad_line is not None:
-            self.on_bad_line(number + 1, f"unreadable: {exc}")
-
-    def _overlong(self, number: int, first: str, more: str) -> str | None:
-        """An overlong line, read as ``readline(MAX_LINE_CHARS)`` pieces: the first and
-        the last (``more``, with its line end; "" at the end of the file). Counted bad;
-        the text kept after a NUL run at its end, else None."""
-        nul_run = first.count("\x00") * 2 > len(first)
-        if self.on_bad_line is not None:
-            kind = "a run of NUL bytes" if nul_run else "line"
-            self.on_bad_line(number, f"{kind} longer than {MAX_LINE_CHARS} characters")
-        tail = more.rstrip("\n").rpartition("\x00")[2] if "\x00" in more else ""
-        return tail if nul_run and tail.strip() else None
-
-    def _nul_line(self, number: int, line: str) -> str | None:
-        """A line with NULs: the text kept after them (None: nothing), counted bad."""
-        text, why = after_nuls(line)
-        if why is not None:
-            if self.on_bad_line is not None:
-                self.on_bad_line(number, why)
-            if not text.strip():
-                return None
-        return text
-
     def chunks(self, size: int = 64 * 1024) -> Iterator[str]:
         """The text in pieces of at most ``size`` characters, whatever its line breaks
         (a ``watch`` capture rewrites the screen for megabytes without one)."""
-        self._text_used = True
         while True:
             try:
                 piece = self._text.read(size)
