@@ -3,6 +3,8 @@
 The column names come from the ``# gpu pwr gtemp ...`` line (and units from the
 ``# Idx W C ...`` line under it); dmon prints that pair again every so often, so
 header lines may appear anywhere. ``-`` means the value is not available.
+``--format csv`` (newer drivers) prints the same lines with commas between the
+fields (``#gpu,pwr,gtemp,...``): the header's separator is the file's.
 dmon says "MB" for fb/bar1 and "MB/s" for rxpci/txpci; NVML counts those in
 binary units, so we read them as MiB and MiB/s.
 """
@@ -75,17 +77,26 @@ class DmonPlan:
     ncols: int
     names: list[str]
     rows: list[Row] = field(default_factory=list)
+    comma: bool = False
+    """``--format csv``: fields are separated by commas (and maybe spaces), not blanks."""
 
 
 def header_names(line: str) -> list[str] | None:
-    """'# gpu pwr sm' -> ['gpu', 'pwr', 'sm']; None for a units line or anything else."""
+    """'# gpu pwr sm' (or '#gpu,pwr,sm') -> ['gpu', 'pwr', 'sm']; None for a units
+    line or anything else."""
     stripped = line.strip()
     if not stripped.startswith("#"):
         return None
-    names = [t.lower() for t in stripped[1:].split()]
-    if "gpu" not in names or names.count("gpu") != 1:
+    body = stripped[1:]
+    names = [t.strip().lower() for t in (body.split(",") if "," in body else body.split())]
+    if "gpu" not in names or names.count("gpu") != 1 or "" in names:
         return None
     return names
+
+
+def cells_of(text: str, comma: bool) -> list[str]:
+    """One values line's fields: split on commas (``--format csv``) or on blanks."""
+    return [c.strip() for c in text.split(",")] if comma else text.split()
 
 
 def columns_for(names: list[str]) -> list[Column]:
@@ -111,11 +122,11 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> DmonPlan | str:
     columns = columns_for(names)
     if not any(c.role not in ("gpu", "date", "time") for c in columns):
         return "no dmon column we can use (need one of sm, mem, fb, pwr, gtemp, rxpci ...)"
-    plan = DmonPlan(columns, len(names), names)
+    plan = DmonPlan(columns, len(names), names, comma="," in lines[0])
     for number, line in enumerate(lines[1:80], start=2):
         if line.lstrip().startswith("#"):
             continue
-        cells = line.split()
+        cells = cells_of(line, plan.comma)
         if len(cells) != plan.ncols:
             continue
         try:
@@ -133,6 +144,7 @@ def read(
     def rows() -> Iterator[Row]:
         columns = plan.columns
         ncols = plan.ncols
+        comma = plan.comma
         for line, text in source.lines():
             if not text.strip():
                 continue
@@ -141,8 +153,9 @@ def read(
                 if names is not None and names != plan.names:
                     columns = columns_for(names)
                     ncols = len(names)
+                    comma = "," in text
                 continue  # header, units line or comment
-            cells = text.split()
+            cells = cells_of(text, comma)
             if len(cells) != ncols:
                 bad(counters, line, f"expected {ncols} fields, found {len(cells)}")
                 continue
@@ -161,7 +174,8 @@ def open_dmon(
     path: Path, plan: DmonPlan, interval_s: float | None, mapping: Mapping[str, str] | None
 ) -> ImportedStream:
     """The stream of a dmon log: one snapshot per tick of rows."""
-    notes = [f"{LABEL} with columns {' '.join(plan.names)}"]
+    shape = " (--format csv)" if plan.comma else ""
+    notes = [f"{LABEL}{shape} with columns {' '.join(plan.names)}"]
     if mapping:
         notes.append("--map is not used for dmon (its header names every column)")
 
