@@ -241,6 +241,7 @@ FORMAT_INPUTS: dict[str, tuple[Path, int, str | None]] = {
     "nvidia-smi-apps": (_IMPORT / "merge_apps.csv", 1, "slash"),
     "dcgmi-dmon": (_IMPORT / "dcgmi_dmon.log", 0, None),
     "gpustat": (_IMPORT / "gpustat.jsonl:2", 0, "iso"),
+    "jsonl": (_IMPORT / "script_nested.jsonl", 0, "iso"),
     "nvidia-smi-csv": (_TRACES / "openad_gpu_usage.csv", 1, "slash"),
     "csv": (_TRACES / "machine_translation_gpu_usage.csv", 1, "epoch"),
 }

@@ -86,6 +86,19 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
+_GPUSTAT_KEYS = ("utilization.gpu", "memory.used", "temperature.gpu", "power.draw")
+"""Keys of a gpustat --json GPU object (gpustat 1.x); a hand-made ``gpus`` list
+without any of them is read by the JSON-lines reader."""
+
+
+def _gpustat_keys(doc: dict[str, Any]) -> bool:
+    """Whether ``doc``'s ``gpus`` list holds a GPU object with gpustat's keys."""
+    gpus = doc.get("gpus")
+    return any(
+        isinstance(g, dict) and any(k in g for k in _GPUSTAT_KEYS) for g in gpus or ()
+    )
+
+
 def from_json(doc: dict[str, Any]) -> Sample:
     raw_time = doc.get("query_time")
     sample = Sample(
@@ -134,13 +147,23 @@ def from_json(doc: dict[str, Any]) -> Sample:
 def json_documents(
     text_pieces: Iterator[tuple[int, str]], on_bad: Any
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """JSON objects from lines, whether one per line or pretty-printed over many."""
+    """JSON objects from lines, whether one per line or pretty-printed over many.
+
+    A line that opens an object at its first column (``{``, where a pretty-printed
+    document's inner lines are indented) while an earlier document is still open ends
+    that one as cut short: one damaged line costs itself, not the objects after it."""
     decoder = json.JSONDecoder()
     buffer = ""
     start = 0
     for number, line in text_pieces:
+        if buffer and line.startswith("{"):
+            on_bad(start, "JSON document cut short")
+            buffer = ""
         if not buffer:
             if not line.strip():
+                continue
+            if not line.lstrip().startswith("{"):
+                on_bad(number, "not a JSON object")
                 continue
             start = number
         buffer += line + "\n"
@@ -235,6 +258,8 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> GpustatPlan | str:
         found = [doc for _n, doc in json_documents(enumerate(head.lines, 1), lambda *_: None)]
         if not found or not all(isinstance(d.get("gpus"), list) for d in found):
             return "JSON, but not gpustat's (no 'gpus' list)"
+        if not any(_gpustat_keys(d) for d in found):
+            return "JSON with a 'gpus' list, but not gpustat's keys (utilization.gpu, memory.used)"
         return GpustatPlan(True, [from_json(d) for d in found])
     if not any(_GPU_LINE.match(line.strip()) for line in lines[:8]):
         return "no '[0] NAME | 45°C, 95 % | 20000 / 81920 MB |' gpustat line"

@@ -35,6 +35,7 @@ FIXTURE_OF = {
     "nvidia-smi-apps": "merge_apps.csv",
     "dcgmi-dmon": "dcgmi_dmon.log",
     "gpustat": "gpustat.jsonl",
+    "jsonl": "script_flat.jsonl",
     "nvidia-smi-csv": "nvsmi_full_2gpu.csv",
     "csv": "generic_quoted.csv",
     "gputil": "gputil_blocks.log",
