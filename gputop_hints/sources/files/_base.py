@@ -7,6 +7,7 @@ from pathlib import Path
 from types import TracebackType
 
 from gputop_hints.model import Snapshot
+from gputop_hints.sources.files._prefix import LinePrefix
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.streams import ReadCounters, StreamInfo
 
@@ -37,6 +38,8 @@ class ImportedStream:
         self._reader = reader
         self._newline = newline
         self._source: TextSource | None = None
+        self.line_prefix: LinePrefix | None = None
+        """Taken off the start of each line before the reader sees it (see ``_prefix``)."""
 
     def _on_bad_line(self, line: int, reason: str) -> None:
         self.counters.note_bad_line(line, reason)
@@ -44,7 +47,12 @@ class ImportedStream:
     def __iter__(self) -> Iterator[Snapshot]:
         self.close()
         self.counters.reset()
-        source = TextSource(self.path, on_bad_line=self._on_bad_line, newline=self._newline)
+        source = TextSource(
+            self.path,
+            on_bad_line=self._on_bad_line,
+            newline=self._newline,
+            prefix=self.line_prefix,
+        )
         self._source = source
         try:
             yield from self._reader(source)

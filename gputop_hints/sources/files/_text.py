@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import copy
 import io
 import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from gputop_hints.sources.files._prefix import LinePrefix
 from gputop_hints.streams import open_maybe_gzip, require_regular_file
 
 HEAD_BYTES = 64 * 1024
@@ -60,11 +62,18 @@ class TextSource:
     """One pass over a (possibly gzipped) text file, line by line."""
 
     def __init__(
-        self, path: Path, on_bad_line: BadLine | None = None, *, newline: str | None = None
+        self,
+        path: Path,
+        on_bad_line: BadLine | None = None,
+        *,
+        newline: str | None = None,
+        prefix: LinePrefix | None = None,
     ) -> None:
         """``newline=""`` keeps CR and LF as they are (a terminal capture needs both);
-        the default folds CRLF and CR into line ends."""
+        the default folds CRLF and CR into line ends. ``prefix``: what :meth:`lines`
+        takes off the start of each line (a time stamp ``ts`` wrote, see ``_prefix``)."""
         self.path = path
+        self.prefix = prefix
         self.on_bad_line = on_bad_line
         self.error: str | None = None
         """Why reading stopped early (truncated gzip...), None when it reached the end."""
@@ -93,7 +102,13 @@ class TextSource:
         return lines
 
     def lines(self) -> Iterator[tuple[int, str]]:
-        """(1-based line number, text without the line ending)."""
+        """(1-based line number, text without the line ending, nor :attr:`prefix`)."""
+        if self.prefix is None:
+            return self._lines()
+        strip = self.prefix.strip
+        return ((number, strip(text)) for number, text in self._lines())
+
+    def _lines(self) -> Iterator[tuple[int, str]]:
         number = 0
         readline = self._text.readline
         while True:
@@ -184,6 +199,12 @@ class Head:
         # The sniffers see what the reader will: the text after a NUL run, or a
         # blank line where NULs (or a record they cut) stood.
         self.lines = [after_nuls(line)[0] for line in raw]
+
+    def stripped(self, prefix: LinePrefix) -> Head:
+        """This head as the readers see it under ``prefix``: each line without it."""
+        head = copy.copy(self)
+        head.lines = [prefix.strip(line) for line in self.lines]
+        return head
 
     @property
     def nonblank(self) -> list[str]:

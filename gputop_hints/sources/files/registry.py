@@ -9,6 +9,7 @@ Adding a format: docs/import.md, "Adding a format".
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -30,6 +31,8 @@ from gputop_hints.sources.files import (
     recording_format,
     wandb,
 )
+from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._prefix import LinePrefix, find_prefix
 from gputop_hints.sources.files._text import Head
 from gputop_hints.sources.files.mapping import normalise
 from gputop_hints.sources.files.spec import FormatSpec, matched
@@ -96,10 +99,54 @@ def open_stream(
     if not head.nonblank:
         why = "empty file" if head.size == 0 else "no text in the file"
         raise UnrecognisedFormat(f"{p}: {why}")
+    # A prefix on every line first: a generic reader would take the stamped lines
+    # as they are (a CSV header whose first column is "Jan 15 10:00:00 timestamp").
     reasons: list[str] = []
+    prefix = find_prefix(head.lines)
+    if prefix is not None:
+        stream = _open_under(prefix, p, head, candidates, interval_s, mapping)
+        if stream is not None:
+            return stream
+        reasons.append(f"(each of them first without the {prefix.label} on every line)")
     for spec in candidates:
         plan = spec.sniff(head, mapping)
         if matched(plan):
             return spec.open(p, plan, interval_s, mapping)
         reasons.append(f"{spec.id}: {plan}")
     raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))
+
+
+NO_PREFIX = frozenset({recording_format.FORMAT, nvsmi_watch.FORMAT})
+"""Formats never written through a line-prefixing pipe: our recording (its own
+writer), a terminal capture (``watch`` draws a screen, not lines)."""
+
+
+def _open_under(
+    prefix: LinePrefix,
+    path: Path,
+    head: Head,
+    candidates: tuple[FormatSpec, ...],
+    interval_s: float | None,
+    mapping: Mapping[str, str] | None,
+) -> SnapshotStream | None:
+    """The stream of a log whose every line carries ``prefix``, read without it; None
+    when no format reads it so either."""
+    stripped = head.stripped(prefix)
+    for spec in candidates:
+        if spec.id in NO_PREFIX:
+            continue
+        plan = spec.sniff(stripped, mapping)
+        if not matched(plan):
+            continue
+        stream = spec.open(path, plan, interval_s, mapping)
+        if not isinstance(stream, ImportedStream):
+            stream.close()
+            continue
+        stream.line_prefix = prefix
+        stream.info = dataclasses.replace(
+            stream.info,
+            detail=f"{stream.info.detail}; each line after {prefix.label} (taken off; "
+            "their times are not used)",
+        )
+        return stream
+    return None
