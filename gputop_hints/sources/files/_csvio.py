@@ -285,7 +285,10 @@ class _RowReader:
         """``assemble(self.rows(lines), assembler)`` in one loop (records, rows, ticks):
         :func:`raw_records`, :meth:`rows` and :func:`assemble` as they read, a known
         row without a GPU key nor bad cells handed to :meth:`Assembler.add_keyless`
-        (no Row made)."""
+        (no Row made). A known row whose time cell reads as a plain number
+        (:func:`_plain_time`) takes the short way past :meth:`_known_row`: such a cell
+        is neither empty, nor a header's first name (unless that name is a number
+        too), nor starts with a letter."""
         delimiter = self.plan.delimiter
         counters = self.counters
         add = assembler.add
@@ -293,10 +296,31 @@ class _RowReader:
         source = iter(lines)
         records = _Records(source, delimiter, counters.note_bad_line)
         limit = records.limit
-        plain = records.plain
+        known = self.known
+        short = self.time_first and _plain_time(self.header0) is None
+        end = 0  # records.end, kept here between plain lines (synced around read)
         for number, text in source:
             if '"' not in text and "\r" not in text and len(text) < limit:
-                line = plain(number)
+                line, end = end + 1, number
+                if short:
+                    time_cell, sep, tail = text.partition(delimiter)
+                    hit = known.get(tail) if sep else None
+                    if hit is not None:
+                        try:  # _plain_time, inline
+                            stamp = float(time_cell)
+                        except ValueError:
+                            stamp = 0.0
+                        if 1e8 <= stamp < 1e11 and "_" not in time_cell:
+                            if hit[1] is None and not hit[2]:
+                                snap = add_keyless(stamp, hit[0], hit[3])
+                            else:
+                                again = Row(line, stamp, True, hit[1], hit[0], hit[2], hit[3])
+                                if hit[2]:
+                                    note_bad_cells(counters, again)
+                                snap = add(again)
+                            if snap is not None:
+                                yield snap
+                            continue
                 try:
                     rest, hit, ts, absolute = self._known_row(text)
                 except v.CellError as exc:
@@ -315,7 +339,9 @@ class _RowReader:
                     continue
                 row = self._row(line, text.split(delimiter), rest)
             else:
+                records.end = end
                 found = records.read(number, text)
+                end = records.end
                 if found is None:
                     break
                 if found is False:
@@ -325,6 +351,8 @@ class _RowReader:
                 snap = add(row)
                 if snap is not None:
                     yield snap
+            short = self.time_first and _plain_time(self.header0) is None  # after _follow
+            known = self.known
         last = assembler.flush()
         if last is not None:
             yield last
@@ -420,3 +448,19 @@ def _time_first(columns: Sequence[Column]) -> bool:
     """Whether the time is the first cell, and the only time column (no dmon date)."""
     times = [c.position for c in columns if c.role in ("time", "date")]
     return times == [0]
+
+
+def _plain_time(cell: str | None) -> float | None:
+    """The time of a cell that reads as an absolute epoch number in seconds (what
+    :func:`row_time` makes of it, absolute), else None (the cell is read the long
+    way). ``float`` reads no "/" nor ":" (no date nor time of day), ignores the
+    spaces around the number, and reads no word but inf and nan, left out here."""
+    if cell is None:
+        return None
+    try:
+        value = float(cell)
+    except ValueError:
+        return None
+    if 1e8 <= value < 1e11 and "_" not in cell:
+        return value
+    return None

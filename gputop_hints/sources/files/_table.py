@@ -14,6 +14,7 @@ import operator
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from gputop_hints.model import (
@@ -68,7 +69,7 @@ class Column:
     """The header text (or "column N") for messages."""
 
 
-Samples = dict[int, tuple[tuple[tuple[str, Any], ...], GpuSample]]
+Samples = dict[int, tuple[tuple[tuple[str, Any], ...], GpuSample, dict[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -83,7 +84,8 @@ class Row:
     rest of the row kept."""
     samples: Samples | None = None
     """The GpuSamples built from rows with these same cells but the time (shared by
-    them, see :func:`parse_row`): GPU index -> (the fields it was built from, it)."""
+    them, see :func:`parse_row`): GPU index -> (the fields it was built from, it, the
+    dict of those fields)."""
 
 
 PROFILING_ROLES = tuple(name.removesuffix("_percent") for name in PROFILING_FIELDS)
@@ -435,6 +437,15 @@ class Clock:
 
 _BY_INDEX = operator.attrgetter("index")
 
+_SNAPSHOT_HEAD = (
+    "timestamp", "interval_s", "host", "gpus", "processes", "source", "source_detail",
+    "driver_version",
+)  # fmt: skip
+"""The fields the Assembler passes to Snapshot by position (~25 % cheaper than by
+keyword: a snapshot per row): a field added or moved in the model fails at import."""
+if tuple(f.name for f in dataclass_fields(Snapshot))[: len(_SNAPSHOT_HEAD)] != _SNAPSHOT_HEAD:
+    raise TypeError(f"Snapshot fields changed: the Assembler passes {_SNAPSHOT_HEAD} first")
+
 
 class Assembler:
     """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
@@ -510,7 +521,8 @@ class Assembler:
     ) -> Snapshot | None:
         """:meth:`add` of a row without a key (nor bad cells, nor need of its line):
         a tick of one row followed by a row a tick later (the common case of a file
-        of one GPU without an index column) takes the short way."""
+        of one GPU without an index column) takes the short way: :meth:`flush` of
+        that one row, inline."""
         rows = self._rows
         if (
             len(rows) == 1
@@ -518,19 +530,47 @@ class Assembler:
             and self._time is not None
             and abs(timestamp - self._time) > self.tolerance
         ):
-            out = self.flush()
-            self._rows.append((0, fields, samples))
+            index, before, shared = rows[0]
+            known = None if shared is None else shared.get(index)
+            gpu = (
+                known[1]
+                if known is not None and known[2] is before
+                else self._sample(index, before, shared)
+            )  # the check _sample makes of a known row's fields, without the call
+            clock = self.clock
+            t = self._time + clock.offset
+            if clock.last is not None and t < clock.last:
+                t = clock.next(self._time)  # the clock jumps back
+            else:  # what Clock.next does with a time that does not jump back
+                clock.last = t
+                clock.count += 1
+            rows[0] = (0, fields, samples)  # the one row of the next tick
             self._time = timestamp
-            return out
+            if self._keys:
+                self._keys = set()
+            if not self._most_gpus:
+                self._most_gpus = 1
+                self.counters.saw_gpus(1)
+            return Snapshot(
+                t, self.interval, self.host, (gpu,), (), "replay", self.detail,
+                before.get("driver") or None,
+            )  # fmt: skip
         return self.add(Row(0, timestamp, False, None, fields, [], samples))
 
     def _sample(self, index: int, f: dict[str, Any], samples: Samples | None) -> GpuSample:
         """gpu_sample, handing back the GPU's last sample when its row read the same
         (a frozen value: equal ones can be shared; idle GPUs repeat row after row),
-        else the one built from a row of the same cells (``samples``)."""
+        else the one built from a row of the same cells (``samples``): from these very
+        fields (a reader hands the fields of a known row again, never changed), or
+        fields equal to them."""
         last = self._last_samples.get(index)
-        if last is not None and samples is not None and last[2] is samples:
-            return last[1]  # a row of the same cells: the same fields, no need to compare
+        known = None
+        if samples is not None:
+            if last is not None and last[2] is samples:
+                return last[1]  # a row of the same cells: the same fields, no need to compare
+            known = samples.get(index)
+            if known is not None and known[2] is f:
+                return known[1]  # (the GPU's last sample is left: it stays true)
         key = (index, *f.items())
         if last is not None and last[0] == key:
             return last[1]
@@ -538,12 +578,8 @@ class Assembler:
             sample = gpu_sample(index, f)
         else:
             items = tuple(f.items())
-            known = samples.get(index)
-            if known is not None and known[0] == items:
-                sample = known[1]
-            else:
-                sample = gpu_sample(index, f)
-                samples[index] = (items, sample)
+            sample = known[1] if known is not None and known[0] == items else gpu_sample(index, f)
+            samples[index] = (items, sample, f)  # with the fields dict met last
         if len(self._last_samples) >= 4096:
             self._last_samples.clear()
         self._last_samples[index] = (key, sample, samples)
@@ -582,15 +618,7 @@ class Assembler:
         if len(gpus) > self._most_gpus:
             self._most_gpus = len(gpus)
             self.counters.saw_gpus(len(gpus))
-        return Snapshot(
-            timestamp=t,
-            interval_s=self.interval,
-            host=self.host,
-            gpus=gpus,
-            source="replay",
-            source_detail=self.detail,
-            driver_version=driver,
-        )
+        return Snapshot(t, self.interval, self.host, gpus, (), "replay", self.detail, driver)
 
 
 def assemble(rows: Iterable[Row], assembler: Assembler) -> Iterator[Snapshot]:
