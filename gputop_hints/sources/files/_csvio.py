@@ -299,33 +299,28 @@ class _RowReader:
         known = self.known
         short = self.time_first and _plain_time(self.header0) is None
         end = 0  # records.end, kept here between plain lines (synced around read)
+        ts: float | None  # the row's time: the short way's, or _known_row's
         for number, text in source:
             if '"' not in text and "\r" not in text and len(text) < limit:
                 line, end = end + 1, number
+                hit = None
                 if short:
                     time_cell, sep, tail = text.partition(delimiter)
                     hit = known.get(tail) if sep else None
                     if hit is not None:
                         try:  # _plain_time, inline
-                            stamp = float(time_cell)
+                            ts = float(time_cell)
                         except ValueError:
-                            stamp = 0.0
-                        if 1e8 <= stamp < 1e11 and "_" not in time_cell:
-                            if hit[1] is None and not hit[2]:
-                                snap = add_keyless(stamp, hit[0], hit[3])
-                            else:
-                                again = Row(line, stamp, True, hit[1], hit[0], hit[2], hit[3])
-                                if hit[2]:
-                                    note_bad_cells(counters, again)
-                                snap = add(again)
-                            if snap is not None:
-                                yield snap
-                            continue
-                try:
-                    rest, hit, ts, absolute = self._known_row(text)
-                except v.CellError as exc:
-                    bad(counters, line, str(exc))
-                    continue
+                            ts = 0.0
+                        absolute = True
+                        if not (1e8 <= ts < 1e11 and "_" not in time_cell):
+                            hit = None
+                if hit is None:
+                    try:
+                        rest, hit, ts, absolute = self._known_row(text)
+                    except v.CellError as exc:
+                        bad(counters, line, str(exc))
+                        continue
                 if hit is not None:
                     if hit[1] is None and not hit[2]:
                         snap = add_keyless(ts, hit[0], hit[3])
