@@ -5,20 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import open_stream
-from gputop_hints.streams import ReadCounters, StreamInfo
+from tests.support.logs import read_log
 from tests.support.paths import FIXTURES
 
 CSV_LOG = FIXTURES / "import" / "dmon_csv.log"
-
-
-def _read(path: Path) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path)
-    try:
-        return list(stream), stream.info, stream.counters
-    finally:
-        stream.close()
 
 
 def _values_rows() -> list[list[str]]:
@@ -28,7 +18,7 @@ def _values_rows() -> list[list[str]]:
 
 
 def test_comma_dmon_reads_every_poll_and_gpu() -> None:
-    snaps, info, counters = _read(CSV_LOG)
+    snaps, info, counters = read_log(CSV_LOG)
     rows = _values_rows()
     assert info.format == "nvidia-smi-dmon"
     assert "--format csv" in info.detail
@@ -58,9 +48,9 @@ def test_comma_form_equals_the_blank_form(tmp_path: Path) -> None:
     blank.write_text("\n".join("   ".join(line.split(",")) for line in text.splitlines()) + "\n")
     spaced = tmp_path / "dmon_spaced.log"
     spaced.write_text(text.replace(",", ", "))
-    reference, _, _ = _read(CSV_LOG)
+    reference, _, _ = read_log(CSV_LOG)
     for path in (blank, spaced):
-        snaps, info, counters = _read(path)
+        snaps, info, counters = read_log(path)
         assert info.format == "nvidia-smi-dmon"
         assert [s.gpus for s in snaps] == [s.gpus for s in reference]
         assert [s.timestamp for s in snaps] == [s.timestamp for s in reference]

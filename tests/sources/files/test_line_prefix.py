@@ -8,22 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import UnrecognisedFormat, open_stream
-from gputop_hints.streams import ReadCounters, StreamInfo
+from tests.support.logs import read_log
 from tests.support.paths import FIXTURES
 
 IMPORT = FIXTURES / "import"
 TS_CSV = IMPORT / "nvsmi_csv_ts.log"
 JOURNAL_DMON = IMPORT / "dmon_journalctl.log"
-
-
-def _read(path: Path) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path)
-    try:
-        return list(stream), stream.info, stream.counters
-    finally:
-        stream.close()
 
 
 def _without(path: Path, cut: int | str, tmp_path: Path) -> Path:
@@ -40,8 +31,9 @@ def _without(path: Path, cut: int | str, tmp_path: Path) -> Path:
 
 
 def test_ts_stamped_query_csv_reads_as_the_csv_under_it(tmp_path: Path) -> None:
-    snaps, info, counters = _read(TS_CSV)
-    plain, plain_info, plain_counters = _read(_without(TS_CSV, len("Jan 15 10:00:00 "), tmp_path))
+    snaps, info, counters = read_log(TS_CSV)
+    stamp = "Jan 15 10:00:00 "
+    plain, plain_info, plain_counters = read_log(_without(TS_CSV, len(stamp), tmp_path))
     assert info.format == plain_info.format == "nvidia-smi-csv"
     assert "ts (moreutils)" in info.detail
     assert snaps == plain
@@ -56,8 +48,8 @@ def test_ts_stamped_query_csv_reads_as_the_csv_under_it(tmp_path: Path) -> None:
 
 
 def test_journalctl_dmon_reads_as_the_dmon_under_it(tmp_path: Path) -> None:
-    snaps, info, counters = _read(JOURNAL_DMON)
-    plain, plain_info, _ = _read(_without(JOURNAL_DMON, "]: ", tmp_path))
+    snaps, info, counters = read_log(JOURNAL_DMON)
+    plain, plain_info, _ = read_log(_without(JOURNAL_DMON, "]: ", tmp_path))
     assert info.format == plain_info.format == "nvidia-smi-dmon"
     assert "journalctl" in info.detail
     assert snaps == plain
@@ -82,8 +74,8 @@ def test_other_prefixes_read_as_the_log_under_them(
     original = IMPORT / fixture
     stamped = tmp_path / fixture
     stamped.write_text("".join(stamp + line + "\n" for line in original.read_text().splitlines()))
-    snaps, info, _ = _read(stamped)
-    plain, plain_info, _ = _read(original)
+    snaps, info, _ = read_log(stamped)
+    plain, plain_info, _ = read_log(original)
     assert info.format == plain_info.format
     assert "taken off" in info.detail
     assert snaps == plain and snaps
@@ -93,7 +85,7 @@ def test_other_prefixes_read_as_the_log_under_them(
 def test_a_logs_own_time_column_is_not_taken_for_a_prefix(fixture: str) -> None:
     """dmon -o DT and CSVs of ISO times start every data row with a time, but their
     header has none: nothing is taken off."""
-    snaps, info, _ = _read(IMPORT / fixture)
+    snaps, info, _ = read_log(IMPORT / fixture)
     assert snaps
     assert "taken off" not in info.detail
 

@@ -11,21 +11,13 @@ from typing import Any
 
 import pytest
 
-from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
-from gputop_hints.streams import ReadCounters, StreamInfo, UnrecognisedFormat
+from gputop_hints.streams import UnrecognisedFormat
+from tests.support.logs import read_log
 from tests.support.paths import FIXTURES
 
 IMPORT = FIXTURES / "import"
 MIB = 2**20
-
-
-def _read(path: Path) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path)
-    try:
-        return list(stream), stream.info, stream.counters
-    finally:
-        stream.close()
 
 
 def _parsed(line: str) -> dict[str, Any] | None:
@@ -46,7 +38,7 @@ def _objects(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
 
 def test_flat_objects_one_per_gpu_per_poll() -> None:
     path = IMPORT / "script_flat.jsonl"
-    snaps, info, counters = _read(path)
+    snaps, info, counters = read_log(path)
     objects, bad = _objects(path)
     assert info.format == "jsonl" and info.gpu_count == 2
     polls = sorted({round(o["timestamp"]) for o in objects})
@@ -70,7 +62,7 @@ def test_flat_objects_one_per_gpu_per_poll() -> None:
 
 def test_nested_list_without_index_strings_with_units() -> None:
     path = IMPORT / "script_nested.jsonl"
-    snaps, info, counters = _read(path)
+    snaps, info, counters = read_log(path)
     objects, bad = _objects(path)
     assert not bad and counters.bad_lines == 0
     assert info.format == "jsonl" and info.gpu_count == 2
@@ -89,7 +81,7 @@ def test_nested_list_without_index_strings_with_units() -> None:
 
 
 def test_gpustat_documents_still_read_as_gpustat() -> None:
-    _snaps, info, _counters = _read(IMPORT / "gpustat.jsonl")
+    _snaps, info, _counters = read_log(IMPORT / "gpustat.jsonl")
     assert info.format == "gpustat"
 
 
