@@ -5,7 +5,8 @@ both a library and a launcher. As a launcher it installs the fake for
 ``--gpus`` GPUs listing the pids in ``--pids-file`` (round-robin over the
 GPUs) and then calls, in the same process, gputop-hints' own
 ``gputop_hints.cli.main`` or unmodified nvitop's ``nvitop.cli.main`` with the
-rest of the command line::
+rest of the command line (or, for ``none``, nothing: the launcher's own start-up,
+the floor under both)::
 
     PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p ours
     PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p nvitop
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from tests.support.fake_nvml import FakeGpu, FakeNvml, make_gpus
 
-PROGRAMS = ("ours", "nvitop")
+PROGRAMS = ("ours", "nvitop", "none")
 
 
 def spawn_sleepers(count: int) -> list[subprocess.Popen[bytes]]:
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     fake.install()  # for the life of the process
     if args.calls_out is not None:
         threading.Thread(target=_keep_calls, args=(fake, args.calls_out), daemon=True).start()
+    if args.program == "none":
+        return 0
     if args.program == "nvitop":
         from nvitop.cli import main as nvitop_main
 

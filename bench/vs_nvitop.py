@@ -22,10 +22,22 @@ byte-compiled, as installing a package does (nvitop's are, in site-packages):
 where ``PYTHONDONTWRITEBYTECODE`` is set, every launch would otherwise compile
 gputop-hints from source, ~90 ms of its start-up that no installed copy pays.
 
+Then the once row: ``--once-pairs`` runs of each one-shot command, alternating,
+on the same fake node (``--once-case``, 1x1), with no terminal (output to
+/dev/null): ``gputop-hints --once --duration 0.25 --interval 0.25`` and
+``nvitop --once``, plus the launcher alone (``fake_node.py ... none``: Python,
+the fake NVML and its installation, the floor under both). CPU is user + system
+from each child's rusage (``os.wait4``), so the whole life of the process counts;
+it is printed as it is and less the launcher's median.
+
 It prints the median (min-max) of each and the ratio of the medians::
 
     PYTHONPATH=. .venv/bin/python bench/vs_nvitop.py [--pairs 3] [--seconds 30]
-        [--cases 1x1,8x64,8x256] [--size 160x50]
+        [--cases 1x1,8x64,8x256] [--size 160x50] [--once-pairs 10] [--once-case 1x1]
+        [--once-only]
+
+``--once-only`` runs only the once row (under a minute at 10 pairs);
+``--once-pairs 0`` leaves it out.
 """
 
 from __future__ import annotations
@@ -130,6 +142,74 @@ def library_rss_mb(program: str) -> float:
     return int(out.stdout.strip()) * 1024 / 1e6
 
 
+ONCE_ARGS = {
+    "ours": ["--once", "--duration", "0.25", "--interval", "0.25"],
+    "nvitop": ["--once"],
+    "none": [],
+}
+"""Each one-shot command's arguments: ours samples for a quarter second (one tick),
+nvitop samples once; ``none`` is the launcher alone."""
+
+
+def once_run(program: str, gpus: int, pids_file: Path) -> tuple[float, float]:
+    """One one-shot run of ``program`` on the fake node: (CPU s, wall s), the CPU
+    (user + system) from the child's own rusage."""
+    command = [sys.executable, str(ROOT / "bench" / "fake_node.py"), "--gpus", str(gpus)]
+    command += ["--pids-file", str(pids_file), program, *ONCE_ARGS[program]]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    if proc.returncode != 0:
+        raise SystemExit(f"{program} once run failed ({proc.returncode}): {command}")
+    return usage.ru_utime + usage.ru_stime, took
+
+
+def once_rows(pairs: int, case: str) -> None:
+    """The once row: ``pairs`` one-shot runs of each program and of the launcher
+    alone, alternating (the order rotates run by run), printed as ms of CPU."""
+    gpus, count = (int(v) for v in case.lower().split("x"))
+    sleepers = spawn_sleepers(count)
+    fd, name = tempfile.mkstemp(prefix="vs-pids-")
+    os.close(fd)
+    pids_file = Path(name)
+    pids_file.write_text("\n".join(str(p.pid) for p in sleepers) + "\n")
+    cpu: dict[str, list[float]] = {"ours": [], "nvitop": [], "none": []}
+    wall: dict[str, list[float]] = {"ours": [], "nvitop": [], "none": []}
+    programs = ("ours", "nvitop", "none")
+    try:
+        for pair in range(pairs):
+            for i in range(3):
+                program = programs[(pair + i) % 3]
+                used, took = once_run(program, gpus, pids_file)
+                cpu[program].append(1000.0 * used)
+                wall[program].append(took)
+    finally:
+        stop(sleepers)
+        pids_file.unlink(missing_ok=True)
+    floor = statistics.median(cpu["none"])
+    print(
+        f"once: {pairs} run(s) each on {case}; ours = gputop-hints {' '.join(ONCE_ARGS['ours'])}, "
+        f"nvitop = nvitop --once; launcher alone (python + fake NVML): "
+        f"{_spread(cpu['none']).strip()} ms CPU, {statistics.median(wall['none']):.2f} s wall"
+    )
+    rows = (
+        ("once CPU ms", cpu["ours"], cpu["nvitop"]),
+        (
+            "once - launcher ms",
+            [v - floor for v in cpu["ours"]],
+            [v - floor for v in cpu["nvitop"]],
+        ),
+        ("once wall s", wall["ours"], wall["nvitop"]),
+    )
+    for label, ours, theirs in rows:
+        base = statistics.median(theirs)
+        ratio = statistics.median(ours) / base if base else float("nan")
+        print(f"{case:>6}  {label:<18} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
 
@@ -140,10 +220,22 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="measured per run (30)")
     parser.add_argument("--cases", default="1x1,8x64,8x256", help="GPUsxprocesses, comma-separated")
     parser.add_argument("--size", default="160x50", help="terminal COLSxROWS (160x50)")
+    parser.add_argument(
+        "--once-pairs", type=int, default=10, help="one-shot runs of each for the once row (10)"
+    )
+    parser.add_argument("--once-case", default="1x1", help="GPUsxprocesses for the once row")
+    parser.add_argument("--once-only", action="store_true", help="run only the once row")
     args = parser.parse_args()
     cols, rows = (int(v) for v in args.size.lower().split("x"))
     for tree in ("gputop_hints", "tests/support", "bench"):
         compileall.compile_dir(ROOT / tree, quiet=1)
+    if args.once_only:
+        print(f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML")
+        print(
+            f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop"
+        )
+        once_rows(args.once_pairs, args.once_case)
+        return 0
     print(
         f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML, "
         f"{args.size} tmux pane, {args.pairs} pair(s) of {args.seconds:g} s per case; "
@@ -182,6 +274,8 @@ def main() -> int:
             base = statistics.median(theirs)
             ratio = statistics.median(ours) / base if base else float("nan")
             print(f"{case:>6}  {label:<18} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+    if args.once_pairs > 0:
+        once_rows(args.once_pairs, args.once_case)
     return 0
 
 
