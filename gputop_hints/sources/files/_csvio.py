@@ -219,6 +219,8 @@ def read_rows(
     return reader.snapshots(source.lines(), assembler)  # no generator around it
 
 
+_NOT_METRIC = frozenset({"time", "date", "gpu", "name", "uuid", "bus_id", "driver"})
+
 _KNOWN_ROWS = 1024
 _KNOWN_CHARS = 128 * 1024
 """Rows :class:`_RowReader` remembers by their text after the time, and the most text
@@ -252,6 +254,8 @@ class _RowReader:
         self.known: dict[str, _Known] = {}
         self.known_chars = 0
         self.time_first = _time_first(self.columns)
+        self.metric_positions = [c.position for c in self.columns if c.role not in _NOT_METRIC]
+        """Where the metric cells are: a row with all of them empty is no sample."""
 
     def rows(self, lines: Iterable[tuple[int, str]]) -> Iterator[Row]:
         """The rows of the lines. A plain line whose text after the time is known reads
@@ -408,6 +412,8 @@ class _RowReader:
         if len(cells) != ncols:
             bad(self.counters, line, f"expected {ncols} fields, found {len(cells)}")
             return None
+        if self.metric_positions and not any(cells[p] for p in self.metric_positions):
+            return None  # a row of a logger's other metrics (a loss), no GPU sample
         try:
             row = parse_row(cells, self.columns, line)
         except v.CellError as exc:
@@ -437,6 +443,7 @@ class _RowReader:
         self.known.clear()
         self.known_chars = 0
         self.time_first = _time_first(columns)
+        self.metric_positions = [c.position for c in columns if c.role not in _NOT_METRIC]
 
 
 def _time_first(columns: Sequence[Column]) -> bool:

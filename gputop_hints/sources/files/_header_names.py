@@ -112,8 +112,13 @@ def header_columns(
     for i, raw in enumerate(header):
         name, unit = normalise_name(raw)
         role = ALIASES.get(name)
+        if role is None and "/" in raw:  # a logger's path: 'train/gpu_util', 'sys/memory.used'
+            name, unit = normalise_name(raw.rsplit("/", 1)[1])
+            role = ALIASES.get(name)
         if role is None or role in seen:
             continue
+        if name == "epoch" and _counts_epochs(i, data):
+            continue  # a training loop's epoch number (Lightning's metrics.csv), no time
         seen.add(role)
         scale = 1.0
         if role.startswith("vram"):
@@ -131,3 +136,21 @@ def header_columns(
             scale = SIZE_SUFFIX.get((unit or "mb").replace("/s", ""), MIB)
         columns.append(Column(i, role, scale, raw))
     return columns, notes
+
+
+def _counts_epochs(position: int, data: Sequence[Sequence[str]]) -> bool:
+    """Whether an ``epoch`` column holds a training loop's epoch numbers (small whole
+    numbers: 0, 1, 2 ...) rather than Unix time (seconds since 1970, ~1e9 today)."""
+    seen = False
+    for row in data:
+        cell = row[position].strip() if position < len(row) else ""
+        if not cell:
+            continue
+        try:
+            value = float(cell)
+        except ValueError:
+            return False
+        if value >= 1e6 or value != int(value):
+            return False
+        seen = True
+    return seen

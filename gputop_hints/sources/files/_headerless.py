@@ -455,3 +455,28 @@ def _map_line(found: Inference, ncols: int, path: Path | None) -> str:
         "replaced by the --map key of that column (temp, sm, mem, vram_used, vram_free, "
         f"power, power_limit, sm_clock):\n      gputop-hints report --map {spec} {target}"
     )
+
+
+def names_columns(first: list[str], rows: list[list[str]]) -> bool:
+    """Whether ``first`` is a header over ``rows`` rather than a row of values: in at
+    least half of the columns whose cells below are numbers (three in four or more)
+    it holds a word (``epoch``, ``gpu_id: 0/utilization.gpu (%)``). A headerless file
+    guessed from its values would otherwise take a header it does not know as one
+    bad line and read the columns under it for what their values look like."""
+    numeric = worded = 0
+    for i, cell in enumerate(first):
+        below = [r[i] for r in rows if i < len(r) and r[i].strip()]
+        if len(below) < 2 or sum(map(_numeric, below)) * 4 < len(below) * 3:
+            continue
+        numeric += 1
+        text = cell.strip().strip('"')
+        if text[:1].isalpha() and not v.is_unknown(text) and not _numeric(text):
+            worded += 1
+    return numeric > 0 and worded * 2 >= numeric
+
+
+def _numeric(cell: str) -> bool:
+    try:
+        return v.number(cell) is not None
+    except v.CellError:
+        return False

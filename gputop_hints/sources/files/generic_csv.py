@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gputop_hints.model import Snapshot
@@ -27,6 +28,7 @@ from gputop_hints.sources.files._header_names import SIZE_SUFFIX, header_columns
 from gputop_hints.sources.files._table import Assembler
 from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files._wide import WideLayout, read_wide, sample_rows, wide_layout
 from gputop_hints.sources.files.mapping import constant_size
 from gputop_hints.sources.files.spec import GPU_COLUMNS, FormatSpec
 from gputop_hints.streams import (
@@ -35,6 +37,13 @@ from gputop_hints.streams import (
 
 FORMAT = "csv"
 LABEL = "CSV"
+
+@dataclass
+class WideCsvPlan(CsvPlan):
+    """A CSV with every GPU's values side by side, numbered in the column names."""
+
+    wide: WideLayout | None = None
+
 
 def _delimiter(line: str) -> str:
     counts = {d: line.count(d) for d in (",", ";", "\t", "|")}
@@ -76,6 +85,16 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
         return str(exc.args[0])
     notes += mapped
     metric_roles = [c for c in columns if c.role not in ("time", "gpu", "name", "uuid")]
+    if not mapping:  # GPUs numbered in the column names win over names read one by one
+        times = [c.position for c in columns if c.role == "time"]
+        wide = wide_layout(header, data, times[0] if times else None)
+        if wide is not None:
+            wide_plan = WideCsvPlan(columns, ncols, header, delimiter=delimiter, notes=wide.notes)
+            wide_plan.wide = wide
+            wide_plan.rows = sample_rows(wide, data, 2)
+            if data and not wide_plan.rows:
+                return "no data row parses"
+            return wide_plan
     if not metric_roles:
         has_const = bool(mapping) and any(
             constant_size(str(s)) is not None for s in (mapping or {}).values()
@@ -98,6 +117,22 @@ def open_generic(
     """The stream of a hand-made CSV: one snapshot per tick of rows."""
     shape = "with header" if plan.header is not None else "without header"
     notes = [f"{LABEL} {shape}, {plan.ncols} column(s)", *plan.notes]
+    wide = plan.wide if isinstance(plan, WideCsvPlan) else None
+    if wide is not None and plan.header is not None:
+        header = plan.header
+        gpus = ", ".join(str(g.index) for g in wide.gpus)
+        notes.insert(1, f"one column per GPU and metric (GPUs {gpus}, numbered in the names)")
+
+        def wide_rows(
+            source: TextSource, counters: ReadCounters, assembler: Assembler, vram: int | None
+        ) -> Iterator[Snapshot]:
+            return read_wide(source, wide, header, plan.delimiter, counters, assembler, vram)
+
+        columns = [c for c in plan.columns if c.role == "time"]
+        columns += [c for g in wide.gpus for c in g.columns if c.role not in ("time", "gpu")]
+        return table_stream(
+            path, FORMAT, LABEL, columns, plan.rows, notes, interval_s, mapping, wide_rows
+        )
 
     def rows(
         source: TextSource, counters: ReadCounters, assembler: Assembler, vram_total: int | None

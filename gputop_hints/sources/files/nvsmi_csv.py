@@ -27,7 +27,7 @@ from gputop_hints.sources.files._csvio import (
     trim_trailing,
 )
 from gputop_hints.sources.files._gpu_polls import PollShape, find_polls
-from gputop_hints.sources.files._headerless import infer_columns
+from gputop_hints.sources.files._headerless import infer_columns, names_columns
 from gputop_hints.sources.files._table import (
     Assembler,
     Column,
@@ -156,6 +156,11 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
         good = [r for r in rows if len(r) == ncols]
         if len(good) < max(1, len(rows) * 3 // 4):
             return "lines have differing numbers of fields"
+        if names_columns(rows[0], rows[1:]):
+            return (
+                "the first line names columns, none as nvidia-smi does "
+                f"({', '.join(rows[0])[:80]}): tried as generic CSV"
+            )
         found = infer_columns(good, head.path)
         if found.reason is not None and not mapping:
             return found.reason
