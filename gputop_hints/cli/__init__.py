@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from gputop_hints.cli.gc_tuning import collections_paused
 from gputop_hints.text import VisibleStream
 
 SUBCOMMANDS = ("config", "explain", "export", "record", "replay", "report")
@@ -79,8 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _subcommand_first(args)
     try:
         if args and args[0] in SUBCOMMANDS:
-            return subcommand(args[0])(args[1:])
-        from gputop_hints.cli.monitor import monitor_main
+            with collections_paused():  # start-up imports (cli/gc_tuning.py)
+                command_main = subcommand(args[0])
+            return command_main(args[1:])
+        with collections_paused():
+            from gputop_hints.cli.monitor import monitor_main
 
         return monitor_main(args)
     except KeyboardInterrupt:

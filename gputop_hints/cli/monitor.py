@@ -27,7 +27,7 @@ from gputop_hints.cli.args import (
     positive,
     usage_error,
 )
-from gputop_hints.cli.gc_tuning import tune_for_long_run
+from gputop_hints.cli.gc_tuning import collections_paused, tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
 from gputop_hints.history import DEFAULT_WINDOW_S
 
@@ -152,30 +152,33 @@ def monitor_main(argv: Sequence[str]) -> int:
             f"{args.interval:g} s"
         )
 
-    from gputop_hints.hints.config_search import find_config
-    from gputop_hints.typed_yaml import ConfigError
+    # Start-up: importing the configuration and the source, reading a file, opening
+    # the source (cli/gc_tuning.py).
+    with collections_paused():
+        from gputop_hints.hints.config_search import find_config
+        from gputop_hints.typed_yaml import ConfigError
 
-    # A file to read is read (and checked) now, before anything is drawn; without one
-    # the defaults are loaded once the first frame is up (run_tui), their ~0.1 s of
-    # imports no longer before it.
-    thresholds: Thresholds | None = None
-    try:
-        path, _how = find_config(args.config)
-        if path is not None:
-            from gputop_hints.hints.config import load_file
+        # A file to read is read (and checked) now, before anything is drawn; without one
+        # the defaults are loaded once the first frame is up (run_tui), their ~0.1 s of
+        # imports no longer before it.
+        thresholds: Thresholds | None = None
+        try:
+            path, _how = find_config(args.config)
+            if path is not None:
+                from gputop_hints.hints.config import load_file
 
-            thresholds = load_file(path)
-    except ConfigError as exc:
-        return usage_error(exc)
+                thresholds = load_file(path)
+        except ConfigError as exc:
+            return usage_error(exc)
 
-    from gputop_hints.sources import SourceUnavailable
+        from gputop_hints.sources import SourceUnavailable
 
-    try:
-        source = open_source(args)
-    except SourceUnavailable as exc:
-        return usage_error(exc)
-    except ValueError as exc:  # unknown demo scenario and the like
-        return usage_error(exc)
+        try:
+            source = open_source(args)
+        except SourceUnavailable as exc:
+            return usage_error(exc)
+        except ValueError as exc:  # unknown demo scenario and the like
+            return usage_error(exc)
 
     once = args.once or args.json
     if not once:
@@ -197,15 +200,17 @@ def monitor_main(argv: Sequence[str]) -> int:
 
 
 def _defaults() -> Thresholds:
-    from gputop_hints.hints.thresholds import Thresholds
+    with collections_paused():  # the rules' ~60 modules and classes (cli/gc_tuning.py)
+        from gputop_hints.hints.thresholds import Thresholds
 
-    return Thresholds.defaults()
+        return Thresholds.defaults()
 
 
 def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
     """Sample for ``--duration``, print the summary (text or JSON), exit 0."""
-    from gputop_hints.outputs.summary import Summary
-    from gputop_hints.sampling.once import collect, preroll
+    with collections_paused():
+        from gputop_hints.outputs.summary import Summary
+        from gputop_hints.sampling.once import collect, preroll
 
     context = preroll(source, args.interval, thresholds.general.window_s)
     snapshots = collect(source, args.duration, args.interval)
