@@ -200,7 +200,7 @@ def monitor_main(argv: Sequence[str]) -> int:
 
 
 def _defaults() -> Thresholds:
-    with collections_paused():  # the rules' ~60 modules and classes (cli/gc_tuning.py)
+    with collections_paused():  # the rules' modules and classes (cli/gc_tuning.py)
         from gputop_hints.hints.thresholds import Thresholds
 
         return Thresholds.defaults()
