@@ -207,6 +207,11 @@ _STAMPS: dict[str, tuple[re.Pattern[str], _Parse, _Write]] = {
         lambda m: calendar.timegm(time.strptime(m.group(0), "%Y-%m-%dT%H:%M:%S")),
         lambda t, m: time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)),
     ),
+    "logging": (
+        re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?=,\d{3} )"),
+        lambda m: calendar.timegm(time.strptime(m.group(0), "%Y-%m-%d %H:%M:%S")),
+        lambda t, m: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)),
+    ),
     "dmon": (
         re.compile(r"(\d{8})(\s+)(\d\d:\d\d:\d\d)"),
         lambda m: calendar.timegm(time.strptime(m.group(1) + m.group(3), "%Y%m%d%H:%M:%S")),
@@ -244,6 +249,7 @@ FORMAT_INPUTS: dict[str, tuple[Path, int, str | None]] = {
     "jsonl": (_IMPORT / "script_nested.jsonl", 0, "iso"),
     "nvidia-smi-csv": (_TRACES / "openad_gpu_usage.csv", 1, "slash"),
     "csv": (_TRACES / "machine_translation_gpu_usage.csv", 1, "epoch"),
+    "kv-lines": (_IMPORT / "kv_logging_2gpu.log", 0, "logging"),
 }
 
 

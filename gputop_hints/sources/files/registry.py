@@ -21,6 +21,7 @@ from gputop_hints.sources.files import (
     generic_jsonl,
     gpustat,
     gputil,
+    kv_lines,
     nvsmi_apps,
     nvsmi_csv,
     nvsmi_query,
@@ -55,6 +56,7 @@ ALL_FORMATS: tuple[FormatSpec, ...] = (
     gputil.SPEC,
     generic_csv.SPEC,
     aligned_table.SPEC,
+    kv_lines.SPEC,
 )
 """The order content sniffing tries them: the stricter shapes before the looser."""
 
@@ -116,9 +118,10 @@ def open_stream(
     raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))
 
 
-NO_PREFIX = frozenset({recording_format.FORMAT, nvsmi_watch.FORMAT})
+NO_PREFIX = frozenset({recording_format.FORMAT, nvsmi_watch.FORMAT, kv_lines.FORMAT})
 """Formats never written through a line-prefixing pipe: our recording (its own
-writer), a terminal capture (``watch`` draws a screen, not lines)."""
+writer), a terminal capture (``watch`` draws a screen, not lines); and log lines
+with readings, whose reader takes each line's time from its own stamp."""
 
 
 def _open_under(

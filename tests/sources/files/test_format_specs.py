@@ -40,6 +40,7 @@ FIXTURE_OF = {
     "csv": "generic_quoted.csv",
     "gputil": "gputil_blocks.log",
     "aligned-table": "aligned_banner_units.log",
+    "kv-lines": "kv_logging_2gpu.log",
 }
 """Format id -> its fixture under tests/fixtures/import/ (detected as that format)."""
 
