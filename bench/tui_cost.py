@@ -70,7 +70,9 @@ async def measure(args: argparse.Namespace) -> Costs:
     from gputop_hints.sources.demo import DemoSource
     from gputop_hints.tui.app import GputopApp
 
-    source = DemoSource(args.scenario, gpus=args.gpus, processes=args.processes, seed=0)
+    source = DemoSource(
+        args.scenario, gpus=args.gpus, processes=args.processes, seed=0, cores=args.cores
+    )
     app = GputopApp(source, autostart=False, theme=args.theme)
     if not args.default_gc:
         tune_for_long_run()  # as the monitor does before it runs the app (cli/monitor.py)
@@ -184,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenario", default="mixed")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--processes", type=int, default=64)
+    parser.add_argument(
+        "--cores", type=int, default=None, help="host CPU cores (default: the scenario's)"
+    )
     parser.add_argument("--size", default="160x50", help="terminal WIDTHxHEIGHT")
     parser.add_argument("--theme", default="dark")
     parser.add_argument("--ticks", type=int, default=100, help="ticks measured")

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 
 from gputop_hints.model import Snapshot
-from gputop_hints.sources.files._prefix import LinePrefix
+from gputop_hints.sources.files._prefix import LineView
 from gputop_hints.sources.files._text import TextSource
 from gputop_hints.streams import ReadCounters, StreamInfo
 
@@ -38,7 +38,7 @@ class ImportedStream:
         self._reader = reader
         self._newline = newline
         self._source: TextSource | None = None
-        self.line_prefix: LinePrefix | None = None
+        self.line_prefix: LineView | None = None
         """Taken off the start of each line before the reader sees it (see ``_prefix``)."""
 
     def _on_bad_line(self, line: int, reason: str) -> None:

@@ -14,8 +14,9 @@ time the samples, as without the prefix.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _HMS = r"\d\d:\d\d:\d\d(?:[.,]\d+)?"
@@ -30,9 +31,29 @@ class LinePrefix:
     pattern: re.Pattern[str]
     """Matches the prefix at the start of a line (and the blanks after it)."""
 
+    note: str = "each line after it, taken off (its times are not used)"
+    """What the detail line says of the reading."""
+
     def strip(self, line: str) -> str:
         m = self.pattern.match(line)
         return line if m is None else line[m.end() :]
+
+    def lines(self, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+        """The lines as the readers see them: each without the prefix."""
+        strip = self.strip
+        return ((number, strip(text)) for number, text in numbered)
+
+
+class LineView(Protocol):
+    """How the readers see a log's lines: :class:`LinePrefix` (a prefix taken off each
+    line) or ``_date_blocks.DateBlocks`` (rows timed by date lines between them)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def note(self) -> str: ...
+
+    def lines(self, numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]: ...
 
 
 PREFIXES: tuple[LinePrefix, ...] = (

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from gputop_hints.sources.files._prefix import LinePrefix
+from gputop_hints.sources.files._prefix import LineView
 from gputop_hints.streams import open_maybe_gzip, require_regular_file
 
 HEAD_BYTES = 64 * 1024
@@ -67,7 +67,7 @@ class TextSource:
         on_bad_line: BadLine | None = None,
         *,
         newline: str | None = None,
-        prefix: LinePrefix | None = None,
+        prefix: LineView | None = None,
     ) -> None:
         """``newline=""`` keeps CR and LF as they are (a terminal capture needs both);
         the default folds CRLF and CR into line ends. ``prefix``: what :meth:`lines`
@@ -105,8 +105,7 @@ class TextSource:
         """(1-based line number, text without the line ending, nor :attr:`prefix`)."""
         if self.prefix is None:
             return self._lines()
-        strip = self.prefix.strip
-        return ((number, strip(text)) for number, text in self._lines())
+        return self.prefix.lines(self._lines())
 
     def _lines(self) -> Iterator[tuple[int, str]]:
         number = 0
@@ -200,10 +199,10 @@ class Head:
         # blank line where NULs (or a record they cut) stood.
         self.lines = [after_nuls(line)[0] for line in raw]
 
-    def stripped(self, prefix: LinePrefix) -> Head:
+    def stripped(self, prefix: LineView) -> Head:
         """This head as the readers see it under ``prefix``: each line without it."""
         head = copy.copy(self)
-        head.lines = [prefix.strip(line) for line in self.lines]
+        head.lines = [text for _n, text in prefix.lines(enumerate(self.lines, start=1))]
         return head
 
     @property

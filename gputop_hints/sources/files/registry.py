@@ -33,7 +33,8 @@ from gputop_hints.sources.files import (
     wandb,
 )
 from gputop_hints.sources.files._base import ImportedStream
-from gputop_hints.sources.files._prefix import LinePrefix, find_prefix
+from gputop_hints.sources.files._date_blocks import find_date_blocks
+from gputop_hints.sources.files._prefix import LineView, find_prefix
 from gputop_hints.sources.files._text import Head
 from gputop_hints.sources.files.mapping import normalise
 from gputop_hints.sources.files.spec import FormatSpec, matched
@@ -115,6 +116,16 @@ def open_stream(
         if matched(plan):
             return spec.open(p, plan, interval_s, mapping)
         reasons.append(f"{spec.id}: {plan}")
+    # Last, rows under date lines ('date; nvidia-smi --query-gpu=...' in a loop): read
+    # as is first, as a table log with date lines between its tables reads.
+    blocks = find_date_blocks(head.lines)
+    if blocks is not None:
+        timed: list[str] = []
+        stream = _open_under(blocks, p, head, candidates, interval_s, mapping, timed)
+        if stream is not None:
+            return stream
+        reasons.append(f"then each with the rows timed by the {blocks.label}:")
+        reasons += [f"  {why}" for why in timed if why not in reasons]
     raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))
 
 
@@ -125,12 +136,13 @@ with readings, whose reader takes each line's time from its own stamp."""
 
 
 def _open_under(
-    prefix: LinePrefix,
+    prefix: LineView,
     path: Path,
     head: Head,
     candidates: tuple[FormatSpec, ...],
     interval_s: float | None,
     mapping: Mapping[str, str] | None,
+    reasons: list[str] | None = None,
 ) -> SnapshotStream | None:
     """The stream of a log whose every line carries ``prefix``, read without it; None
     when no format reads it so either."""
@@ -140,6 +152,8 @@ def _open_under(
             continue
         plan = spec.sniff(stripped, mapping)
         if not matched(plan):
+            if reasons is not None:
+                reasons.append(f"{spec.id}: {plan}")
             continue
         stream = spec.open(path, plan, interval_s, mapping)
         if not isinstance(stream, ImportedStream):
@@ -148,8 +162,7 @@ def _open_under(
         stream.line_prefix = prefix
         stream.info = dataclasses.replace(
             stream.info,
-            detail=f"{stream.info.detail}; each line after {prefix.label} (taken off; "
-            "their times are not used)",
+            detail=f"{stream.info.detail}; {prefix.label}: {prefix.note}",
         )
         return stream
     return None
