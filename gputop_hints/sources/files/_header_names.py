@@ -4,8 +4,10 @@ A hand-made CSV and a whitespace-aligned table printed by a script name their
 columns the same ways: names are matched case-insensitively after folding
 separators (``memory.used``, ``Memory Used``, ``memory_used`` are one name); a
 unit in the name (``_mb``, ``_mib``, ``_gb``, ``[MiB]``, ``(GB)``, ``_pct``)
-sets the scale. VRAM without a unit is read as MiB unless the values are too
-large for that (then bytes) or fractional and small (then GiB).
+sets the scale (a spelled-out ``_megabytes`` is 1e6 bytes, as MLflow writes it); a
+percentage of an amount (``memory_usage_percentage``) is not read as the amount.
+VRAM without a unit is read as MiB unless the values are too large for that (then
+bytes) or fractional and small (then GiB).
 """
 
 from __future__ import annotations
@@ -56,8 +58,17 @@ SIZE_SUFFIX = {
     "mib": MIB,
     "gb": 2.0**30,
     "gib": 2.0**30,
+    # Spelled out, decimal: MLflow's 'gpu_0_memory_usage_megabytes' is NVML's bytes / 1e6.
+    "megabytes": 1e6,
 }
-_OTHER_SUFFIX = ("pct", "percent", "perc", "w", "watts", "c", "celsius", "mhz", "s", "sec", "ms")
+PERCENT_UNITS = frozenset({"pct", "percent", "perc", "percentage", "%"})
+_OTHER_SUFFIX = (*PERCENT_UNITS - {"%"}, "w", "watts", "c", "celsius", "mhz", "s", "sec", "ms")
+AMOUNT_ROLES = frozenset(
+    {"vram_used", "vram_total", "vram_free", "power", "power_limit", "temp", "sm_clock"}
+    | {"pcie_rx", "pcie_tx"}
+)
+"""Roles read as an amount (bytes, watts, degrees...): a percentage of one (MLflow's
+'memory_usage_percentage', 'power_usage_percentage') is another quantity."""
 
 
 def normalise_name(raw: str) -> tuple[str, str | None]:
@@ -70,13 +81,21 @@ def normalise_name(raw: str) -> tuple[str, str | None]:
     name = re.sub(r"[^a-z0-9%]+", "_", raw.strip().lower()).strip("_")
     name = name.replace("%", "percent")
     if name in ALIASES:
-        return name, unit
+        return _share_of_amount(name, unit)
     parts = name.split("_")
     if len(parts) > 1:
         tail = parts[-1]
         base = "_".join(parts[:-1])
         if tail in SIZE_SUFFIX or tail in _OTHER_SUFFIX:
-            return base, unit or tail
+            return _share_of_amount(base, unit or tail)
+    return name, unit
+
+
+def _share_of_amount(name: str, unit: str | None) -> tuple[str, str | None]:
+    """A percentage of an amount ('memory_usage_percentage', 'power [%]') keeps its
+    unit in its name, so that it names no role: never read as bytes or watts."""
+    if unit in PERCENT_UNITS and ALIASES.get(name) in AMOUNT_ROLES:
+        return f"{name}_percent", None
     return name, unit
 
 
@@ -115,6 +134,9 @@ def header_columns(
         if role is None and "/" in raw:  # a logger's path: 'train/gpu_util', 'sys/memory.used'
             name, unit = normalise_name(raw.rsplit("/", 1)[1])
             role = ALIASES.get(name)
+        if role is None and name.endswith("_percent") and ALIASES.get(name[:-8]) in AMOUNT_ROLES:
+            notes.append(f"{raw}: a share (%) of {ALIASES[name[:-8]]}, not an amount: not read")
+            continue
         if role is None or role in seen:
             continue
         if name == "epoch" and _counts_epochs(i, data):
