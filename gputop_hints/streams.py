@@ -121,10 +121,11 @@ class ReadCounters:
     """Format-specific facts learnt from the data, by name."""
     _last_bad_line: int | None = field(default=None, repr=False, compare=False)
 
-    def note_bad_line(self, line_number: int, reason: str) -> None:
+    def note_bad_line(self, line_number: int, reason: str, *, distinct: bool = False) -> None:
         """Count a malformed line; remember the first one for the message. A line
-        noted again at once (a NUL run and the text after it) counts once."""
-        if line_number > 0 and line_number == self._last_bad_line:
+        noted again at once (a NUL run and the text after it) counts once, unless
+        ``distinct`` (a reader of several files: the same number in another file)."""
+        if line_number > 0 and line_number == self._last_bad_line and not distinct:
             return
         self._last_bad_line = line_number
         self.bad_lines += 1

@@ -75,10 +75,13 @@ def print_scenarios() -> None:
 def open_input(args: argparse.Namespace) -> SnapshotStream:
     """FILE (or a GPU log and a per-process log) as one snapshot stream, each
     format detected unless ``--format`` says."""
+    from pathlib import Path
+
     from gputop_hints.sources.files import open_streams, parse_mapping
     from gputop_hints.streams import EmptyStream, require_regular_file
 
-    if all(require_regular_file(path) == 0 for path in args.file):
+    # A folder (an MLflow run) is judged by open_streams.
+    if all(not Path(path).is_dir() and require_regular_file(path) == 0 for path in args.file):
         # A recorder killed before its first tick leaves 0 bytes: no samples, not an
         # error (docs/recording.md), so a job epilog does not fail on it.
         return EmptyStream(str(args.file[0]))

@@ -22,6 +22,7 @@ from gputop_hints.sources.files import (
     gpustat,
     gputil,
     kv_lines,
+    mlflow,
     nvsmi_apps,
     nvsmi_csv,
     nvsmi_query,
@@ -43,6 +44,7 @@ from gputop_hints.streams import SnapshotStream, UnrecognisedFormat
 ALL_FORMATS: tuple[FormatSpec, ...] = (
     recording_format.SPEC,
     wandb.SPEC,
+    mlflow.SPEC,
     dmon.SPEC,
     nvsmi_table.SPEC,
     nvsmi_watch.SPEC,
@@ -89,6 +91,8 @@ def open_stream(
     if format is not None and format not in BY_ID:
         raise UnrecognisedFormat(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     normalise(mapping)  # fail early on unknown keys
+    if p.is_dir():
+        return _open_folder(p, format, interval_s, mapping)
     head = Head(p)
     candidates = ALL_FORMATS if format is None else (BY_ID[format],)
     # Binary first: a head of NULs alone (a sparse file) has no nonblank line either.
@@ -127,6 +131,34 @@ def open_stream(
         reasons.append(f"then each with the rows timed by the {blocks.label}:")
         reasons += [f"  {why}" for why in timed if why not in reasons]
     raise UnrecognisedFormat(f"{p}: not a format we know. Tried:\n  " + "\n  ".join(reasons))
+
+
+def _open_folder(
+    path: Path,
+    format: str | None,
+    interval_s: float | None,
+    mapping: Mapping[str, str] | None,
+) -> SnapshotStream:
+    """A folder given instead of a file: read by a format kept as a folder of files
+    (an MLflow run), else refused saying which folders are read."""
+    candidates = [
+        spec
+        for spec in (ALL_FORMATS if format is None else (BY_ID[format],))
+        if spec.sniff_folder is not None
+    ]
+    reasons: list[str] = []
+    for spec in candidates:
+        assert spec.sniff_folder is not None
+        plan = spec.sniff_folder(path, mapping)
+        if matched(plan):
+            return spec.open(path, plan, interval_s, mapping)
+        reasons.append(f"{spec.id}: {plan}")
+    if not reasons:
+        reasons.append(f"{format}: reads a file, not a folder")
+    raise UnrecognisedFormat(
+        f"{path}: a directory, not a file; give a log or recording file, or a folder "
+        "that one of these reads:\n  " + "\n  ".join(reasons)
+    )
 
 
 NO_PREFIX = frozenset({recording_format.FORMAT, nvsmi_watch.FORMAT, kv_lines.FORMAT})

@@ -33,6 +33,8 @@ GPU_COLUMNS = frozenset(
 
 Sniff = Callable[[Head, Mapping[str, str] | None], Any]
 """(head, --map) -> a plan for ``open``, or the reason (str) the file is not this format."""
+SniffFolder = Callable[[Path, Mapping[str, str] | None], Any]
+"""(a folder, --map) -> a plan for ``open``, or why the folder is not this format's."""
 Open = Callable[[Path, Any, float | None, Mapping[str, str] | None], SnapshotStream]
 """(path, the plan ``sniff`` made, --interval, --map) -> the stream."""
 
@@ -54,6 +56,9 @@ class FormatSpec:
     per_process: bool = False
     """A per-process log: processes on GPUs that carry nothing else, read together
     with a GPU log of the same run by ``open_streams``."""
+    sniff_folder: SniffFolder | None = None
+    """For a format kept as a folder of files (an MLflow run): looks at a folder
+    given instead of a file. None: the format is one file."""
 
     def __post_init__(self) -> None:
         unknown = self.metrics - set(ALL_METRICS)
