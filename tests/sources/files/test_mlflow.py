@@ -86,6 +86,7 @@ def test_an_mlflow_run_folder_reads_every_gpu_joined_by_timestamp(given: Path) -
     assert isinstance(summary, dict)
     assert summary["all"]["n"] == len(cpu)
     assert summary["all"]["mean"] == pytest.approx(sum(cpu) / len(cpu))
+    assert (summary["all"]["min"], summary["all"]["max"]) == (min(cpu), max(cpu))
     assert all(s.host.cpu_percent_per_core == () for s in snaps)
     assert "host_cpu" in info.missing
 
