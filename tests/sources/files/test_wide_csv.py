@@ -83,8 +83,10 @@ def test_lightning_report_shows_both_gpus_as_the_file_has_them() -> None:
 def test_a_scripts_gpu_numbered_columns_with_epoch_times(tmp_path: Path) -> None:
     path = tmp_path / "gpus.csv"
     lines = ["time,gpu0_util,gpu0_mem_used_mb,gpu1_util,gpu1_mem_used_mb,loss"]
-    for k in range(6):
-        lines.append(f"{1733300000 + 5 * k},{90 + k},{20000 + k},{10 + k},{512},{1.0 / (k + 1):.3f}")
+    lines += [
+        f"{1733300000 + 5 * k},{90 + k},{20000 + k},{10 + k},512,{1.0 / (k + 1):.3f}"
+        for k in range(6)
+    ]
     path.write_text("\n".join(lines) + "\n")
 
     snaps, info, counters = read_log(path)
