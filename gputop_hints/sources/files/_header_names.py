@@ -26,10 +26,10 @@ for _role, _names in {
     "gpu": "gpu gpu_index gpu_id gpu_idx index idx device device_id device_index gpu_num",
     "name": "name gpu_name device_name",
     "uuid": "uuid gpu_uuid",
-    "sm": "gpu_util gpu_utilization gpu_utilisation utilization_gpu utilisation_gpu util "
+    "sm": "gpu_util gpu_utilization gpu_utilisation utilization_gpu utilisation_gpu util util_gpu "
     "utilization gpu_usage gpu_load sm sm_util sm_utilization sm_activity gpu_busy "
     "gpu_percent",
-    "mem": "mem_util memory_util mem_utilization memory_utilization utilization_memory "
+    "mem": "mem_util memory_util mem_utilization memory_utilization utilization_memory util_mem "
     "mem_busy memory_busy mem_access memory_access mem_bw_util memory_access_percent",
     "vram_used": "memory_used mem_used vram_used used_memory used_mem gpu_memory_used "
     "gpu_mem_used gpu_mem gpu_memory fb_used fb vram memory_usage mem_usage gpu_memory_usage",
@@ -78,8 +78,9 @@ def normalise_name(raw: str) -> tuple[str, str | None]:
     if m is not None:
         unit = m.group(1).strip().lower().replace(" ", "") or None
         raw = _UNIT_IN_NAME.sub(" ", raw)
+    # 'GPU%' and 'util%' as 'gpu_percent', 'util_percent' (as 'GPU %' reads).
     name = re.sub(r"[^a-z0-9%]+", "_", raw.strip().lower()).strip("_")
-    name = name.replace("%", "percent")
+    name = re.sub(r"(?<=[a-z0-9])%", "_%", name).replace("%", "percent")
     if name in ALIASES:
         return _share_of_amount(name, unit)
     parts = name.split("_")
@@ -157,7 +158,40 @@ def header_columns(
         elif role in ("pcie_rx", "pcie_tx"):
             scale = SIZE_SUFFIX.get((unit or "mb").replace("/s", ""), MIB)
         columns.append(Column(i, role, scale, raw))
+    if "vram_used" not in seen:
+        found = _bare_memory(header, data, seen)
+        if found is not None:
+            columns.append(found[0])
+            notes.append(found[1])
     return columns, notes
+
+
+_BARE_MEMORY = frozenset({"mem", "memory"})
+_HOST_NAMES = re.compile(r"(?:^|_)(?:cpu|ram|host|system|sys|rss|swap|proc|process)(?:_|$)")
+
+
+def _bare_memory(
+    header: Sequence[str], data: Sequence[Sequence[str]], roles: set[str]
+) -> tuple[Column, str] | None:
+    """A ``mem_mb`` / ``Memory (MiB)`` column -- memory with a size unit but no word
+    saying whose -- as VRAM used, when the header is a GPU's alone: it names a GPU
+    metric (SM %, VRAM total or free) and nothing of the host's (CPU, RAM, RSS ...),
+    which a bare ``mem`` could be. One such column only; else none is read."""
+    if not roles & {"sm", "vram_total", "vram_free"}:
+        return None
+    found: list[tuple[int, str, str]] = []
+    for i, raw in enumerate(header):
+        name, unit = normalise_name(raw)
+        if _HOST_NAMES.search(name):
+            return None
+        sized = unit is not None and (unit in SIZE_SUFFIX or unit in v.BYTE_UNITS)
+        if name in _BARE_MEMORY and sized:
+            found.append((i, raw, str(unit)))
+    if len(found) != 1:
+        return None
+    i, raw, unit = found[0]
+    scale = SIZE_SUFFIX.get(unit) or v.BYTE_UNITS[unit]
+    return Column(i, "vram_used", scale, raw), f"{raw}: VRAM used ({unit}; a GPU's log)"
 
 
 def _counts_epochs(position: int, data: Sequence[Sequence[str]]) -> bool:
