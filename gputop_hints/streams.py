@@ -16,8 +16,10 @@ No Textual here.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import os
 import stat
 import threading
@@ -277,20 +279,113 @@ GZIP_MAGIC = b"\x1f\x8b"
 whatever its name."""
 
 
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZIP2_MAGIC = b"BZh"
+
+_NOT_READ_COMPRESSED = (
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "zstd -d FILE"),
+    (b"PK\x03\x04", "a zip archive", "unzip FILE"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed", "lz4 -d FILE"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "7z x FILE"),
+)
+"""Compressed files no module of Python's standard library reads, by magic bytes: what
+they are and the command that unpacks one."""
+
+
+def compression_of(first_bytes: bytes) -> str | None:
+    """``"gzip"``, ``"xz"`` or ``"bzip2"`` for a file :func:`open_maybe_gzip` unpacks,
+    by its first bytes (six suffice); None for any other file."""
+    if first_bytes[:2] == GZIP_MAGIC:
+        return "gzip"
+    if first_bytes[:6] == XZ_MAGIC:
+        return "xz"
+    if first_bytes[:3] == BZIP2_MAGIC and first_bytes[3:4] in b"123456789" and first_bytes[3:4]:
+        return "bzip2"
+    return None
+
+
+def compressed_unread(first_bytes: bytes) -> str | None:
+    """What to do with a file compressed in a way :func:`open_maybe_gzip` does not read
+    (``zstd -d FILE`` first), by its first bytes; None for any other file."""
+    for magic, what, command in _NOT_READ_COMPRESSED:
+        if first_bytes.startswith(magic):
+            return f"{what}: unpack it first ({command}); gzip, xz and bzip2 are read as they are"
+    return None
+
+
+class _XzReader(lzma.LZMAFile):
+    """An xz file's bytes; owns ``raw`` (closed with it, as ``gzip.open`` does) and
+    reports damaged data as OSError, as the gzip and bzip2 readers do."""
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        super().__init__(raw)
+        self._raw = raw
+
+    def read(self, size: int | None = -1) -> bytes:
+        try:
+            return super().read(-1 if size is None else size)
+        except lzma.LZMAError as exc:
+            raise OSError(f"damaged xz data: {exc}") from None
+
+    def read1(self, size: int = -1) -> bytes:
+        try:
+            return super().read1(size)
+        except lzma.LZMAError as exc:
+            raise OSError(f"damaged xz data: {exc}") from None
+
+    def peek(self, size: int = -1) -> bytes:
+        try:
+            return super().peek(size)
+        except lzma.LZMAError as exc:
+            raise OSError(f"damaged xz data: {exc}") from None
+
+    def readline(self, size: int | None = -1) -> bytes:
+        try:
+            return super().readline(size)
+        except lzma.LZMAError as exc:
+            raise OSError(f"damaged xz data: {exc}") from None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+class _Bz2Reader(bz2.BZ2File):
+    """A bzip2 file's bytes; owns ``raw`` (its errors are OSError and EOFError already)."""
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        super().__init__(raw)
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
 def open_maybe_gzip(
     path: str | os.PathLike[str],
 ) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
-    """The file's bytes, decompressed when it starts with gzip's magic; and whether it did.
+    """The file's bytes, decompressed when it starts with gzip's, xz's or bzip2's magic
+    bytes (whatever its name); and whether it did.
 
-    For a gzip file the returned reader owns the raw file (``gzip.open``): closing
-    it closes both, so no descriptor is left to the garbage collector."""
+    The returned reader owns the raw file: closing it closes both, so no descriptor
+    is left to the garbage collector."""
     with open(path, "rb") as probe:
-        magic = probe.read(2)
-    if magic == GZIP_MAGIC:
+        kind = compression_of(probe.read(6))
+    if kind == "gzip":
         gz = gzip.GzipFile(path, "rb")
         # Progress is counted in bytes on disk: the compressed file the GzipFile opened.
         _track(os.fspath(path), cast(io.BufferedReader, gz.fileobj))
         return gz, True
+    if kind is not None:
+        raw = open(path, "rb")  # noqa: SIM115 -- owned by the reader returned
+        _track(os.fspath(path), raw)
+        reader = _XzReader(raw) if kind == "xz" else _Bz2Reader(raw)
+        return cast(io.BufferedReader, reader), True
     plain = open(path, "rb")  # noqa: SIM115 -- the caller closes it
     _track(os.fspath(path), plain)
     return plain, False

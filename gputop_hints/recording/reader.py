@@ -41,6 +41,7 @@ from gputop_hints.streams import (
     ReadCounters,
     StreamInfo,
     UnrecognisedFormat,
+    compression_of,
     open_maybe_gzip,
     require_regular_file,
 )
@@ -65,9 +66,10 @@ def looks_like_recording(first_bytes: bytes) -> bool:
     return b'"format"' in first and FORMAT.encode() in first
 
 
-def _is_gzip(path: Path) -> bool:
+def _compression(path: Path) -> str | None:
+    """How the file is compressed (gzip, xz, bzip2), None when it is not."""
     with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
+        return compression_of(f.read(6))
 
 
 def open_binary(path: Path) -> IO[bytes]:
@@ -117,7 +119,9 @@ class RecordingStream:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.gzip = require_regular_file(self.path) > 0 and _is_gzip(self.path)
+        compression = _compression(self.path) if require_regular_file(self.path) > 0 else None
+        self.gzip = compression is not None
+        """Compressed (gzip, xz or bzip2): read from the start, never by a byte offset."""
         header, self._header_bytes = _read_header(self.path)
         self.header: dict[str, Any] = header or {}
         self.info = StreamInfo(
@@ -130,7 +134,7 @@ class RecordingStream:
                 "empty file"
                 if header is None
                 else f"gputop-hints recording v{self.header.get('schema_version')}"
-                + (" (gzip)" if self.gzip else "")
+                + (f" ({compression})" if compression else "")
             ),
             header=dict(self.header),
         )

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gputop_hints.sources.files._prefix import LineView
-from gputop_hints.streams import open_maybe_gzip, require_regular_file
+from gputop_hints.streams import compressed_unread, open_maybe_gzip, require_regular_file
 
 HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""
@@ -59,7 +59,7 @@ def _encoding_for(head: bytes) -> str:
 
 
 class TextSource:
-    """One pass over a (possibly gzipped) text file, line by line."""
+    """One pass over a (possibly gzip-, xz- or bzip2-compressed) text file, line by line."""
 
     def __init__(
         self,
@@ -222,6 +222,14 @@ class Head:
         text = self._raw
         if not text:
             return None
+        if not self.gzipped:  # zstd, zip ...: say how to unpack it, not just "binary"
+            try:
+                with open(self.path, "rb") as f:
+                    packed = compressed_unread(f.read(8))
+            except OSError:
+                packed = None
+            if packed is not None:
+                return packed
         runs = len(_NUL_RUN_RE.findall(text))
         if runs > MAX_NUL_RUNS:
             return f"binary data ({runs} separate runs of NUL bytes in the first {len(text)})"

@@ -26,6 +26,8 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> Head | str:
         first = f.read(4096)
     if looks_like_recording(first):
         return head
+    if head.gzipped and head.lines and looks_like_recording(head.lines[0].encode()):
+        return head  # xz or bzip2, unpacked by the head
     return f'first line is not a {{"format": "{FORMAT_TAG}"}} header'
 
 
