@@ -89,7 +89,7 @@ def _number(value: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _time(obj: dict[str, Any]) -> float | None:
+def _time(obj: Mapping[str, Any]) -> float | None:
     for key in ("_timestamp", "_runtime", "timestamp"):
         t = _number(obj.get(key))
         if t is not None and t >= 0:
@@ -114,20 +114,23 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> WandbPlan | str:
     if not with_system:
         return "JSON lines without W&B 'system.*' keys"
     plan = WandbPlan(0)
-    indices: set[int] = set()
     for o in with_system:
-        for k in o:
-            m = _GPU_KEY.match(str(k))
-            if m is not None:
-                indices.add(int(m.group(1)))
-                plan.keys.add(m.group(2))
-            if _CPU_KEY.match(str(k)):
-                plan.per_core = True
-        t = _time(o)
-        if t is not None:
-            plan.times.append(t)
-    plan.gpu_count = max(indices) + 1 if indices else 0
+        plan_add(plan, o)
     return plan
+
+
+def plan_add(plan: WandbPlan, obj: Mapping[str, object]) -> None:
+    """Learn from one sample (``system.*`` keys, ``_timestamp``) what the file holds."""
+    for k in obj:
+        m = _GPU_KEY.match(str(k))
+        if m is not None:
+            plan.gpu_count = max(plan.gpu_count, int(m.group(1)) + 1)
+            plan.keys.add(m.group(2))
+        if _CPU_KEY.match(str(k)):
+            plan.per_core = True
+    t = _time(obj)
+    if t is not None:
+        plan.times.append(t)
 
 
 def missing(plan: WandbPlan, vram_known: bool) -> tuple[str, ...]:
@@ -169,24 +172,25 @@ class _Stats:
         s["max"] = max(s["max"], value)
 
 
-def read(
-    source: TextSource,
-    counters: ReadCounters,
-    interval: float,
-    detail: str,
-    vram_total: int | None,
-) -> Iterator[Snapshot]:
-    clock = Clock(counters, interval)
-    empty_host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
-    vram_stats = _Stats(counters.found, "vram_allocated_percent")
-    cpu_stats = _Stats(counters.found, "system_cpu_percent")
-    for line, text in source.lines():
-        if not text.strip():
-            continue
-        obj = _json_object(text)
-        if obj is None:
-            counters.note_bad_line(line, "not a JSON object")
-            continue
+class SystemRows:
+    """Turns W&B samples (``system.*`` keys, ``_timestamp``) into snapshots: the one
+    mapping of W&B's metric names, shared by ``wandb-events.jsonl`` and the binary
+    run file. Keeps the summaries of what is not per GPU in ``counters.found``."""
+
+    def __init__(
+        self, counters: ReadCounters, interval: float, detail: str, vram_total: int | None
+    ) -> None:
+        self.counters = counters
+        self.interval = interval
+        self.detail = detail
+        self.vram_total = vram_total
+        self.clock = Clock(counters, interval)
+        self.empty_host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
+        self.vram_stats = _Stats(counters.found, "vram_allocated_percent")
+        self.cpu_stats = _Stats(counters.found, "system_cpu_percent")
+
+    def snapshot(self, obj: Mapping[str, Any]) -> Snapshot | None:
+        """The snapshot of one sample; None when it holds no system metrics."""
         per_gpu: dict[int, dict[str, float]] = {}
         cores: dict[int, float] = {}
         for key, value in obj.items():
@@ -211,20 +215,19 @@ def read(
                 if x is not None and 0.0 <= x <= 100.0:
                     cores[int(c.group(1))] = x
         if not per_gpu and not cores and not any(str(k).startswith("system.") for k in obj):
-            counters.note_bad_line(line, "no system metrics in this line")
-            continue
+            return None
         cpu = _number(obj.get("system.cpu"))
         if cpu is not None and 0.0 <= cpu <= 100.0:
-            cpu_stats.add("all", cpu)
+            self.cpu_stats.add("all", cpu)
         gpus = []
         for index in sorted(per_gpu):
             s = per_gpu[index]
             pct = s.get("vram_pct")
             used_bytes = s.get("vram_bytes")
-            total: int | None = vram_total
+            total: int | None = self.vram_total
             used: int | None = None
             if pct is not None:
-                vram_stats.add(str(index), pct)
+                self.vram_stats.add(str(index), pct)
             if used_bytes is not None:
                 used = round(used_bytes)
                 if total is None and pct is not None and pct > 0:
@@ -245,7 +248,7 @@ def read(
                     sm_clock_mhz=None if clock_mhz is None else round(clock_mhz),
                 )
             )
-        host = empty_host
+        host = self.empty_host
         if cores:
             n = max(cores) + 1
             host = HostSample(
@@ -253,24 +256,41 @@ def read(
                 cpu_percent_per_core=tuple(cores.get(i) for i in range(n)),
                 allowed_cores=tuple(range(n)),
             )
-        counters.saw_gpus(len(gpus))
-        yield Snapshot(
-            timestamp=clock.next(_time(obj)),
-            interval_s=interval,
+        self.counters.saw_gpus(len(gpus))
+        return Snapshot(
+            timestamp=self.clock.next(_time(obj)),
+            interval_s=self.interval,
             host=host,
             gpus=tuple(gpus),
             source="replay",
-            source_detail=detail,
+            source_detail=self.detail,
         )
 
 
-def open_wandb(
-    path: Path, plan: WandbPlan, interval_s: float | None, mapping: Mapping[str, str] | None
-) -> ImportedStream:
-    """The stream of a ``wandb-events.jsonl``: one snapshot per line."""
-    notes = [f"W&B system metrics, {plan.gpu_count} GPU(s)"]
-    vram_total = vram_constant(mapping)
-    interval = choose_interval(plan_interval(plan), interval_s, notes, bool(plan.times))
+def read(
+    source: TextSource,
+    counters: ReadCounters,
+    interval: float,
+    detail: str,
+    vram_total: int | None,
+) -> Iterator[Snapshot]:
+    rows = SystemRows(counters, interval, detail, vram_total)
+    for line, text in source.lines():
+        if not text.strip():
+            continue
+        obj = _json_object(text)
+        if obj is None:
+            counters.note_bad_line(line, "not a JSON object")
+            continue
+        snapshot = rows.snapshot(obj)
+        if snapshot is None:
+            counters.note_bad_line(line, "no system metrics in this line")
+            continue
+        yield snapshot
+
+
+def describe(plan: WandbPlan, vram_total: int | None, notes: list[str]) -> None:
+    """The notes on what W&B's metrics leave unknown: VRAM as a share, one CPU number."""
     if "memoryAllocated" in plan.keys and "memoryAllocatedBytes" not in plan.keys:
         if vram_total is None:
             notes.append(
@@ -283,6 +303,16 @@ def open_wandb(
         notes.append(
             "host CPU per core unknown (system.cpu is one number: see header['system_cpu_percent'])"
         )
+
+
+def open_wandb(
+    path: Path, plan: WandbPlan, interval_s: float | None, mapping: Mapping[str, str] | None
+) -> ImportedStream:
+    """The stream of a ``wandb-events.jsonl``: one snapshot per line."""
+    notes = [f"W&B system metrics, {plan.gpu_count} GPU(s)"]
+    vram_total = vram_constant(mapping)
+    interval = choose_interval(plan_interval(plan), interval_s, notes, bool(plan.times))
+    describe(plan, vram_total, notes)
     info = StreamInfo(
         path=str(path),
         format=FORMAT,
