@@ -32,6 +32,7 @@ from gputop_hints.sources.files import (
     pmon,
     recording_format,
     wandb,
+    wandb_run,
 )
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._date_blocks import find_date_blocks
@@ -44,6 +45,7 @@ from gputop_hints.streams import SnapshotStream, UnrecognisedFormat
 ALL_FORMATS: tuple[FormatSpec, ...] = (
     recording_format.SPEC,
     wandb.SPEC,
+    wandb_run.SPEC,
     mlflow.SPEC,
     dmon.SPEC,
     nvsmi_table.SPEC,
@@ -97,7 +99,8 @@ def open_stream(
     candidates = ALL_FORMATS if format is None else (BY_ID[format],)
     # Binary first: a head of NULs alone (a sparse file) has no nonblank line either.
     binary = head.looks_binary()
-    if binary is not None:
+    # The one binary format read: W&B's run file, known by its header's magic bytes.
+    if binary is not None and not (wandb_run.SPEC in candidates and wandb_run.has_file_header(p)):
         raise UnrecognisedFormat(
             f"{p}: not a text log ({binary}); tried "
             + ", ".join(spec.id for spec in candidates)

@@ -26,6 +26,7 @@ IMPORT_FIXTURES = FIXTURES / "import"
 FIXTURE_OF = {
     "recording": "recording_header_only.jsonl",
     "wandb": "wandb_new_keys.jsonl",
+    "wandb-run": "run-g7x2k9qa.wandb",
     "mlflow": "mlruns/0/5f1c0e2a9b8d4c7e8a6b3d2f1e0c9b8a",
     "nvidia-smi-dmon": "dmon_pucvmet.log",
     "nvidia-smi-table": "nvsmi_table_nodates.log",
