@@ -250,7 +250,74 @@ FORMAT_INPUTS: dict[str, tuple[Path, int, str | None]] = {
     "nvidia-smi-csv": (_TRACES / "openad_gpu_usage.csv", 1, "slash"),
     "csv": (_TRACES / "machine_translation_gpu_usage.csv", 1, "epoch"),
     "kv-lines": (_IMPORT / "kv_logging_2gpu.log", 0, "logging"),
+    "wandb-run": (_IMPORT / "run-g7x2k9qa.wandb", 0, None),
 }
+"""The binary W&B run file is not repeated as text: see :func:`generate_wandb_run`."""
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def generate_wandb_run(fixture: Path, path: Path, size_bytes: int) -> int:
+    """A W&B run file of about ``size_bytes``: the fixture's stats items again and
+    again, one stats record every 15 s, framed as W&B's writer frames records (32 KiB
+    blocks, CRC-32 chunks, records split across blocks); the number of records."""
+    import zlib
+
+    from gputop_hints.sources.files import wandb_run
+
+    items: list[bytes] = []
+
+    def stats_items(data: memoryview) -> None:
+        for number, value in wandb_run._fields(data):
+            if number == 7 and isinstance(value, memoryview) and not items:
+                items.extend(
+                    _field(3, bytes(v))
+                    for n, v in wandb_run._fields(value)
+                    if n == 3 and isinstance(v, memoryview)
+                )
+
+    with open(fixture, "rb") as f:
+        for _n, _at, data in wandb_run.records(f, lambda _n, why: None):
+            stats_items(data)
+    body = b"".join(items)
+    block = wandb_run.BLOCK_BYTES
+    header = wandb_run.CHUNK_HEADER
+    count = 0
+    with open(path, "wb") as out:
+        out.write(wandb_run.FILE_HEADER)
+        written = len(wandb_run.FILE_HEADER)
+        while written < size_bytes:
+            count += 1
+            stamp = _field(2, b"\x08" + _varint(1733300000 + 15 * count))
+            record = memoryview(_field(7, stamp + body))
+            first = True
+            while True:
+                room = block - written % block
+                if room < header.size:
+                    out.write(b"\0" * room)
+                    written += room
+                    room = block
+                piece, record = record[: room - header.size], record[room - header.size :]
+                kind = (1 if first else 4) if not record else (2 if first else 3)
+                crc = zlib.crc32(piece, zlib.crc32(bytes([kind])))
+                out.write(header.pack(crc, len(piece), kind) + piece)
+                written += header.size + len(piece)
+                first = False
+                if not record:
+                    break
+    return count
 
 
 def _recording_seed(tmp: Path) -> str:
@@ -279,6 +346,8 @@ def _shift(text: str, kind: str, offset: float) -> str:
 def generate_format(fmt: str, path: Path, size_bytes: int) -> int:
     """Write about ``size_bytes`` of ``fmt`` to ``path``; the number of copies of its fixture."""
     fixture, keep, kind = FORMAT_INPUTS[fmt]
+    if fmt == "wandb-run":
+        return generate_wandb_run(fixture, path, size_bytes)
     if fmt == "recording":
         text = _recording_seed(path.parent)
         lines = text.splitlines(keepends=True)

@@ -199,12 +199,7 @@ def _sample(stats: memoryview, labels: _Labels) -> dict[str, object] | None:
                     nanos = x
             sample["_timestamp"] = seconds + nanos / 1e9
         elif number == 3:
-            key = value_json = None
-            for part, x in _fields(_message(value)):
-                if part == 1:
-                    key = _text(x)
-                elif part == 16:
-                    value_json = _text(x)
+            key, value_json = _item(bytes(_message(value)))
             if key is None or value_json is None:
                 continue
             key, _, label = key.partition(_LABEL_SEP)
@@ -214,13 +209,42 @@ def _sample(stats: memoryview, labels: _Labels) -> dict[str, object] | None:
                 if label != labels.chosen:
                     labels.others.add(label)
                     continue
-            try:
-                sample[key if key.startswith("system.") else f"system.{key}"] = json.loads(
-                    value_json
-                )
-            except (ValueError, RecursionError):
-                continue
+            number_or_json = _value(value_json)
+            if number_or_json is not None:
+                sample[key if key.startswith("system.") else f"system.{key}"] = number_or_json
     return sample
+
+
+def _item(item: bytes) -> tuple[str | None, str | None]:
+    """A ``StatsItem``'s key and value_json. W&B writes them as ``0x0A`` len key
+    ``0x82 0x01`` len value: that layout with lengths under 128 is read directly (a
+    third of the reader's time otherwise), anything else field by field."""
+    if len(item) > 5 and item[0] == 0x0A and item[1] < 0x80:
+        at = 2 + item[1]
+        if item[at : at + 2] == b"\x82\x01" and at + 3 + item[at + 2] == len(item):
+            return (
+                item[2:at].decode("utf-8", errors="replace"),
+                item[at + 3 :].decode("utf-8", errors="replace"),
+            )
+    key = value_json = None
+    for part, x in _fields(memoryview(item)):
+        if part == 1:
+            key = _text(x)
+        elif part == 16:
+            value_json = _text(x)
+    return key, value_json
+
+
+def _value(value_json: str) -> object:
+    """A JSON value; a number (nearly all of them) without the json module's cost."""
+    try:
+        return float(value_json)
+    except ValueError:
+        pass
+    try:
+        return json.loads(value_json)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _host(run: memoryview) -> str | None:
