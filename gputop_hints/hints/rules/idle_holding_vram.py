@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import gib_text, percent_text
-from gputop_hints.hints.rules.signals import hangs
+from gputop_hints.hints.rules.signals import INDEPENDENT_INTERVAL_S, hangs, no_process_data
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
@@ -44,9 +44,16 @@ class IdleHoldingVram:
     hysteresis: Hysteresis
 
 
+IDLE_READINGS = 5
+"""In a log, the fewest readings at idle in a row that count."""
+
+
 def check(win: Window, t: Thresholds) -> list[Finding]:
     """A process holding VRAM that has run no kernel of its own for ``idle_for_s``, and
-    is not busy on the host either (a checkpoint save, a warm-up, a loader at work)."""
+    is not busy on the host either (a checkpoint save, a warm-up, a loader at work).
+    In a log without per-process rows: the GPU itself, idle with memory in use."""
+    if no_process_data(win):
+        return _idle_gpus(win, t)
     c = t.idle_holding_vram
     out: list[Finding] = []
     hung = {h.proc.key for h in hangs(win, t)}
@@ -109,6 +116,69 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     return out
 
 
+def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
+    """GPUs of a log without process rows (nvidia-smi CSVs and tables without their
+    Processes box, W&B, dmon) that have run no kernel for ``idle_for_s_without_host``
+    -- and for :data:`IDLE_READINGS` readings in a row -- while memory stays in use:
+    somebody holds it, the log cannot say who."""
+    c = t.idle_holding_vram
+    out: list[Finding] = []
+    if win.interval_s >= INDEPENDENT_INTERVAL_S:
+        # Each reading of a log this coarse is the GPU's last second or so, a draw of
+        # its duty cycle: zeros in a row bound the duty (k zeros: under ~3/k at 95 %),
+        # they do not show that nothing ran. low-utilization judges such a level.
+        return out
+    needed = max(c.idle_for_s_without_host, IDLE_READINGS * win.interval_s)
+    for gpu in win.latest.gpus:
+        used = gpu.vram_used_bytes
+        if used is None or used < c.min_vram_gib * GIB:
+            continue
+        idle_s = win.gpu_idle_for_s(gpu.index, c.sm_below_percent)
+        if idle_s < needed:
+            continue
+        age = duration_text(idle_s)
+        short_age = duration_text(idle_s if idle_s < 120 else round(idle_s / 60) * 60)
+        readings = round(idle_s / win.interval_s)  # since the last busy one
+        out.append(
+            Finding(
+                rule=ID,
+                subject=Subject(gpu.index),
+                severity=Severity.CRITICAL if idle_s >= c.critical_after_s else Severity.WARNING,
+                label=f"idle {short_age}, {used / GIB:.0f}G in use",
+                summary=(
+                    f"GPU {gpu.index} has read under {c.sm_below_percent:g} % utilization in "
+                    f"every reading for {age} ({readings} readings) while {gib_text(used)} of "
+                    "its memory stays in use: a process holds it and runs nothing. This log "
+                    "has no per-process rows to say which."
+                ),
+                advice=(
+                    "Find the holder: nvidia-smi --query-compute-apps=pid,process_name,"
+                    "used_memory --format=csv (or gputop-hints on the node).",
+                    "A notebook or interactive session you are done with? del the model and "
+                    "call torch.cuda.empty_cache(), or restart the kernel; a finished job that "
+                    "did not exit: stop it.",
+                    "A distributed job? One rank may be stuck in a collective: check the other "
+                    "ranks, NCCL_DEBUG=INFO, and py-spy dump on each rank's main process.",
+                ),
+                evidence=(
+                    Evidence(
+                        "no kernel for",
+                        idle_s,
+                        f">= {needed:g} s below {c.sm_below_percent:g} %",
+                        "s",
+                        Scope.DEVICE,
+                    ),
+                    Evidence(
+                        "VRAM in use", float(used), f">= {c.min_vram_gib:g} GiB", "B", Scope.DEVICE
+                    ),
+                ),
+                evidence_scope=Scope.DEVICE,
+                subtype="holder-unknown",
+            )
+        )
+    return out
+
+
 def _working_on_host(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
     """Whether the process works on the CPU or waits on I/O: its GPU idles for a reason.
 
@@ -135,6 +205,8 @@ SPEC = RuleSpec(
         "forgotten notebook, a finished job that did not exit, or a rank stuck in a collective."
     ),
     subject="process",
-    needs=(METRIC_SM, METRIC_PROCESSES),
+    # Without processes only the GPU-level case (holder-unknown) is looked for.
+    needs=(METRIC_SM,),
+    cause_needs=(METRIC_PROCESSES,),
     explains_low_utilization=True,
 )
