@@ -230,9 +230,12 @@ def add_input_args(parser: argparse.ArgumentParser, files_optional: bool = False
         nargs="*" if files_optional else "+",
         help="a 'gputop-hints record' file (.jsonl or .jsonl.gz), or a log: plain nvidia-smi "
         "tables appended to a file (also a captured 'watch nvidia-smi'), nvidia-smi -q, "
-        "--query-gpu CSV, dmon, pmon, --query-compute-apps CSV, dcgmi dmon, gpustat, "
-        "a W&B wandb-events.jsonl, or a CSV with metric columns; a GPU log and a per-process "
-        "log of the same run (two FILEs) are merged by time and GPU (docs/import.md)",
+        "--query-gpu CSV (also under 'date' lines), dmon, pmon, --query-compute-apps CSV, "
+        "dcgmi dmon, gpustat, W&B (wandb-events.jsonl or run-ID.wandb), an MLflow run "
+        "folder, a CSV with metric columns (one GPU a row or GPUs side by side, as "
+        "Lightning's metrics.csv), or a training log with GPU readings in its lines; gzip, "
+        "xz and bzip2 are read as they are; a GPU log and a per-process log of the same run "
+        "(two FILEs) are merged by time and GPU (docs/import.md)",
     )
     parser.add_argument(
         "--format",
