@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,76 @@ def test_report_on_a_wandb_run_file() -> None:
     assert result.returncode == 0, result.stderr
     assert "trainbox-01" in result.stdout
     assert "42 samples every 15 s" in result.stdout
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
+def _pb(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _run_file(records: list[bytes]) -> bytes:
+    """``records`` framed as W&B's writer frames them: 7-byte file header, 32 KiB
+    blocks, FULL or FIRST/MIDDLE/LAST chunks, zero padding under 7 bytes."""
+    out = bytearray(b":W&B" + struct.pack("<HB", 0xBEE1, 0))
+    for record in records:
+        rest, first = record, True
+        while True:
+            room = 32768 - len(out) % 32768
+            if room < 7:
+                out += bytes(room)
+                room = 32768
+            piece, rest = rest[: room - 7], rest[room - 7 :]
+            kind = (1 if first else 4) if not rest else (2 if first else 3)
+            crc = zlib.crc32(bytes([kind]) + piece)
+            out += struct.pack("<IHB", crc, len(piece), kind) + piece
+            first = False
+            if not rest:
+                break
+    return bytes(out)
+
+
+def _stats(seconds: int, items: dict[str, str]) -> bytes:
+    body = _pb(2, b"\x08" + _varint(seconds))
+    body += b"".join(_pb(3, _pb(1, k.encode()) + _pb(16, v.encode())) for k, v in items.items())
+    return _pb(7, body)
+
+
+def test_node_labels_long_records_and_prefixed_keys(tmp_path: Path) -> None:
+    """Samples after a 100 KB record (FIRST, MIDDLE, LAST; past the 64 KiB head):
+    a key's node label read for the first label only; ``system.`` keys as they are."""
+    console = _pb(4, _pb(2, b"x" * 100_000))  # an OutputRecord's line
+    records = [console] + [
+        _stats(
+            1_700_000_000 + 15 * k,
+            {
+                "gpu.0.gpu/l:node-a": str(10 + k),
+                "gpu.0.gpu/l:node-b": str(90 - k),
+                "system.gpu.1.temp": str(50.5 + k),
+                "gpu.1.gpu": '"not a number"',
+            },
+        )
+        for k in range(3)
+    ]
+    path = tmp_path / "run-labels.wandb"
+    data = _run_file(records)
+    assert [kind for _at, _n, kind in _chunks(data)][:4] == [2, 3, 3, 4]
+    path.write_bytes(data)
+    stream = open_stream(path)
+    assert stream.info.format == "wandb-run"
+    assert stream.info.gpu_count == 2
+    assert "node label 'node-a' read" in stream.info.detail
+    snaps = list(stream)
+    assert [s.timestamp for s in snaps] == [1_700_000_000 + 15 * k for k in range(3)]
+    assert [g.sm_percent for s in snaps if (g := s.gpu(0))] == [10.0, 11.0, 12.0]
+    assert [g.temperature_c for s in snaps if (g := s.gpu(1))] == [50.5, 51.5, 52.5]
+    assert [g.sm_percent for s in snaps if (g := s.gpu(1))] == [None, None, None]
+    assert stream.counters.found["wandb_node_labels_skipped"] == ["node-b"]
+    assert stream.counters.bad_lines == 0
