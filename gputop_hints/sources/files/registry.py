@@ -164,10 +164,13 @@ def _open_folder(
     )
 
 
-NO_PREFIX = frozenset({recording_format.FORMAT, nvsmi_watch.FORMAT, kv_lines.FORMAT})
+NO_PREFIX = frozenset(
+    {recording_format.FORMAT, nvsmi_watch.FORMAT, kv_lines.FORMAT, wandb_run.FORMAT}
+)
 """Formats never written through a line-prefixing pipe: our recording (its own
-writer), a terminal capture (``watch`` draws a screen, not lines); and log lines
-with readings, whose reader takes each line's time from its own stamp."""
+writer), a terminal capture (``watch`` draws a screen, not lines); log lines
+with readings, whose reader takes each line's time from its own stamp; and W&B's
+binary run file."""
 
 
 def _open_under(
