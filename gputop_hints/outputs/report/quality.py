@@ -15,6 +15,12 @@ from gputop_hints.units import duration_text
 
 GAP_FACTOR = 2.0
 """A spacing between ticks over this many intervals is a gap."""
+AVERAGING_FORMATS = frozenset({"wandb", "mlflow"})
+"""Logs whose readings are means over the logging interval: the Python system monitor
+that wrote ``wandb-events.jsonl`` logged the mean of 15 samples 2 s apart, MLflow's
+logs the mean of the samples it took since the last one (``aggregate_metrics``).
+nvidia-smi's readings are the GPU's own last sample period (up to ~1 s). (W&B's run
+files of newer versions are left out: their monitor is another program.)"""
 COARSE_INTERVAL_S = 2.0
 """Sampling coarser than this (without sub-second samples) cannot see input stalls."""
 
@@ -39,9 +45,14 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
             "samples)."
         )
     if interval and interval * 2 > 6.0 + 1e-9:
+        what = (
+            "the mean of the samples its tool took over that time"
+            if info.format in AVERAGING_FORMATS
+            else "the GPU's last ~1 s"
+        )
         notes.append(
             f"one reading per {interval:g} s is the log's resolution, not missing data: each "
-            "is the GPU's last ~1 s, so levels are judged over "
+            f"is {what}, so levels are judged over "
             f"{duration_text(LEVEL_SAMPLES * interval)} ({LEVEL_SAMPLES} readings) and "
             "'steady' over 6; gaps, sawtooth and their causes are below this resolution."
         )
