@@ -58,8 +58,8 @@ LABEL = "GPU readings in log lines"
 
 _READING = re.compile(
     r"(?<![\w.])(-?\d+(?:\.\d+)?)\s*"
-    r"(%|[KMGT]i?B(?![a-z])|B(?![a-z])|W(?![a-z])|°?C(?![a-z])|MHz(?![a-z]))?"
-    r"(?:\s*/\s*(\d+(?:\.\d+)?)\s*(%|[KMGT]i?B(?![a-z])|B(?![a-z])|W(?![a-z]))?)?",
+    r"(%|[KMGT](?:i?B)?(?![a-z])|B(?![a-z])|W(?![a-z])|°?C(?![a-z])|MHz(?![a-z]))?"
+    r"(?:\s*/\s*(\d+(?:\.\d+)?)\s*(%|[KMGT](?:i?B)?(?![a-z])|B(?![a-z])|W(?![a-z]))?)?",
     re.IGNORECASE,
 )
 """A number, its unit, and a ``/ total`` after it."""
@@ -151,7 +151,13 @@ def _role(words: list[str], scoped: bool) -> tuple[str, str | None, str, int | N
     return None
 
 
-def _value(role: str, number: str, unit: str | None, name_unit: str | None) -> float | int:
+_LETTER_SIZE = {"k": 2.0**10, "m": 2.0**20, "g": 2.0**30, "t": 2.0**40}
+"""``30.1G``: sizes as PyTorch's and many scripts' messages write them (binary)."""
+
+
+def _value(
+    role: str, number: str, unit: str | None, name_unit: str | None
+) -> float | int | None:
     """A reading in the model's units; raises ValueError when it cannot be this role's."""
     value = float(number)
     unit = (unit or "").lower().replace("°", "") or (name_unit or "").lower() or None
@@ -161,9 +167,11 @@ def _value(role: str, number: str, unit: str | None, name_unit: str | None) -> f
         return value
     if role.startswith("vram"):
         if unit is None:
-            scale = MIB if value >= 64 else 0.0
+            if value < 64:  # 30.1 what? GB, a share? (MiB below 64 is no GPU's use)
+                return None
+            scale: float = MIB
         else:
-            scale = SIZE_SUFFIX.get(unit, v.BYTE_UNITS.get(unit, 0.0))
+            scale = SIZE_SUFFIX.get(unit, v.BYTE_UNITS.get(unit, _LETTER_SIZE.get(unit, 0.0)))
         if not scale:
             raise ValueError(f"{number}{unit or ''} is not a size")
         return round(value * scale)
@@ -208,23 +216,25 @@ def _plan(text: str) -> _Plan:
         if host_here:
             host, named = True, False
             steps.append((k, _SET, None, None, None, None))
-        if words:
-            word = _GPU_WORD.match(words[-1])
-            if word is not None:  # 'GPU0: util 95%'
-                host, named = False, True
-                numbered = True
-                steps.append((k, _SET, int(word.group(1)), None, None, None))
+        word = _GPU_WORD.match(words[-1]) if words else None
+        if word is not None:  # 'GPU0: util 95%'
+            host, named = False, True
+            numbered = True
+            steps.append((k, _SET, int(word.group(1)), None, None, None))
+        elif any(w.lower() == "gpu" for w in words):  # 'GPU stats: utilization=95'
+            host, named = False, True
         _number, unit, second, _second_unit = m.groups()
         found = _role(words, named)
-        if found is None:
-            continue
-        role, name_unit, raw, index = found
-        if role == "gpu":
-            if unit is None and second is None:
-                host, named = False, True
+        if found is None or found[0] == "gpu":
+            if words and unit == "%" and second is None and (word or found):
+                # 'GPU: 95%', 'GPU0: 95%': the GPU's utilization
+                steps.append((k, _READ, "sm", None, words[-1], None))
+            elif found is not None and unit is None and second is None:
+                host, named = False, True  # 'GPU 1', 'gpu=1', 'cuda:1'
                 numbered = True
                 steps.append((k, _MARKER, None, None, None, None))
             continue
+        role, name_unit, raw, index = found
         if role == "time":
             steps.append((k, _TIME, None, None, None, None))
             continue
@@ -305,12 +315,17 @@ def _apply(plan: _Plan, numbers: list[tuple[str, str, str, str]], text: str) -> 
         target = index if index is not None else (gpu if gpu is not None else 0)
         fields = out.rows.setdefault(target, {})
         try:
-            fields[role] = _value(role, number, unit or None, name_unit)
+            value = _value(role, number, unit or None, name_unit)
+            if value is None:
+                continue
+            fields[role] = value
             out.labels.setdefault(role, raw)
             if second and role in _SECOND:
                 other = _SECOND[role]
-                fields[other] = _value(other, second, second_unit or unit or None, name_unit)
-                out.labels.setdefault(other, raw)
+                total = _value(other, second, second_unit or unit or None, name_unit)
+                if total is not None:
+                    fields[other] = total
+                    out.labels.setdefault(other, raw)
         except ValueError as exc:
             out.problems.append(f"{raw}: {exc}")
     if out.rows:

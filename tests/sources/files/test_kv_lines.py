@@ -124,6 +124,9 @@ def test_key_value_pairs_of_one_unnamed_gpu_with_the_time_as_a_pair() -> None:
         ("gpu0_util=50 gpu1_util=60", {0: 50.0, 1: 60.0}),
         ("host util 99% | GPU 2 Load: 45%", {2: 45.0}),
         ("epoch=3 step=10 util=95%", {}),  # a bare util with no GPU named: whose?
+        ("GPU: 95% | CPU: 50% | Mem: 12GB", {0: 95.0}),  # the Mem after CPU is the host's
+        ("GPU0: 97%, 30112MiB", {0: 97.0}),
+        ("INFO - GPU stats - utilization=93 memory_used=30112", {0: 93.0}),
     ],
 )
 def test_whose_reading_a_name_is(tmp_path: Path, line: str, expected: dict[int, float]) -> None:
@@ -165,3 +168,20 @@ def test_report_reads_a_logging_log_end_to_end() -> None:
         ]
     }
     assert {int(g): int(m) for g, m in rows} == means
+
+
+def test_sizes_as_scripts_write_them(tmp_path: Path) -> None:
+    path = tmp_path / "run.log"
+    path.write_text(
+        "".join(
+            f"step {k} loss 2.{k} gpu_util={90 + k}% gpu_mem {30 + k}.5G GPU Memory: 12 \n"
+            for k in range(4)
+        )
+    )
+    snaps, _info, counters = read_log(path)
+    # '30.5G' is GiB (PyTorch's and most scripts' messages); a bare '12' says no unit:
+    # left out, not counted bad.
+    assert [s.gpus[0].vram_used_bytes for s in snaps] == [
+        round((30.5 + k) * GIB) for k in range(4)
+    ]
+    assert counters.bad_lines == 0
