@@ -39,10 +39,9 @@ from gputop_hints.model import (
     Snapshot,
     pcie_link_bytes_per_s,
 )
+from gputop_hints.sources.dcgm_fields import DCGM_FIELDS, MIB, with_totals
 from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
 from gputop_hints.streams import ReadCounters, StreamInfo
-
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class Exporter:
     host_label: str
     gpu_label: str
     fields: Mapping[str, tuple[str, float]]
-    """GpuSample field (or :data:`VRAM_FREE`) -> (metric name, scale to the field's unit)."""
+    """GpuSample field (or ``VRAM_FREE``, dcgm_fields) -> (metric name, scale to its unit)."""
     job_selectors: tuple[str, ...]
     """The label matchers that pick a job's series, with ``{job}``; any of them."""
     join: str = ""
@@ -72,11 +71,6 @@ class Exporter:
 
 def _ours(name: str) -> str:
     return "gputop_hints_gpu_" + name
-
-
-VRAM_FREE = "vram_free_bytes"
-"""Not a GpuSample field: dcgm-exporter gives free framebuffer, not the total; the
-total is used + free (:func:`with_totals`)."""
 
 
 OURS = Exporter(
@@ -112,23 +106,7 @@ DCGM = Exporter(
     gpu_label="gpu",
     uuid_label="UUID",
     job_selectors=('hpc_job="{job}"',),
-    fields={
-        "sm_percent": ("DCGM_FI_DEV_GPU_UTIL", 1.0),
-        "memory_access_percent": ("DCGM_FI_DEV_MEM_COPY_UTIL", 1.0),
-        "vram_used_bytes": ("DCGM_FI_DEV_FB_USED", MIB),
-        VRAM_FREE: ("DCGM_FI_DEV_FB_FREE", MIB),
-        "pcie_rx_bytes_per_s": ("DCGM_FI_PROF_PCIE_RX_BYTES", 1.0),
-        "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES", 1.0),
-        "power_watts": ("DCGM_FI_DEV_POWER_USAGE", 1.0),
-        "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", 1.0),
-        "pcie_generation": ("DCGM_FI_DEV_PCIE_LINK_GEN", 1.0),
-        "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", 1.0),
-        "temperature_c": ("DCGM_FI_DEV_GPU_TEMP", 1.0),
-        "sm_active_percent": ("DCGM_FI_PROF_SM_ACTIVE", 100.0),
-        "sm_occupancy_percent": ("DCGM_FI_PROF_SM_OCCUPANCY", 100.0),
-        "tensor_active_percent": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 100.0),
-        "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
-    },
+    fields=DCGM_FIELDS,
 )
 NVITOP = Exporter(
     # nvitop-exporter (nvitop 1.x): prometheus_client gauges whose unit is appended to
@@ -178,16 +156,6 @@ INT_FIELDS = frozenset(
 def _regex(names: Sequence[str]) -> str:
     """A PromQL (RE2) alternation of the literal names, quoted for a label matcher."""
     return "|".join(re.escape(n).replace("\\", "\\\\") for n in names)
-
-
-def with_totals(values: dict[str, float]) -> dict[str, float]:
-    """One GPU's readings at one time, with :data:`VRAM_FREE` turned into the total
-    (used + free) where the exporter gives no total."""
-    free = values.pop(VRAM_FREE, None)
-    used = values.get("vram_used_bytes")
-    if free is not None and used is not None and "vram_total_bytes" not in values:
-        values["vram_total_bytes"] = used + free
-    return values
 
 
 def exporter_query(exporter: Exporter, job: str, nodes: Sequence[str]) -> str | None:
