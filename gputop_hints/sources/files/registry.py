@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gputop_hints.sources.files import (
     aligned_table,
+    dcgm_exporter,
     dcgmi,
     dmon,
     generic_csv,
@@ -55,6 +56,7 @@ ALL_FORMATS: tuple[FormatSpec, ...] = (
     pmon.SPEC,
     nvsmi_apps.SPEC,
     dcgmi.SPEC,
+    dcgm_exporter.SPEC,
     gpustat.SPEC,
     generic_jsonl.SPEC,
     nvsmi_csv.SPEC,

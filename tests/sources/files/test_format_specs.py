@@ -36,6 +36,7 @@ FIXTURE_OF = {
     "nvidia-smi-pmon": "pmon_dt.log",
     "nvidia-smi-apps": "merge_apps.csv",
     "dcgmi-dmon": "dcgmi_dmon.log",
+    "dcgm-exporter": "dcgm_exporter_scrapes.log",
     "gpustat": "gpustat.jsonl",
     "jsonl": "script_flat.jsonl",
     "nvidia-smi-csv": "nvsmi_full_2gpu.csv",
