@@ -7,11 +7,15 @@ import math
 from rich.segment import Segment
 from rich.style import Style
 from textual.dom import DOMNode
+from textual.geometry import Region
 from textual.strip import Strip
+from textual.widget import Widget
 
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.render import bucketed, fitted_strip, merge_onto, merge_segments
+from gputop_hints.tui.widgets.base import StripWidget
+from gputop_hints.tui.widgets.cpu_panel import CpuPanel
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
 
 RED = Style(color="red", bgcolor="black")
@@ -107,3 +111,59 @@ def test_what_visible_rewrites_is_never_printable() -> None:
     assert not [
         c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c
     ]
+
+
+def _through_textual(widget: StripWidget, crop: Region) -> list[list[Segment]]:
+    widget._styles_cache.clear()
+    return [list(strip) for strip in Widget.render_lines(widget, crop)]
+
+
+async def test_the_widgets_paint_what_textuals_styles_cache_paints() -> None:
+    source = DemoSource("mixed", gpus=2, processes=8, seed=0, cores=64)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(3):
+            app.ingest(source.sample())
+            await pilot.pause()
+        widgets = [w for w in app.screen.query(StripWidget) if w.display and w.size.area]
+        assert {type(w).__name__ for w in widgets} >= {"CpuPanel", "GpuPanel", "ProcessTable"}
+        for theme_key in ("", "c"):  # this theme, then the next one
+            if theme_key:
+                await pilot.press(theme_key)
+                await pilot.pause()
+            for widget in widgets:
+                width, height = widget.size
+                for crop in (
+                    Region(0, 0, width, height),
+                    Region(3, 1, max(1, width - 10), max(1, height - 1)),
+                ):
+                    painted = [list(strip) for strip in widget.render_lines(crop)]
+                    assert painted == _through_textual(widget, crop), type(widget).__name__
+        # With padding the lines are not the whole widget: Textual's way is taken.
+        panel = app.query(GpuPanel).first()
+        panel.styles.padding = (0, 1)
+        await pilot.pause()
+        crop = Region(0, 0, *panel.region.size)
+        painted = [list(strip) for strip in panel.render_lines(crop)]
+        assert painted == _through_textual(panel, crop)
+        assert panel._styles_cache_used
+
+
+async def test_the_cpu_panels_kept_rows_are_the_rows_built_again() -> None:
+    source = DemoSource("mixed", gpus=1, processes=1, seed=0, cores=64)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.cpu_panel
+        for compact in (False, True, False):
+            panel.set_compact(compact)
+            for _ in range(4):
+                app.ingest(source.sample())
+                await pilot.pause()
+                width, height = panel.size
+                lines = [list(strip) for strip in panel.render_lines(Region(0, 0, width, height))]
+                assert panel._palette_for is not None
+                _, base, palette = panel._palette_for
+                fresh = CpuPanel()
+                fresh.host, fresh.job, fresh.compact = panel.host, panel.job, panel.compact
+                built = fresh.build_lines(width, height, base, palette)
+                assert lines[: len(built)] == [list(strip) for strip in built]

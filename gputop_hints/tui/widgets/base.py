@@ -19,6 +19,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.color import Color
 from textual.dom import DOMNode
 from textual.geometry import Region, Size
 from textual.strip import Strip
@@ -45,6 +46,10 @@ class StripWidget(Widget):
         """The content size while Textual paints the widget (see :meth:`render_lines`)."""
         self._rich_style_for: tuple[list[tuple[DOMNode, int]], Style] | None = None
         self._palette_for: tuple[Palette, Style, Palette] | None = None
+        self._plain_for: tuple[list[tuple[DOMNode, int]], Color | None] | None = None
+        """The background the app's line filters see, by the styles on the way up; None
+        where the CSS adds anything around the lines (see :meth:`_plain_background`)."""
+        self._styles_cache_used = False
         self.builds = 0
         """How many times the lines were rebuilt (for tests and profiling)."""
 
@@ -74,9 +79,13 @@ class StripWidget(Widget):
                 regions.append(Region(0, y, width, 1))
                 continue
             span = changed_span(before, after)
-            if span is not None:
-                start, end = span
-                regions.append(Region(start, y, max(1, end - start), 1))
+            if span is None:
+                # The line drawn already stays, so what was cached on it (the app's
+                # line filters, the crops) serves the next paint too.
+                new[y] = before
+                continue
+            start, end = span
+            regions.append(Region(start, y, max(1, end - start), 1))
         if regions:
             self.refresh(*regions)
 
@@ -140,13 +149,82 @@ class StripWidget(Widget):
         self._dirty = True
         self._rich_style_for = None
 
+    def _plain_background(self) -> Color | None:
+        """The widget's background (under its ancestors') when its CSS draws nothing but
+        the lines themselves -- no border, padding, outline, hatch, tint or opacity --
+        else None. Computed again only when a style on the way up changed."""
+        key = [(node, node.styles._cache_key) for node in self.ancestors_with_self]
+        cached = self._plain_for
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        styles = self.styles
+        plain = (
+            not styles.gutter
+            and not any(edge for edge, _ in styles.outline)
+            and (not styles.has_rule("hatch") or styles.hatch == "none")
+            and not styles.tint.a
+            and styles.text_opacity == 1.0
+            and self.opacity == 1.0
+        )
+        background = self.background_colors[1] if plain else None
+        self._plain_for = (key, background)
+        return background
+
     def render_lines(self, crop: Region) -> list[Strip]:
-        # One size lookup for all the lines Textual asks for now, not one per line.
-        self._paint_size = self.size
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._paint_size = None
+        """The cached lines, through the app's line filters, cropped to ``crop``.
+
+        What Textual's styles cache would make of them where the CSS adds nothing
+        around the lines, without a new :class:`Strip` per line and paint: an
+        unchanged line is the same ``Strip`` tick after tick, so the filters'
+        result cached on it serves every repaint (Textual repaints every widget
+        under the union of the changed regions, whole, each tick)."""
+        background = self._plain_background()
+        if background is None or self.BLANK or self._hover_links():
+            if not self._styles_cache_used:
+                self._styles_cache_used = True
+                self._styles_cache.clear()
+            # One size lookup for all the lines Textual asks for now, not one per line.
+            self._paint_size = self.size
+            try:
+                return super().render_lines(crop)
+            finally:
+                self._paint_size = None
+        self._styles_cache_used = False
+        size = self.region.size  # no border or padding: the content is the whole region
+        if self._dirty or size != self._built_for:
+            self._build(size)
+        lines = self._lines
+        width = size.width
+        filters = self.app.get_line_filters()
+        strips: list[Strip] = []
+        append = strips.append
+        for y in crop.line_range:
+            if 0 <= y < len(lines):
+                strip = lines[y]
+                if strip.cell_length != width:
+                    strip = strip.adjust_cell_length(width, self._inner_style(background))
+            elif y < size.height:
+                strip = Strip.blank(width, self.rich_style)  # as render_line pads
+            else:
+                strip = Strip.blank(width, self._inner_style(background))  # as Textual pads
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            append(strip)
+        if crop.column_span != (0, width):
+            x1, x2 = crop.column_span
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+    def _inner_style(self, background: Color) -> Style:
+        base_background = self.background_colors[0]
+        return self._styles_cache.get_inner_outer(base_background, background)[0].rich_style
+
+    def _hover_links(self) -> bool:
+        """Whether Textual would restyle a hovered link in the lines (it never is, here)."""
+        if not self.auto_links:
+            return False
+        hover_style = self.hover_style
+        return bool(hover_style._link_id and hover_style._meta and "@click" in hover_style.meta)
 
     def render_line(self, y: int) -> Strip:
         size = self._paint_size or self.size
