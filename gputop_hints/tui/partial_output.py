@@ -357,8 +357,11 @@ def _runs(row: list[Cell | None], changed: list[int]) -> list[tuple[int, int]]:
         last = row[end - 1]
         if last is None:
             raise ValueError("a changed cell whose contents are not known")
-        cost = _gap_cost(row, end, x, last[1])
-        if cost is not None and cost <= len(f"\x1b[{x + 1}G"):
+        jump = len(f"\x1b[{x + 1}G")
+        # Every cell of the gap but a first one (the right half of a wide character)
+        # takes a byte at least: a wider gap is never rewritten.
+        cost = _gap_cost(row, end, x, last[1]) if x - end - 1 <= jump else None
+        if cost is not None and cost <= jump:
             end = x + 1
             continue
         runs.append((start, end))
