@@ -24,6 +24,7 @@ from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
 from gputop_hints.model import HostSample, JobInfo
+from gputop_hints.tui import glyphs
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import (
     Line,
@@ -48,6 +49,19 @@ CORES_CONTENDED_RULE = "cores-contended"
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def _cell_look(value: float | None, compact: bool) -> object:
+    """What a core's cell draws for ``value``: its block (compact), or its bar in
+    eighths of a cell (-1: unknown), as :func:`level` and :func:`bar` draw them."""
+    if value is None:
+        return None
+    if compact:
+        return level(value, 100.0)
+    fraction = value / 100
+    if fraction != fraction:
+        return -1
+    return round(max(0.0, min(1.0, fraction)) * _BAR * 8)
 
 
 def _cell_width(cores: int) -> int:
@@ -84,6 +98,12 @@ class CpuPanel(StripWidget):
         self.contended = False
         """The engine says others load the job's cores (a ``cores-contended`` finding)."""
         self.compact = False
+        self._core_rows: dict[int, tuple[tuple[object, ...], Strip]] = {}
+        """Each row of cores as last drawn, by its first core, with what it was drawn
+        from: a row whose cells look the same is kept, not built again."""
+        self._core_rows_for: tuple[object, ...] | None = None
+        self._core_cells: dict[tuple[int, tuple[object, bool]], Line] = {}
+        """Each core's cell by what it draws, for the rows that changed."""
 
     def update_from(
         self,
@@ -125,30 +145,60 @@ class CpuPanel(StripWidget):
         compact = self.compact or height < lines_needed(host.core_count, width, False)
         per_row = cores_per_row(host.core_count, width, compact)
         cores = host.cpu_percent_per_core
+        drawn_for = (width, compact, per_row, len(cores), base, palette, glyphs.active())
+        if drawn_for != self._core_rows_for:
+            self._core_rows.clear()
+            self._core_cells.clear()
+            self._core_rows_for = drawn_for
+        rows = self._core_rows
+        cells = self._core_cells
+        digits = len(str(max(0, len(cores) - 1)))
         for start in range(0, len(cores), per_row):
             chunk = range(start, min(len(cores), start + per_row))
+            looks = tuple((_cell_look(cores[core], compact), core in allowed) for core in chunk)
+            kept = rows.get(start)
+            if kept is not None and kept[0] == looks:
+                lines.append(kept[1])
+                continue
             line = Line()
             if compact:
                 line.add(_COMPACT_LABEL if start == 0 else " " * len(_COMPACT_LABEL), palette.label)
-                for core in chunk:
-                    value = cores[core]
-                    char = " " if value is None else level(value, 100.0)
-                    line.add(char, (palette.core_allowed if core in allowed else palette.track))
             else:
-                digits = len(str(max(0, len(cores) - 1)))
                 line.add(" ")
-                for core in chunk:
-                    value = cores[core]
-                    is_allowed = core in allowed
-                    line.add(
-                        f"{core:>{digits}} ",
-                        (palette.core_allowed if is_allowed else palette.muted),
+            segments = line.segments
+            for core, look in zip(chunk, looks, strict=True):
+                cell = cells.get((core, look))
+                if cell is None:
+                    cell = cells[(core, look)] = self._cell(
+                        core, cores[core], look[1], compact, digits, palette
                     )
-                    filled, track = bar(None if value is None else value / 100, _BAR)
-                    line.add(filled, (palette.cpu if is_allowed else palette.muted))
-                    line.add(track + " ", palette.track)
-            lines.append(line.strip(width, base))
+                segments.extend(cell.segments)
+                line.cells += cell.cells
+            strip = line.strip(width, base)
+            rows[start] = (looks, strip)
+            lines.append(strip)
         return lines
+
+    @staticmethod
+    def _cell(
+        core: int,
+        value: float | None,
+        is_allowed: bool,
+        compact: bool,
+        digits: int,
+        palette: Palette,
+    ) -> Line:
+        """One core's cell: its block (compact), or its number and bar."""
+        cell = Line()
+        if compact:
+            char = " " if value is None else level(value, 100.0)
+            cell.add(char, (palette.core_allowed if is_allowed else palette.track))
+            return cell
+        cell.add(f"{core:>{digits}} ", (palette.core_allowed if is_allowed else palette.muted))
+        filled, track = bar(None if value is None else value / 100, _BAR)
+        cell.add(filled, (palette.cpu if is_allowed else palette.muted))
+        cell.add(track + " ", palette.track)
+        return cell
 
     def _job_pieces(self, host: HostSample, job: JobInfo, p: Palette) -> list[Piece]:
         cores = set(self.job_cores())
