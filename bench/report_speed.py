@@ -222,7 +222,7 @@ _STAMPS: dict[str, tuple[re.Pattern[str], _Parse, _Write]] = {
     "ctime": (
         re.compile(
             r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
-            r"([ \d]\d) (\d\d:\d\d:\d\d)(\s+)(\d{4})"
+            r"([ \d]\d) (\d\d:\d\d:\d\d)(\s+(?:UTC\s+)?)(\d{4})"  # ctime, or date's in UTC
         ),
         lambda m: calendar.timegm(
             time.strptime(
@@ -245,6 +245,7 @@ FORMAT_INPUTS: dict[str, tuple[Path, int, str | None]] = {
     "nvidia-smi-pmon": (_IMPORT / "pmon_dt.log", 0, "dmon"),
     "nvidia-smi-apps": (_IMPORT / "merge_apps.csv", 1, "slash"),
     "dcgmi-dmon": (_IMPORT / "dcgmi_dmon.log", 0, None),
+    "dcgm-exporter": (_IMPORT / "dcgm_exporter_scrapes.log:130", 0, "ctime"),
     "gpustat": (_IMPORT / "gpustat.jsonl:2", 0, "iso"),
     "jsonl": (_IMPORT / "script_nested.jsonl", 0, "iso"),
     "nvidia-smi-csv": (_TRACES / "openad_gpu_usage.csv", 1, "slash"),
