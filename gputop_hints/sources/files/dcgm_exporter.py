@@ -82,6 +82,9 @@ _PROBE_SCRAPES = 12
 _PROBE_BYTES = 4 << 20
 """How far ``open`` reads for the scrapes' spacing when the head holds too few."""
 
+EARLIEST_S, LATEST_S = 946_684_800.0, 4_102_444_800.0
+"""Sample timestamps outside 2000-2100 are not times (a counter, a typo): ignored."""
+
 _SAMPLE = re.compile(
     r"([A-Za-z_:][A-Za-z0-9_:]*)[ \t]*(\{.*\})?[ \t]*([^ \t{}]+)(?:[ \t]+(-?[0-9]+))?[ \t]*"
 )
@@ -269,7 +272,13 @@ class ScrapeReader:
             if not first:
                 first = line
             if stamp_ms is not None and time is None:
-                time = int(stamp_ms) / 1000.0
+                stamp = int(stamp_ms) / 1000.0
+                if EARLIEST_S <= stamp <= LATEST_S:
+                    time = stamp
+                else:
+                    counters.note_bad_line(
+                        line, f"{name}: timestamp {stamp_ms[:24]} ms is no time (ignored)"
+                    )
             if name.startswith("DCGM_"):
                 self.samples += 1
             read = BY_METRIC.get(name)

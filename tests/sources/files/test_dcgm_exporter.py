@@ -250,3 +250,15 @@ def test_gpus_of_several_hosts_are_named_by_host(tmp_path: Path) -> None:
         (0, "n1", "n1 GPU 0", 0), (1, "n1", "n1 GPU 1", 1),
         (2, "n2", "n2 GPU 0", 10), (3, "n2", "n2 GPU 1", 11),
     ]  # fmt: skip
+
+
+def test_a_timestamp_that_is_no_time_is_a_bad_line_and_the_value_kept(tmp_path: Path) -> None:
+    log = tmp_path / "dcgm.txt"
+    log.write_text(
+        f"{SAMPLE.format(gpu=0, value=5)} 99999999999999999999\n"
+        f"{SAMPLE.format(gpu=0, value=6)}\n",
+        encoding="utf-8",
+    )
+    snaps, _info, counters = load(log)
+    assert [s.gpus[0].sm_percent for s in snaps] == [5, 6]
+    assert counters.bad_lines == 1 and "is no time" in (counters.first_bad_reason or "")
