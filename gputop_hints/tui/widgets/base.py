@@ -198,13 +198,16 @@ class StripWidget(Widget):
         filters = self.app.get_line_filters()
         strips: list[Strip] = []
         append = strips.append
+        blank: Strip | None = None
         for y in crop.line_range:
             if 0 <= y < len(lines):
                 strip = lines[y]
                 if strip.cell_length != width:
                     strip = strip.adjust_cell_length(width, self._inner_style(background))
             elif y < size.height:
-                strip = Strip.blank(width, self.rich_style)  # as render_line pads
+                if blank is None:
+                    blank = Strip.blank(width, self.rich_style)  # as render_line pads
+                strip = blank
             else:
                 strip = Strip.blank(width, self._inner_style(background))  # as Textual pads
             for line_filter in filters:
