@@ -31,6 +31,7 @@ FIXTURE_OF = {
     "nvidia-smi-dmon": "dmon_pucvmet.log",
     "nvidia-smi-table": "nvsmi_table_nodates.log",
     "nvidia-smi-watch": "nvsmi_watch.log",
+    "nvitop": "nvitop_once.log",
     "nvidia-smi-query": "nvsmi_q_two_dumps.log",
     "nvidia-smi-xml": "nvsmi_q_x.xml",
     "nvidia-smi-pmon": "pmon_dt.log",
