@@ -241,6 +241,7 @@ FORMAT_INPUTS: dict[str, tuple[Path, int, str | None]] = {
     "nvidia-smi-dmon": (_IMPORT / "dmon_dt.log", 0, "dmon"),
     "nvidia-smi-table": (_TRACES / "nvsmi_table_checkin_384.log", 0, "ctime"),
     "nvidia-smi-watch": (_TRACES / "nvsmi_watch_hirataken_570.log", 0, "ctime"),
+    "nvitop": (_IMPORT / "nvitop_once.log", 0, "ctime"),
     "nvidia-smi-query": (_IMPORT / "nvsmi_q_two_dumps.log", 0, "ctime"),
     "nvidia-smi-pmon": (_IMPORT / "pmon_dt.log", 0, "dmon"),
     "nvidia-smi-apps": (_IMPORT / "merge_apps.csv", 1, "slash"),

@@ -62,9 +62,12 @@ from gputop_hints.units import MIB
 FORMAT = "nvitop"
 LABEL = "nvitop -1 output"
 
-_JOINTS = "╒╤╕╪╘╧╛├┤┼╞╡┬┴╥╨"
-_TO_ASCII = str.maketrans("│═─" + _JOINTS, "|=-" + "+" * len(_JOINTS))
-"""nvitop's box drawing as ``--ascii`` prints it: one shape for both."""
+_JOINTS = "╒╤╕╪╘╧╛├┤┼╞╡┬┴╥╨┌┐└┘"
+_BARS = frozenset("│|")
+_EDGES = frozenset("│|+" + _JOINTS)
+"""What a line of nvitop's boxes starts and ends with, drawn or ``--ascii``."""
+_RULES = frozenset("═─=-")
+_DOUBLE_RULES = frozenset("═=")
 _TITLE = re.compile(r"^\|\s*NVITOP\s+\S+")
 _DRIVER = re.compile(r"Driver Version:\s*([^\s|]+)")
 _CUDA = re.compile(r"CUDA Driver Version:\s*([^\s|]+)")
@@ -191,17 +194,17 @@ class OutputReader:
         text = line.strip()
         if not text:
             return None
-        text = text.translate(_TO_ASCII)
         first = text[0]
-        if first in "|+":
-            if text[-1] != first and (at := dates.glued_date(text)) is not None:
+        if first in _EDGES:
+            if text[-1] not in _EDGES and (at := dates.glued_date(text)) is not None:
                 if self._out is not None:
                     self._drop(f"cut short at line {number} (the next output is glued onto it)")
                 return self._other_line(number, text[at:])
-            if first == "+" or text[1:2] in ("=", "-"):
+            second = text[1:2]
+            if first not in _BARS or second in _RULES:
                 # --ascii draws the joints at the box's sides as bars: |====+====|
-                return self._border(text)
-            return self._row(number, text)
+                return self._border(second in _DOUBLE_RULES)
+            return self._row(number, text.replace("│", "|"))
         if first == "[" and self._out is not None and self._part is _Part.BETWEEN:
             self._host_line(text)
             return None
@@ -219,11 +222,12 @@ class OutputReader:
         self._date, self._date_line = stamp, number
         return done
 
-    def _border(self, text: str) -> NvitopOutput | None:
+    def _border(self, closing: bool) -> NvitopOutput | None:
+        """A rule across a box; ``closing`` for a double one (under the titles, or
+        the bottom of a box)."""
         out = self._out
         if out is None:
             return None
-        closing = text[1:2] == "="
         part = self._part
         if part is _Part.HEAD and closing:
             self._part = _Part.GPUS  # the ╞═══╪ line under the column titles
@@ -350,7 +354,7 @@ class NvitopPlan:
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> NvitopPlan | str:
-    titles = sum(1 for line in head.lines if _TITLE.match(line.strip().translate(_TO_ASCII)))
+    titles = sum(1 for line in head.lines if _TITLE.match(line.strip().replace("│", "|")))
     if titles == 0:
         return "no '│ NVITOP x.y.z  Driver Version ...' table title"
     plan = NvitopPlan(titles=titles)
