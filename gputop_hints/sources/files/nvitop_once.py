@@ -442,10 +442,14 @@ def _snapshot(out: NvitopOutput, timestamp: float, interval: float, detail: str)
 
 
 def _name(command: str) -> str | None:
-    """The program's name from a command line (``/usr/bin/python3 train.py`` -> python3)."""
+    """The program's name from a command line (``/usr/bin/python3 train.py`` -> python3);
+    the command as printed when nvitop cut it inside its first word (``/root/.pyenv/v..``
+    on an 80-column terminal): the most there is to tell processes apart by."""
     words = command.split()
     if not words:
         return None
+    if len(words) == 1 and command.endswith(".."):
+        return command
     return words[0].rsplit("/", 1)[-1] or None
 
 

@@ -115,10 +115,14 @@ def test_processes_keep_pid_gpu_user_memory_sm_and_the_command() -> None:
             assert proc.memory_access_percent == float(gmbw)
             assert proc.cpu_percent == float(cpu)
             assert proc.command == command
-            assert proc.name == command.split()[0].rsplit("/", 1)[-1]
+            program = command.split()[0]
+            cut = " " not in command and command.endswith("..")  # cut in its first word
+            assert proc.name == (command if cut else program.rsplit("/", 1)[-1])
     # The widest output shows whole command lines, the 80-column ones cut them.
     assert snaps[-1].processes[0].command.endswith("train.py --lr 3e-4")
     assert snaps[0].processes[0].command.endswith("..")
+    assert snaps[0].processes[0].name == "/root/.pyenv/v.."
+    assert snaps[-1].processes[0].name == "python3"
 
 
 def test_fan_perf_state_and_host_cpu_are_summarised_in_the_header() -> None:
@@ -203,3 +207,34 @@ def test_commands_from_the_file_reach_the_terminal_escaped(tmp_path: Path) -> No
 def test_nvidia_smi_tables_are_not_read_as_nvitop() -> None:
     _snaps, info, _counters = load(FIXTURES / "import" / "nvsmi_table_separators.log")
     assert info.format == "nvidia-smi-table"
+
+
+IDLE_NA = FIXTURES / "import" / "nvitop_once_idle_na.log"
+
+
+def test_no_processes_unknown_values_and_graphics_processes() -> None:
+    """nvitop_once_idle_na.log: an output with no processes, one whose GPU reads N/A
+    (no utilization, temperature or power), one of 4 GPUs whose processes on GPU 2
+    have N/A GPU memory and on GPU 3 are graphics (``G``)."""
+    snaps, info, counters = load(IDLE_NA)
+    text = IDLE_NA.read_text(encoding="utf-8")
+    expected = outputs(text)
+    assert info.format == "nvitop" and counters.bad_lines == 0
+    assert len(snaps) == len(expected) == 3
+    assert "No running processes found" in expected[0][1] and snaps[0].processes == ()
+    na_row = re.search(r"^│ N/A\s+N/A\s+P0\s+N/A / (\d+)W │", expected[1][1], re.MULTILINE)
+    assert na_row is not None
+    (gpu,) = snaps[1].gpus
+    assert (gpu.sm_percent, gpu.temperature_c, gpu.power_watts) == (None, None, None)
+    assert gpu.power_limit_watts == float(na_row.group(1))
+    rows = re.findall(r"^│\s+(\d)\s+(\d+) ([CG])\s+\S+\s+(N/A|\d+MiB) ", expected[2][1], re.M)
+    assert len(rows) == len(snaps[2].processes) == 12
+    for proc, (gpu_index, pid, _kind, memory) in zip(snaps[2].processes, rows, strict=True):
+        assert (proc.gpu_index, proc.pid) == (int(gpu_index), int(pid))
+        assert proc.vram_bytes == (None if memory == "N/A" else int(memory[:-3]) * MIB)
+    assert counters.found["perf_states"] == {
+        "0": {"P0": 3},
+        "1": {"P0": 2},
+        "2": {"P0": 1},
+        "3": {"P0": 1},
+    }
