@@ -6,7 +6,8 @@ Driver Version: ...  CUDA Driver Version: ... │`` (two rows per GPU, as nvidia
 memory possibly in GiB, and on a wide terminal MEM/UTL and MBW/PWR bar columns to the
 right), the host's ``[ CPU: ... 45.5% ]  ( Load Average: ... )`` and ``[ MEM: ... ]``
 lines, and a Processes box (``GPU PID USER GPU-MEM %SM %GMBW %CPU %MEM TIME
-COMMAND``). ``nvitop -1 --ascii`` draws the same with ``+ - = |``.
+COMMAND``). ``nvitop -1 --ascii`` draws the same with ``+ - = |``; ``--force-color``
+adds SGR colour sequences, dropped before reading.
 
 Each output becomes one snapshot, timed by the last date line above it (nvitop's own,
 being the nearest; else a ``date`` or ``====`` line). Per GPU: SM % (GPU-Util), VRAM
@@ -68,6 +69,7 @@ _EDGES = frozenset("│|+" + _JOINTS)
 """What a line of nvitop's boxes starts and ends with, drawn or ``--ascii``."""
 _RULES = frozenset("═─=-")
 _DOUBLE_RULES = frozenset("═=")
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 _TITLE = re.compile(r"^\|\s*NVITOP\s+\S+")
 _DRIVER = re.compile(r"Driver Version:\s*([^\s|]+)")
 _CUDA = re.compile(r"CUDA Driver Version:\s*([^\s|]+)")
@@ -194,6 +196,10 @@ class OutputReader:
         text = line.strip()
         if not text:
             return None
+        if "\x1b" in text:  # nvitop -1 --force-color: its colours are no part of a value
+            text = _SGR.sub("", text).strip()
+            if not text:
+                return None
         first = text[0]
         if first in _EDGES:
             if text[-1] not in _EDGES and (at := dates.glued_date(text)) is not None:

@@ -238,3 +238,20 @@ def test_no_processes_unknown_values_and_graphics_processes() -> None:
         "2": {"P0": 1},
         "3": {"P0": 1},
     }
+
+
+def test_force_color_output_reads_as_the_plain_one() -> None:
+    """nvitop_once_color.log: ``nvitop -1 --force-color``, round 0 of nvitop_once.log's
+    loop; the same values as that fixture's first output (but for the host lines)."""
+    path = FIXTURES / "import" / "nvitop_once_color.log"
+    assert "\x1b[" in path.read_text(encoding="utf-8")
+    snaps, info, counters = load(path)
+    plain, _info, _counters = load(FIXTURE)
+    assert info.format == "nvitop" and counters.bad_lines == 0
+    (snap,) = snaps
+    assert snap.gpus == plain[0].gpus
+    assert [(p.pid, p.gpu_index, p.vram_bytes, p.sm_percent, p.user) for p in snap.processes] == [
+        (p.pid, p.gpu_index, p.vram_bytes, p.sm_percent, p.user) for p in plain[0].processes
+    ]
+    assert snap.host.hostname == "vm" and snap.host.load_average is not None
+    assert counters.found["system_cpu_percent"]["all"]["n"] == 1  # type: ignore[index]
