@@ -15,9 +15,10 @@ used/total, temperature, power and its cap, and the memory-bandwidth % of the MB
 when the terminal was wide enough to draw it; the GPU's values row is read by the
 nvidia-smi table reader's cell patterns (:mod:`._nvsmi_rows`). Per process: pid, GPU,
 user, GPU memory, %SM, %GMBW, %CPU and the command (as nvitop cut it). Host: the load
-average in the snapshot; the CPU line is one whole-host number, not per-core, so it is
-summarised in ``StreamInfo.header["system_cpu_percent"]`` (shaped as the W&B and MLflow
-readers' summary), and host CPU per core stays unknown. Fan speed and performance
+average and the memory in use (the MEM line's USED) in the snapshot; the CPU line is
+one whole-host number, not per-core, so it is summarised in
+``StreamInfo.header["system_cpu_percent"]`` (shaped as the W&B and MLflow readers'
+summary), and host CPU per core stays unknown. Fan speed and performance
 state are summarised in the header (``fan_percent_peak``, ``perf_states``) as for
 nvidia-smi tables.
 
@@ -75,6 +76,7 @@ _DRIVER = re.compile(r"Driver Version:\s*([^\s|]+)")
 _CUDA = re.compile(r"CUDA Driver Version:\s*([^\s|]+)")
 _MBW = re.compile(r"MBW:[\s|▏▎▍▌▋▊▉█]*(\d+(?:\.\d+)?)%")  # the bar: eighths, or | (--ascii)
 _CPU = re.compile(r"^\[\s*CPU:[^\d\]]*?(?:(\d+(?:\.\d+)?)%|(MAX))")
+_MEM_USED = re.compile(r"^\[\s*MEM:.*?USED:\s*(\d+(?:\.\d+)?[KMGT]iB)")
 _LOAD = re.compile(r"Load Average:\s*(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)")
 _USER_HOST = re.compile(r"Processes:\s+\S+@(\S+)\s*$")
 _PROCESS_ROW = re.compile(
@@ -122,6 +124,8 @@ class NvitopOutput:
     """GPU index -> the MBW bar's %, on a terminal wide enough to draw it."""
     cpu_percent: float | None = None
     load_average: tuple[float, float, float] | None = None
+    memory_used_bytes: int | None = None
+    """Host memory in use (the MEM line's USED, 0.01 GiB)."""
     hostname: str | None = None
     processes: list[NvitopProcess] | None = None
 
@@ -299,6 +303,12 @@ class OutputReader:
         cpu = _CPU.match(text)
         if cpu is not None:
             self._out.cpu_percent = 100.0 if cpu.group(2) else min(float(cpu.group(1)), 100.0)
+        used = _MEM_USED.match(text)
+        if used is not None:
+            try:
+                self._out.memory_used_bytes = v.byte_count(used.group(1), MIB)
+            except v.CellError:
+                self._out.memory_used_bytes = None
         load = _LOAD.search(text)
         if load is not None:
             a, b, c = (float(x) for x in load.groups())
@@ -433,6 +443,7 @@ def _snapshot(out: NvitopOutput, timestamp: float, interval: float, detail: str)
         cpu_percent_per_core=(),
         allowed_cores=(),
         load_average=out.load_average,
+        memory_used_bytes=out.memory_used_bytes,
     )
     return Snapshot(
         timestamp=timestamp,

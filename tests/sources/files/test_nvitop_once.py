@@ -91,6 +91,9 @@ def test_each_output_is_one_snapshot_timed_by_its_date_line_with_every_gpu_value
         assert load_average is not None
         assert snap.host.load_average == tuple(float(x) for x in load_average.groups())
         assert snap.host.hostname == "vm" and snap.host.cpu_percent_per_core == ()
+        used = re.search(r"^\[ MEM: .*USED: ([\d.]+)GiB \]", text, re.MULTILINE)
+        assert used is not None
+        assert snap.host.memory_used_bytes == round(float(used.group(1)) * GIB)
     # Only the 160-column output drew the MBW bars.
     assert [any(g.memory_access_percent is not None for g in s.gpus) for s in snaps] == [
         False,
