@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -75,4 +75,35 @@ class ImportedStream:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.close()
+
+
+class ReadingStream:
+    """A stream read by a generator of its own (a folder of files, a binary file): each
+    ``iter()`` resets the counters and starts :meth:`_read` again; closing the stream
+    closes the generator (and the files it holds open)."""
+
+    def __init__(self, info: StreamInfo) -> None:
+        self.info = info
+        self.counters = ReadCounters()
+        self._reading: Generator[Snapshot, None, None] | None = None
+
+    def _read(self) -> Generator[Snapshot, None, None]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        self.close()
+        self.counters.reset()
+        self._reading = self._read()
+        return self._reading
+
+    def close(self) -> None:
+        if self._reading is not None:
+            self._reading.close()
+            self._reading = None
+
+    def __enter__(self) -> ReadingStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -34,11 +34,12 @@ import heapq
 import itertools
 import math
 import re
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.sources.files._base import ReadingStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
@@ -321,7 +322,7 @@ def _snapshot(
     return tuple(gpus)
 
 
-class MlflowStream:
+class MlflowStream(ReadingStream):
     """The snapshots of an MLflow run's GPU metric files, joined by timestamp;
     each ``iter()`` reads the files again from the start."""
 
@@ -332,38 +333,20 @@ class MlflowStream:
         vram_totals: dict[int, int],
         power_limits: dict[int, float],
     ) -> None:
+        super().__init__(info)
         self.plan = plan
-        self.info = info
-        self.counters = ReadCounters()
         self._totals = vram_totals
         self._limits = power_limits
-        self._reading: Generator[Snapshot] | None = None
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        self.close()
-        self.counters.reset()
-        detail = f"{LABEL}: {self.plan.folder.name}"
-        reading = read(
+    def _read(self) -> Generator[Snapshot, None, None]:
+        return read(
             self.plan,
             self.counters,
             self.info.interval_s or 10.0,
-            detail,
+            f"{LABEL}: {self.plan.folder.name}",
             self._totals,
             self._limits,
         )
-        self._reading = reading
-        return reading
-
-    def close(self) -> None:
-        if self._reading is not None:
-            self._reading.close()
-            self._reading = None
-
-    def __enter__(self) -> MlflowStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def missing(plan: MlflowPlan, vram_known: bool) -> tuple[str, ...]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gputop_hints.model import Snapshot
+from gputop_hints.sources.files._base import ReadingStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._text import Head
 from gputop_hints.sources.files.mapping import vram_constant
@@ -449,40 +450,23 @@ def read(
         counters.found["wandb_node_labels_skipped"] = sorted(labels.others)
 
 
-class WandbRunStream:
+class WandbRunStream(ReadingStream):
     """The snapshots of a run file's system-metrics records; each ``iter()`` reads the
     file again from the start."""
 
     def __init__(self, path: Path, info: StreamInfo, vram_total: int | None) -> None:
+        super().__init__(info)
         self.path = path
-        self.info = info
-        self.counters = ReadCounters()
         self._vram_total = vram_total
-        self._reading: Generator[Snapshot] | None = None
 
-    def __iter__(self) -> Iterator[Snapshot]:
-        self.close()
-        self.counters.reset()
-        reading = read(
+    def _read(self) -> Generator[Snapshot, None, None]:
+        return read(
             self.path,
             self.counters,
             self.info.interval_s or 15.0,
             f"{LABEL}: {self.path.name}",
             self._vram_total,
         )
-        self._reading = reading
-        return reading
-
-    def close(self) -> None:
-        if self._reading is not None:
-            self._reading.close()
-            self._reading = None
-
-    def __enter__(self) -> WandbRunStream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def open_wandb_run(
