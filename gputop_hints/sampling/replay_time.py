@@ -26,8 +26,22 @@ class SeekError(ValueError):
     """The seek prompt's text is not a time in the recording; the message says why."""
 
 
+ELAPSED_BEFORE_S = 315532800.0
+"""Times before 1980-01-01 are no wall clock (no GPU log predates CUDA): a log without
+timestamps, or with an elapsed-time column, is timed in seconds since its start, and
+such a time is shown as ``+0:01:05``, not as a date in 1970 (as the report does)."""
+
+
+def _elapsed(timestamp: float) -> str:
+    whole = max(0, round(timestamp))
+    return f"+{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
+
+
 def date_time_text(timestamp: float) -> str:
-    """``2024-11-23 12:03:04``: a replayed tick's own time, date included."""
+    """``2024-11-23 12:03:04``: a replayed tick's own time, date included (``+0:01:05``
+    in a log timed from its start)."""
+    if timestamp < ELAPSED_BEFORE_S:
+        return _elapsed(timestamp)
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
 
 
@@ -41,6 +55,8 @@ def span_text(start: float, end: float | None, around: float | None = None) -> s
     day = datetime.fromtimestamp(around if around is not None else start).date()
 
     def one(timestamp: float) -> str:
+        if timestamp < ELAPSED_BEFORE_S:
+            return _elapsed(timestamp)
         moment = datetime.fromtimestamp(timestamp)
         return moment.strftime("%H:%M:%S" if moment.date() == day else "%Y-%m-%d %H:%M:%S")
 

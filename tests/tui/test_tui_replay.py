@@ -356,6 +356,9 @@ def test_times_show_the_date_and_a_span_over_midnight() -> None:
     assert date_time_text(START + 3) == "2024-11-23 12:00:03"
     assert span_text(START, START + 3600) == "12:00:00 → 13:00:00"
     assert span_text(START, START + 86400, START) == "12:00:00 → 2024-11-24 12:00:00"
+    # A log timed from its start (no timestamps, an elapsed column): no 1970 dates.
+    assert date_time_text(7.0) == "+0:00:07"
+    assert span_text(0.0, 3725.0, 7.0) == "+0:00:00 → +1:02:05"
     assert span_text(START, None) == "12:00:00 → ?"
 
 
