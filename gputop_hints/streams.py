@@ -17,6 +17,7 @@ No Textual here.
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import io
 import lzma
@@ -134,6 +135,19 @@ class ReadCounters:
         if self.first_bad_line is None:
             self.first_bad_line = line_number
             self.first_bad_reason = reason
+
+    def note_stat(self, key: str, name: str, value: float) -> None:
+        """Fold ``value`` into the running count, mean, min and max kept in
+        ``found[key][name]`` (constant memory): a figure a log has that has no place in
+        a snapshot, e.g. one whole-host CPU % (``system_cpu_percent``)."""
+        bucket = self.found.setdefault(key, {})
+        assert isinstance(bucket, dict)
+        s = bucket.setdefault(name, {"n": 0, "mean": 0.0, "min": value, "max": value})
+        n = s["n"] + 1
+        s["mean"] = s["mean"] + (value - s["mean"]) / n
+        s["n"] = n
+        s["min"] = min(s["min"], value)
+        s["max"] = max(s["max"], value)
 
     def saw_gpus(self, count: int) -> None:
         """A record held ``count`` GPUs."""
@@ -313,6 +327,14 @@ def compressed_unread(first_bytes: bytes) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _damaged_xz_as_oserror() -> Iterator[None]:
+    try:
+        yield
+    except lzma.LZMAError as exc:
+        raise OSError(f"damaged xz data: {exc}") from None
+
+
 class _XzReader(lzma.LZMAFile):
     """An xz file's bytes; owns ``raw`` (closed with it, as ``gzip.open`` does) and
     reports damaged data as OSError, as the gzip and bzip2 readers do."""
@@ -322,28 +344,20 @@ class _XzReader(lzma.LZMAFile):
         self._raw = raw
 
     def read(self, size: int | None = -1) -> bytes:
-        try:
+        with _damaged_xz_as_oserror():
             return super().read(-1 if size is None else size)
-        except lzma.LZMAError as exc:
-            raise OSError(f"damaged xz data: {exc}") from None
 
     def read1(self, size: int = -1) -> bytes:
-        try:
+        with _damaged_xz_as_oserror():
             return super().read1(size)
-        except lzma.LZMAError as exc:
-            raise OSError(f"damaged xz data: {exc}") from None
 
     def peek(self, size: int = -1) -> bytes:
-        try:
+        with _damaged_xz_as_oserror():
             return super().peek(size)
-        except lzma.LZMAError as exc:
-            raise OSError(f"damaged xz data: {exc}") from None
 
     def readline(self, size: int | None = -1) -> bytes:
-        try:
+        with _damaged_xz_as_oserror():
             return super().readline(size)
-        except lzma.LZMAError as exc:
-            raise OSError(f"damaged xz data: {exc}") from None
 
     def close(self) -> None:
         try:

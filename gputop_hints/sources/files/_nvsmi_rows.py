@@ -15,6 +15,7 @@ and turns a finished snapshot into the model's dataclasses.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gputop_hints.model import GpuProcess, GpuSample
@@ -209,11 +210,26 @@ def is_mig_device_row(row: list[str]) -> bool:
     return bool(row) and _MIG_ROW.match(row[0]) is not None
 
 
-def gpu_sample(gpu: TableGpu) -> GpuSample:
+def note_gpu_states(
+    gpus: Iterable[TableGpu], perf_states: dict[str, dict[str, int]], fan_peak: dict[str, float]
+) -> None:
+    """Count each GPU's performance state and keep its highest fan %: what a table
+    says that has no place in a snapshot (``counters.found``, constant memory)."""
+    for g in gpus:
+        key = str(g.index)
+        if g.perf_state is not None:
+            counts = perf_states.setdefault(key, {})
+            counts[g.perf_state] = counts.get(g.perf_state, 0) + 1
+        if g.fan_percent is not None and g.fan_percent > fan_peak.get(key, -1.0):
+            fan_peak[key] = g.fan_percent
+
+
+def gpu_sample(gpu: TableGpu, memory_access_percent: float | None = None) -> GpuSample:
     return GpuSample(
         index=gpu.index,
         name=gpu.name,
         sm_percent=gpu.sm_percent,
+        memory_access_percent=memory_access_percent,
         vram_used_bytes=gpu.vram_used_bytes,
         vram_total_bytes=gpu.vram_total_bytes,
         temperature_c=gpu.temperature_c,

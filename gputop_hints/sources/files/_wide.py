@@ -99,11 +99,10 @@ class WideGpu:
     """One GPU's columns: which cells of a row are its own, and how they read."""
 
     index: int
-    positions: list[int]
-    """The row's cells this GPU reads, in :attr:`columns` order (a time column first
-    when the file has one); the GPU's number is added after them."""
     columns: list[Column]
     take: Callable[[Sequence[str]], tuple[str, ...]] = field(repr=False)
+    """The row's cells this GPU reads, in :attr:`columns` order (a time column first
+    when the file has one); the GPU's number is added after them."""
     metrics_from: int
     """Where this GPU's metric cells start in what :attr:`take` gives."""
 
@@ -151,7 +150,7 @@ def wide_layout(
         for c in columns:  # the file's own names in messages and the JSON
             c.label = header[positions[c.position]]
         columns.append(Column(len(positions), "gpu", 1.0, f"GPU {index} (from the column names)"))
-        gpus.append(WideGpu(index, positions, columns, _taker(positions), len(lead)))
+        gpus.append(WideGpu(index, columns, _taker(positions), len(lead)))
         for note in scale_notes:  # told by the file's own column name
             for k, name in enumerate(names):
                 if note.startswith(name + ": "):

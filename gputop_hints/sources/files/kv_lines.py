@@ -80,12 +80,10 @@ _ROLES = (
 _SECOND = {"vram_used": "vram_total", "power": "power_limit"}
 """What the number after ``/`` is, for a reading of this role."""
 _EXTRA: dict[str, str] = {
-    "mem_usage": "vram_used",
     "memory": "vram_used",
     "mem": "vram_used",
     "gpu_memory_allocated": "vram_used",
     "load": "sm",
-    "gpu_load": "sm",
     "usage": "sm",
 }
 """Names read only in a GPU's piece of a line, where they can only be its own

@@ -258,7 +258,6 @@ def read(
     streams = [_values(path, key, counters) for key, path in sorted(plan.files.items())]
     if plan.cpu_file is not None:
         streams.append(_values(plan.cpu_file, (-1, CPU_FILE), counters))
-    cpu_n, cpu_mean, cpu_min, cpu_max = 0, 0.0, math.inf, -math.inf
     batch: dict[tuple[int, str], float] = {}
     stamp: int | None = None
     merged = heapq.merge(*streams, key=lambda item: item[0])
@@ -280,13 +279,8 @@ def read(
                 batch = {}
             stamp = t
             if key[1] == CPU_FILE:
-                cpu_n += 1
-                cpu_mean += (value - cpu_mean) / cpu_n
-                cpu_min, cpu_max = min(cpu_min, value), max(cpu_max, value)
-                # Shaped as the W&B reader's summary of its one-number system.cpu.
-                counters.found["system_cpu_percent"] = {
-                    "all": {"n": cpu_n, "mean": cpu_mean, "min": cpu_min, "max": cpu_max}
-                }
+                # As the W&B reader summarises its one-number system.cpu.
+                counters.note_stat("system_cpu_percent", "all", value)
             elif key[1]:
                 batch[key] = value
     finally:

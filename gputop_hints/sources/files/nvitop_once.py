@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
+from gputop_hints.model import GpuProcess, HostSample, Snapshot
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files import _nvsmi_rows as rows
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
-from gputop_hints.sources.files._nvsmi_rows import RowError, TableGpu
+from gputop_hints.sources.files._nvsmi_rows import RowError, TableGpu, gpu_sample, note_gpu_states
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
@@ -385,43 +385,18 @@ class _Summaries:
     def __init__(self, counters: ReadCounters) -> None:
         self.perf_states: dict[str, dict[str, int]] = {}
         self.fan_peak: dict[str, float] = {}
-        self.cpu: dict[str, float] = {}
         counters.found.update(perf_states=self.perf_states, fan_percent_peak=self.fan_peak)
-        self.found = counters.found
+        self.counters = counters
 
     def add(self, out: NvitopOutput) -> None:
-        for g in out.gpus:
-            key = str(g.index)
-            if g.perf_state is not None:
-                counts = self.perf_states.setdefault(key, {})
-                counts[g.perf_state] = counts.get(g.perf_state, 0) + 1
-            if g.fan_percent is not None and g.fan_percent > self.fan_peak.get(key, -1.0):
-                self.fan_peak[key] = g.fan_percent
-        if out.cpu_percent is not None:
-            value = out.cpu_percent
-            s = self.cpu
-            if not s:
-                s.update(n=0, mean=0.0, min=value, max=value)
-                self.found["system_cpu_percent"] = {"all": s}
-            s["n"] += 1
-            s["mean"] += (value - s["mean"]) / s["n"]
-            s["min"] = min(s["min"], value)
-            s["max"] = max(s["max"], value)
+        note_gpu_states(out.gpus, self.perf_states, self.fan_peak)
+        if out.cpu_percent is not None:  # as the W&B reader summarises system.cpu
+            self.counters.note_stat("system_cpu_percent", "all", out.cpu_percent)
 
 
 def _snapshot(out: NvitopOutput, timestamp: float, interval: float, detail: str) -> Snapshot:
     gpus = tuple(
-        GpuSample(
-            index=g.index,
-            name=g.name,
-            sm_percent=g.sm_percent,
-            memory_access_percent=out.bandwidth.get(g.index),
-            vram_used_bytes=g.vram_used_bytes,
-            vram_total_bytes=g.vram_total_bytes,
-            temperature_c=g.temperature_c,
-            power_watts=g.power_watts,
-            power_limit_watts=g.power_limit_watts,
-        )
+        gpu_sample(g, out.bandwidth.get(g.index))
         for g in sorted(out.gpus, key=lambda g: g.index)
     )
     processes = tuple(

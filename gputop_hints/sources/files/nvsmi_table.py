@@ -124,13 +124,7 @@ class SnapshotMaker:
         return sample
 
     def make(self, table: TableSnapshot) -> Snapshot:
-        for g in table.gpus:
-            key = str(g.index)
-            if g.perf_state is not None:
-                counts = self.perf_states.setdefault(key, {})
-                counts[g.perf_state] = counts.get(g.perf_state, 0) + 1
-            if g.fan_percent is not None and g.fan_percent > self.fan_peak.get(key, -1.0):
-                self.fan_peak[key] = g.fan_percent
+        rows.note_gpu_states(table.gpus, self.perf_states, self.fan_peak)
         for p in table.processes or ():
             self.process_kinds[p.kind] = self.process_kinds.get(p.kind, 0) + 1
         if table.mig_devices > self.mig_devices:

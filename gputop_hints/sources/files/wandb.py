@@ -154,24 +154,6 @@ def plan_interval(plan: WandbPlan) -> float | None:
     return median_interval(plan.times)
 
 
-class _Stats:
-    """Running mean/min/max kept in StreamInfo.header (constant memory)."""
-
-    def __init__(self, target: dict[str, object], key: str) -> None:
-        self.target = target
-        self.key = key
-
-    def add(self, name: str, value: float) -> None:
-        bucket = self.target.setdefault(self.key, {})
-        assert isinstance(bucket, dict)
-        s = bucket.setdefault(name, {"n": 0, "mean": 0.0, "min": value, "max": value})
-        n = s["n"] + 1
-        s["mean"] = s["mean"] + (value - s["mean"]) / n
-        s["n"] = n
-        s["min"] = min(s["min"], value)
-        s["max"] = max(s["max"], value)
-
-
 class SystemRows:
     """Turns W&B samples (``system.*`` keys, ``_timestamp``) into snapshots: the one
     mapping of W&B's metric names, shared by ``wandb-events.jsonl`` and the binary
@@ -186,8 +168,6 @@ class SystemRows:
         self.vram_total = vram_total
         self.clock = Clock(counters, interval)
         self.empty_host = HostSample(hostname="unknown", cpu_percent_per_core=(), allowed_cores=())
-        self.vram_stats = _Stats(counters.found, "vram_allocated_percent")
-        self.cpu_stats = _Stats(counters.found, "system_cpu_percent")
 
     def snapshot(self, obj: Mapping[str, Any]) -> Snapshot | None:
         """The snapshot of one sample; None when it holds no system metrics."""
@@ -218,7 +198,7 @@ class SystemRows:
             return None
         cpu = _number(obj.get("system.cpu"))
         if cpu is not None and 0.0 <= cpu <= 100.0:
-            self.cpu_stats.add("all", cpu)
+            self.counters.note_stat("system_cpu_percent", "all", cpu)
         gpus = []
         for index in sorted(per_gpu):
             s = per_gpu[index]
@@ -227,7 +207,7 @@ class SystemRows:
             total: int | None = self.vram_total
             used: int | None = None
             if pct is not None:
-                self.vram_stats.add(str(index), pct)
+                self.counters.note_stat("vram_allocated_percent", str(index), pct)
             if used_bytes is not None:
                 used = round(used_bytes)
                 if total is None and pct is not None and pct > 0:
