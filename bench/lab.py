@@ -146,9 +146,20 @@ def table(loops: list[Loop]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    usage = f"usage: lab.py [SCENARIO ...] (all when none)\nscenarios: {' '.join(BY_NAME)}"
+    if argv in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    if unknown := [n for n in argv if n not in BY_NAME]:
+        print(f"lab.py: unknown scenario {' '.join(unknown)}\n{usage}", file=sys.stderr)
+        return 2
     chosen = [BY_NAME[n] for n in argv] if argv else list(SCENARIOS)
     loops = []
     with Lab() as lab:
+        print(
+            f"augmentation rounds scaled x{lab.reps_scale:.2f} to this host's CPU",
+            file=sys.stderr,
+        )
         for scenario in chosen:
             loop = run_loop(lab, scenario)
             loops.append(loop)

@@ -34,7 +34,7 @@ from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
 from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board, GpuQueue
-from pipelab.trainer import CLOSE_S, Config, make_dataset
+from pipelab.trainer import CLOSE_S, REFERENCE_ROUND_MS, Config, make_dataset, round_ms
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
 BENCH = Path(__file__).resolve().parents[1]
@@ -136,6 +136,10 @@ class Run:
         return {f.rule_label for t in self.ticks for f in t.findings}
 
 
+CALIBRATION_SAMPLES = 12
+"""Samples timed to calibrate the augmentation's cost on this host (about 0.5 s)."""
+
+
 class Lab:
     """The lab's dataset and workspace (a temp dir), shared by its runs."""
 
@@ -145,6 +149,10 @@ class Lab:
         self.data = self.root / "data"
         make_dataset(self.data, samples)
         self._runs = 0
+        files = sorted(str(p) for p in self.data.iterdir())[:CALIBRATION_SAMPLES]
+        self.reps_scale = REFERENCE_ROUND_MS / round_ms(files)
+        """Scenarios' ``cpu_reps`` are rounds on the host they were tuned on; this host
+        runs ``reps_scale`` times as many in the same time (under 1: a slower CPU)."""
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -164,6 +172,8 @@ class Lab:
             data = self.root / f"data-{mib:g}mib"
             if not data.exists():
                 make_dataset(data, LARGE_SAMPLES, sample_mib=mib)
+        if reps := kwargs.get("cpu_reps"):
+            kwargs["cpu_reps"] = max(1, round(float(reps) * self.reps_scale))  # type: ignore[arg-type]
         return Config(data_dir=str(data), board=str(board), **kwargs)  # type: ignore[arg-type]
 
     def run(

@@ -175,6 +175,31 @@ def load_sample(
     return array("f", out)
 
 
+REFERENCE_ROUND_MS = 0.36
+"""One blur round per sample on the 2-core host the scenarios were tuned on (each sample
+also costs ~0.45 ms to read, decode and crop). :func:`round_ms` measures this host's."""
+
+
+def round_ms(files: list[str], reps: int = 8, tries: int = 3) -> float:
+    """This host's CPU time for one blur round of one sample (ms): the best of ``tries``
+    passes over ``files`` with ``reps`` rounds less one with none. The lab scales
+    ``cpu_reps`` by REFERENCE_ROUND_MS / this, so that a scenario's augmentation costs
+    the same against the modelled GPU step on a slower or faster CPU."""
+    rng = random.Random(0)
+
+    def best(n: int) -> float:
+        times = []
+        for _ in range(tries):
+            start = time.thread_time()
+            for path in files:
+                load_sample(path, n, rng)
+            times.append(time.thread_time() - start)
+        return min(times)
+
+    per_round = (best(reps) - best(0)) / (reps * len(files))
+    return max(per_round * 1000.0, 1e-3)
+
+
 def load_batch(
     files: list[str],
     indices: list[int],
