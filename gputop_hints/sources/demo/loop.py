@@ -118,6 +118,23 @@ class LoopSpec:
     checkpoint_s: float = 4.0
     checkpoint_bytes: float = 0.0
     """Bytes copied device->host (pageable) at the start of each checkpoint save."""
+    hang_after_s: float | None = None
+    """A DDP rank whose peer (on another node) stops arriving this long after the
+    warm-up: from then on its NCCL kernel spins in the collective for good."""
+
+    # What GPM profiling sees (read only by scenes that profile, see Scene.profiling)
+    sm_fill: float = 0.8
+    """Share of the SMs with a warp resident while a compute kernel runs (a small
+    batch's kernels launch few blocks and fill few SMs)."""
+    occupancy: float = 0.45
+    """Resident warps as a share of the maximum, on the SMs that hold any."""
+    tensor_share: float = 0.4
+    """Share of cycles the tensor pipes are busy on the SMs a compute kernel occupies
+    (bf16 matmuls ~0.4-0.6; FP32 without TF32 runs on the CUDA cores: 0)."""
+    dram_bw: float = 0.55
+    """Share of DRAM bandwidth used while device memory is accessed."""
+    nccl_channels: int = 8
+    """NCCL's channels: one resident block each while a collective kernel runs."""
 
     @property
     def read_s(self) -> float:
@@ -161,7 +178,9 @@ def step_segments(spec: LoopSpec, link_bytes_per_s: float, *, prefetched: bool) 
     if spec.device_copy_s > 0:
         segs.append(segment(spec.device_copy_s, mem=1.0, main_cpu=spec.sync_spin))
     if spec.allreduce_s > 0:
-        segs.append(segment(spec.allreduce_s, kernel=1.0, mem=0.3, main_cpu=spec.sync_spin))
+        segs.append(
+            segment(spec.allreduce_s, kernel=1.0, nccl=1.0, mem=0.3, main_cpu=spec.sync_spin)
+        )
     if spec.d2h_bytes_per_step > 0:
         bw = copy_bandwidth(link_bytes_per_s, spec.pinned)
         staging = 1.0 if not spec.pinned else spec.sync_spin
@@ -315,6 +334,17 @@ def compile_loop(
     unit = _steady_unit(spec, cores_available, link_bytes_per_s)
     if total_duration(unit) < FINE_STRUCTURE_S:
         unit = [average(unit)]
+    if spec.hang_after_s is not None:
+        trained = (
+            _repeat(unit, rng, at_least_s=0.0, exact_s=spec.hang_after_s)
+            if spec.hang_after_s > 0
+            else []
+        )
+        # the collective no peer joins: NCCL's kernel polls a flag (no DRAM traffic to
+        # speak of), the main process spins in the next synchronisation, and the
+        # workers stop once the prefetch queue is full
+        spin = segment(10.0, kernel=1.0, nccl=1.0, mem=0.01, main_cpu=spec.sync_spin)
+        return Timeline([*prefix, *trained], [spin])
     if spec.checkpoint_every_s is None:
         period = _repeat(unit, rng, at_least_s=MIN_SUPER_PERIOD_S)
         return Timeline(prefix, period)

@@ -71,12 +71,14 @@ class GpuModel:
     per_process_utilization: bool = True
     """False where NVML has no per-process utilization samples for this GPU
     (some vGPU and older configurations): processes then show SM % as unknown."""
+    sm_count: int = 132
+    """Streaming multiprocessors (what GPM's SM activity averages over)."""
 
 
 H100 = GpuModel("NVIDIA H100 80GB HBM3", 81559 * MIB, 5, 16, 700.0, 72.0, 1980)
-A100_PCIE = GpuModel("NVIDIA A100 80GB PCIe", 81920 * MIB, 4, 16, 300.0, 46.0, 1410)
+A100_PCIE = GpuModel("NVIDIA A100 80GB PCIe", 81920 * MIB, 4, 16, 300.0, 46.0, 1410, sm_count=108)
 A10G_NO_PROCESS_UTIL = GpuModel(
-    "NVIDIA A10G", 23028 * MIB, 4, 16, 300.0, 26.0, 1710, per_process_utilization=False
+    "NVIDIA A10G", 23028 * MIB, 4, 16, 300.0, 26.0, 1710, per_process_utilization=False, sm_count=80
 )
 
 
@@ -126,6 +128,10 @@ class Scene:
     """The cores the monitor (and so, usually, the job it watches) may use."""
     hostname: str = "demo-node"
     memory_total_bytes: int = 0
+    profiling: bool = False
+    """Its GPUs give GPM profiling (SM active, occupancy, tensor, DRAM: Hopper and newer
+    with a driver that exposes it). False: the profiling fields stay None, as on a
+    source that does not profile."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +450,33 @@ KINDS: dict[str, JobKind] = {
     ),
 }
 
+# gpm: four jobs on H100s whose GPM profiling tells apart what utilization does not
+_GPM_BF16_LOOP = replace(_HEALTHY_LOOP, sm_fill=0.85, occupancy=0.5, tensor_share=0.5, dram_bw=0.6)
+_GPM_FP32_LOOP = replace(
+    _HEALTHY_LOOP,
+    compute_s=0.9,  # the same step on the CUDA cores: ~3x the bf16 step
+    mem_intensity=0.4,
+    sm_fill=0.9,
+    occupancy=0.35,
+    tensor_share=0.0,
+    dram_bw=0.45,
+)
+_GPM_TINY_KERNELS_LOOP = LoopSpec(
+    batch_size=4,
+    num_workers=4,
+    compute_s=0.0095,
+    launch_cpu_s=0.0105,
+    cpu_s_per_batch=0.002,
+    read_bytes_per_batch=0.3e6,
+    h2d_bytes_per_step=0.6e6,
+    mem_intensity=0.3,
+    host_gap_s=0.0005,
+    sm_fill=0.13,  # a batch of 4: each kernel launches a few blocks on 132 SMs
+    occupancy=0.3,
+    tensor_share=0.3,
+    dram_bw=0.2,
+)
+
 _STRAGGLER_PEER_LOOP = LoopSpec(
     batch_size=128,
     num_workers=6,
@@ -503,7 +536,9 @@ class _Placement:
     """(gpu, kind, start_s, user, extra labels, ddp leader ordinal, port)."""
 
 
-def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
+def _settle(
+    name: str, placement: _Placement, allowed_all: bool, *, profiling: bool = False
+) -> Scene:
     """Turn placed jobs into processes: pids, core shares, VRAM that fits."""
     allocs = allocations(placement.node_cores, placement.gpus)
     weights: dict[int, float] = {}
@@ -540,7 +575,7 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
         launcher = None
         if leader is not None:
             launcher = _torchrun(FIRST_PID - LAUNCHER_PID_OFFSET, user, ranks, command)
-        elif kind_name == "healthy":
+        elif kind_name in _TORCHRUN_KINDS:
             launcher = _torchrun(pid - LAUNCHER_PID_OFFSET, user, 1, command)
         procs.append(
             ProcessSetup(
@@ -575,6 +610,7 @@ def _settle(name: str, placement: _Placement, allowed_all: bool) -> Scene:
         node_cores=placement.node_cores,
         allowed_cores=allowed,
         memory_total_bytes=placement.node_cores * 16 * GIB,
+        profiling=profiling,
     )
 
 
@@ -660,6 +696,61 @@ def _straggler(gpus: int, processes: int, cores: int) -> _Placement:
     return placement
 
 
+KINDS["gpm-bf16"] = JobKind(
+    _GPM_BF16_LOOP,
+    62.0,
+    7.5,
+    1.6,
+    "python train.py --model resnet152 --batch-size 256 --num-workers 6 --amp --pin-memory",
+    ("compute-bound@gpu:{gpu}",),
+)
+KINDS["gpm-fp32"] = JobKind(
+    _GPM_FP32_LOOP,
+    70.0,
+    7.5,
+    1.6,
+    "python train_fp32.py --model resnet152 --batch-size 256 --num-workers 6 --precision fp32",
+    ("tensor-cores-idle@pid:{pid}", "compute-bound@gpu:{gpu}"),
+)
+KINDS["gpm-tiny-kernels"] = JobKind(
+    _GPM_TINY_KERNELS_LOOP,
+    5.0,
+    4.0,
+    0.8,
+    "python finetune.py --model bert-base-uncased --batch-size 4 --num-workers 4",
+    ("small-batch@pid:{pid}", "utilization-overstated@gpu:{gpu}"),
+)
+KINDS["gpm-hung-rank"] = JobKind(
+    # rank 0 of a two-node job, alone on this node: the other node's rank never joins
+    # the first all-reduce
+    replace(_STRAGGLER_PEER_LOOP, hang_after_s=0.0, nccl_channels=4),
+    48.0,
+    8.5,
+    1.5,
+    "python train_ddp.py --config configs/vit_b16.yaml --nnodes 2 --batch-size 128",
+    ("collective-hang@pid:{pid}",),
+)
+GPM_LAYOUT: tuple[tuple[str, float], ...] = (
+    ("gpm-bf16", -7200.0),
+    ("gpm-fp32", -1800.0),
+    ("gpm-tiny-kernels", -600.0),
+    ("gpm-hung-rank", 0.0),
+)
+_TORCHRUN_KINDS = frozenset({"healthy", "gpm-bf16", "gpm-hung-rank"})
+
+
+def _gpm(gpus: int, processes: int, cores: int) -> _Placement:
+    """One GPM-profiled job per GPU (cycling through :data:`GPM_LAYOUT`); processes beyond
+    one per GPU are inference replicas beside the bf16 jobs."""
+    placement = _Placement(gpus, cores)
+    kinds = [GPM_LAYOUT[g % len(GPM_LAYOUT)] for g in range(gpus)]
+    for g, (kind, start) in enumerate(kinds[:processes]):
+        placement.kinds.append((g, kind, start, USERS[g % len(USERS)], (), None, 0))
+    hosts = [g for g, (k, _) in enumerate(kinds) if k == "gpm-bf16"]
+    _add_replicas(placement, _extras_round_robin(max(0, processes - gpus), hosts))
+    return placement
+
+
 KINDS["ddp-rank"] = JobKind(
     _STRAGGLER_PEER_LOOP,
     48.0,
@@ -675,6 +766,7 @@ class _Scenario:
     build: Callable[[int, int, int], _Placement]
     default_gpus: int = 1
     min_gpus: int = 1
+    profiling: bool = False
 
 
 SCENARIOS: dict[str, _Scenario] = {
@@ -767,7 +859,7 @@ def build_scene(
     if not 1 <= n_cores <= 1024:
         raise ValueError(f"cores must be between 1 and 1024, got {n_cores}")
     placement = scenario.build(n_gpus, n_procs, n_cores)
-    return _settle(name, placement, allowed_all=(name == "mixed"))
+    return _settle(name, placement, allowed_all=(name == "mixed"), profiling=scenario.profiling)
 
 
 def describe(name: str) -> tuple[str, int]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from gputop_hints.model import (
+    PROFILING_FIELDS,
     GpuProcess,
     GpuSample,
     HostSample,
@@ -68,6 +69,7 @@ from gputop_hints.sources.demo.timeline import (
     MAIN_CPU,
     MAIN_IO,
     MEM,
+    NCCL,
     RX,
     TX,
     WORKERS_CPU,
@@ -88,6 +90,8 @@ THERMAL_TIME_CONSTANT_S = 45.0
 _GOLDEN = 0.6180339887498949
 _PLASTIC = 0.7548776662466927
 _NOISE_TABLE_SIZE = 4096
+NCCL_OCCUPANCY = 20 / 64
+"""An NCCL channel's block (640 threads: 20 warps) as a share of an SM's 64 warps."""
 
 
 @dataclass
@@ -324,6 +328,7 @@ class DemoSource:
             v = self._vram(p, b - p.setup.start_s)
             vram_of.append(v)
             vram_used[p.setup.gpu_index] += v
+        profiles = self._profiles(means, kernel_scale, mem_scale) if scene.profiling else None
         for g, setup in enumerate(scene.gpus):
             gpus.append(
                 self._gpu(
@@ -336,6 +341,7 @@ class DemoSource:
                     grids[g],
                     j_lo,
                     timestamp,
+                    None if profiles is None else profiles[g],
                 )
             )
 
@@ -386,6 +392,42 @@ class DemoSource:
         if m[CHECKPOINT] > 0:
             out.append(f"checkpointing@pid:{s.pid}")
 
+    def _profiles(
+        self, means: list[list[float]], kernel_scale: list[float], mem_scale: list[float]
+    ) -> list[tuple[float, float, float, float]]:
+        """Per GPU, GPM's (SM active, SM occupancy, tensor active, DRAM active) as shares
+        of the tick: each process's time in compute kernels, in NCCL kernels and accessing
+        memory, weighted by what its loop keeps resident and busy (``LoopSpec.sm_fill``
+        ...). A collective kernel holds one block per NCCL channel and no tensor pipe."""
+        n = len(self.scene.gpus)
+        active = [0.0] * n
+        occupancy = [0.0] * n
+        tensor = [0.0] * n
+        dram = [0.0] * n
+        for p, m in zip(self._procs, means, strict=True):
+            g = p.setup.gpu_index
+            loop = p.setup.loop
+            nccl = m[NCCL] * kernel_scale[g]
+            compute = max(0.0, m[KERNEL] * kernel_scale[g] - nccl)
+            nccl_fill = min(1.0, loop.nccl_channels / self.scene.gpus[g].model.sm_count)
+            active[g] += compute * loop.sm_fill + nccl * nccl_fill
+            occupancy[g] += (
+                compute * loop.sm_fill * loop.occupancy + nccl * nccl_fill * NCCL_OCCUPANCY
+            )
+            tensor[g] += compute * loop.sm_fill * loop.tensor_share
+            dram[g] += m[MEM] * mem_scale[g] * loop.dram_bw
+        return [
+            (min(1.0, a), min(1.0, o), min(1.0, t), min(1.0, d))
+            for a, o, t, d in zip(active, occupancy, tensor, dram, strict=True)
+        ]
+
+    def _percent(self, share: float) -> float:
+        """A profiling share as GPM reports it: a percentage with a little noise."""
+        value = share * 100.0
+        if value > 0.5:
+            value = min(100.0, max(0.0, value + 0.7 * self._n()))
+        return float(round(value))
+
     @staticmethod
     def _vram(p: _Proc, local_t: float) -> int:
         if local_t <= 0:
@@ -407,6 +449,7 @@ class DemoSource:
         grid: list[float],
         j_lo: int,
         timestamp: float,
+        profile: tuple[float, float, float, float] | None = None,
     ) -> GpuSample:
         model = setup.model
         link = _link(setup)
@@ -422,7 +465,12 @@ class DemoSource:
         tx = tx * scale * (1.0 + 0.02 * self._n()) if tx > 0 else 0.0
 
         dynamic = model.power_limit_watts - model.idle_power_watts
-        demand = model.idle_power_watts + 0.95 * dynamic * min(1.0, 0.7 * busy + 0.35 * mem)
+        work, traffic = busy, mem
+        if profile is not None:
+            # with profiling the power follows the SMs that hold work and the DRAM
+            # bandwidth used, not the time a kernel (a spinning one too) is resident
+            work, traffic = profile[0], profile[3]
+        demand = model.idle_power_watts + 0.95 * dynamic * min(1.0, 0.7 * work + 0.35 * traffic)
         limit = setup.power_cap_watts or model.power_limit_watts
         reasons: tuple[str, ...]
         if busy < 0.005:
@@ -448,6 +496,9 @@ class DemoSource:
             UtilizationSample(base + (j_lo + i) / SAMPLES_PER_S, float(round(min(100.0, v * 100))))
             for i, v in enumerate(grid)
         )
+        gpm: list[float | None] = [None] * len(PROFILING_FIELDS)
+        if profile is not None:
+            gpm = [self._percent(share) for share in profile]
         return GpuSample(
             index=setup.index,
             name=model.name,
@@ -467,6 +518,10 @@ class DemoSource:
             max_sm_clock_mhz=model.max_sm_clock_mhz,
             throttle_reasons=reasons,
             sm_samples=samples,
+            sm_active_percent=gpm[0],
+            sm_occupancy_percent=gpm[1],
+            tensor_active_percent=gpm[2],
+            dram_active_percent=gpm[3],
         )
 
     def _host_and_processes(

@@ -42,7 +42,10 @@ WORKERS_RUNQ = 8
 """Workers runnable but waiting for a core, summed (0-num_workers)."""
 CHECKPOINT = 9
 """1 while the job saves a checkpoint: an annotation for ground-truth labels."""
-LANE_COUNT = 10
+NCCL = 10
+"""Share of time an NCCL collective kernel runs (0-1; part of :data:`KERNEL`): it holds
+only NCCL's channel blocks on the SMs, which GPM profiling tells apart from compute."""
+LANE_COUNT = 11
 
 _LANE_NAMES = (
     "kernel",
@@ -55,6 +58,7 @@ _LANE_NAMES = (
     "workers_io",
     "workers_runq",
     "checkpoint",
+    "nccl",
 )
 
 
