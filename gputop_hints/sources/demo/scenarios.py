@@ -25,6 +25,9 @@ findings to labels by string:
 ``vram-near-limit@gpu``        VRAM used >= ~98 %
 ``throttled/power@gpu``        clocks held down by a power cap
 ``straggler@gpu``              one DDP rank well below its peers
+``tensor-cores-idle@pid``      GPM: SMs busy, tensor pipes idle (FP32 matmuls)
+``utilization-overstated@gpu``  GPM: utilization high, few SMs hold warps
+``collective-hang@pid``        GPM: ~100 % busy, SM active ~3 %: spinning in NCCL
 =============================  =====================================================
 
 Benign annotations (no hint should fire for them): ``warming-up@pid`` (model
@@ -835,6 +838,14 @@ SCENARIOS: dict[str, _Scenario] = {
     "vram-near-limit": _Scenario(
         "compute-bound with 98 % of VRAM in use: one spike from an out-of-memory error",
         _uniform("vram-near-limit"),
+    ),
+    "gpm": _Scenario(
+        "H100s with GPM profiling: bf16 training (SM active ~80 %, tensor ~40 %), FP32 with "
+        "idle tensor cores, tiny kernels (busy ~86 %, SM active ~11 %), a rank hung in NCCL "
+        "(busy 100 %, SM active ~3 %)",
+        _gpm,
+        default_gpus=4,
+        profiling=True,
     ),
 }
 DEFAULT_SCENARIO = "mixed"

@@ -73,7 +73,8 @@ def profiling_help() -> str:
         "",
         "Where the GPU has GPM but cannot give it here, one line says `GPM n/a` and why "
         "(not four rows of n/a); a GPU without GPM (A100 and older), the demo and logs "
-        "without profiling fields show nothing in their place. Profiling counters are "
+        "without profiling fields show nothing in their place -- except `--demo gpm`, "
+        "whose simulated H100s show all four rows. Profiling counters are "
         "restricted to administrators on many machines: a site enables them for every "
         "user with the nvidia kernel module option "
         "`NVreg_RestrictProfilingToAdminUsers=0` (for example "
