@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from scoring import RuleScore, as_live
 
 from gputop_hints.hints.findings import Severity
-from gputop_hints.hints.rules import overlap_explained, vram_preallocated, warm_up
+from gputop_hints.hints.rules import RULES_BY_ID, overlap_explained, vram_preallocated, warm_up
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.demo import DemoSource
@@ -34,7 +34,10 @@ tests instead); every demo job starts with seconds of host-only start-up and a f
 ramp, which warm-up and vram-preallocated describe as such (info). Both are scored on
 the field corpus (bench/field), whose verdicts name them."""
 STEADY_AFTER_S = 30.0
-"""Flips are counted only this long after the last label onset (steady input)."""
+"""Flips are counted only this long after the last label onset (steady input), and
+after the longest ``raise_after_s`` among the rules of the labels seen: a rule that must
+see its condition hold a minute (collective-hang) first shows it a minute after its
+onset, and that is its detection, not a flip."""
 
 
 def _label_parts(label: str) -> tuple[str, str]:
@@ -89,7 +92,9 @@ def run_scenario(
     costs: list[float] = []
     steps = round(duration_s / interval_s)
     last_onset = 0.0
+    settle_s = 0.0
     steady_started = False
+    limits = thresholds or Thresholds.defaults()
 
     def ticks() -> Iterator[Snapshot]:
         for _ in range(steps):
@@ -103,6 +108,9 @@ def run_scenario(
             if label not in onsets:
                 onsets[label] = t
                 last_onset = max(last_onset, t)
+                spec = RULES_BY_ID.get(_rule_of(_label_parts(label)[0]))
+                if spec is not None:
+                    settle_s = max(settle_s, spec.hysteresis(limits)[0])
         costs.append(cost)
         now_visible = set()
         for f in findings:
@@ -115,7 +123,7 @@ def run_scenario(
             now_visible.add(key)
             first_seen.setdefault(key, t)
             severity[key] = max(severity.get(key, f.severity), f.severity)
-        if t >= last_onset + STEADY_AFTER_S:
+        if t >= last_onset + settle_s + STEADY_AFTER_S:
             if steady_started:
                 for key in set(visible_since_steady) | now_visible:
                     if visible_since_steady.get(key, False) != (key in now_visible):
@@ -123,7 +131,7 @@ def run_scenario(
             steady_started = True
             visible_since_steady = dict.fromkeys(now_visible, True)
     source.close()
-    steady_s = max(0.0, steps * interval_s - (last_onset + STEADY_AFTER_S))
+    steady_s = max(0.0, steps * interval_s - (last_onset + settle_s + STEADY_AFTER_S))
     return RunResult(scenario, seed, onsets, first_seen, severity, dict(flips), steady_s, costs)
 
 
