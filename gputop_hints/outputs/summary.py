@@ -20,7 +20,7 @@ from gputop_hints import __version__
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.history import History, Series
+from gputop_hints.history import GpuHistory, History, Series
 from gputop_hints.model import (
     LOST_GPU_TEXT,
     GpuProcess,
@@ -240,6 +240,10 @@ class Summary:
             f"/{_num(gpu.power_limit_watts, 'W')}   "
             f"throttle {_throttle(gpu.throttle_reasons)}",
         ]
+        if gpu.profiling_known:
+            lines.append(_profiling_line(gpu, gh))
+        elif (reason := gpu.profiling_shown_unavailable) is not None:
+            lines.append(f"   GPM n/a: {reason}")
         lines.extend(
             _finding_lines(f, "   ", width)
             for f in self.findings
@@ -260,6 +264,25 @@ class Summary:
             f"{human_bytes(proc.vram_bytes):>8} {percent(proc.sm_percent):>5} "
             f"{percent(cpu_mean):>5} {workers:>11} {human_bytes(proc.rss_bytes):>8}  {command}"
         )
+
+
+PROFILING_TEXT = (
+    ("sm_active_percent", "SM active"),
+    ("sm_occupancy_percent", "occupancy"),
+    ("tensor_active_percent", "tensor"),
+    ("dram_active_percent", "DRAM bw"),
+)
+"""The GPM/DCGM profiling percentages in a GPU's summary, in PROFILING_FIELDS order."""
+
+
+def _profiling_line(gpu: GpuSample, gh: GpuHistory | None) -> str:
+    """``GPM SM active 82% (80%) ...``: each profiling percentage now (mean over the run)."""
+    parts = []
+    for name, label in PROFILING_TEXT:
+        series = getattr(gh, name) if gh is not None else None
+        mean = series.mean() if series is not None else None
+        parts.append(f"{label} {percent(getattr(gpu, name), width=4)} ({percent(mean)})")
+    return "   GPM " + "   ".join(parts)
 
 
 def _finding_lines(f: Finding, indent: str, width: int, with_subject: bool = False) -> str:

@@ -4,9 +4,10 @@ Every demo scenario, seeds 0-2, 300 s simulated at 1 Hz (no sleeping): every
 expected label detected (recall 1.0 for every rule), each within 10 s of its
 onset beyond the time its rule asks a condition to hold before it is shown (the
 ``raise_after_s`` of its hysteresis: a minute for collective-hang, which must tell a
-hang from a slow collective; defaults.yaml says why for each), no unexpected finding (precision 1.0, so zero warnings on ``healthy``),
-and at most one visibility flip per 10 minutes once the input is steady. Then
-the same on a subset at 2 Hz and at 0.5 Hz (one tick every 2 s).
+hang from a slow collective; defaults.yaml says why for each), no unexpected finding
+(precision 1.0, so zero warnings on ``healthy``), and at most one visibility flip
+per 10 minutes once the input is steady. Then the same on a subset at 2 Hz and at
+0.5 Hz (one tick every 2 s).
 
 Each scenario/seed pair is simulated once (cached) and asserted in its own test,
 so a failure names it; the corpus-wide scores reuse the same runs.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,27 @@ def test_usage_names_the_subcommands_and_shared_options_may_come_first(tmp_path:
     )
     assert shown.returncode == 0, shown.stderr
     assert f"in effect               {config} (--config)" in shown.stdout
+
+
+def test_once_shows_each_gpus_gpm_line_where_it_profiles() -> None:
+    """``--once`` names what fills the busy time where the GPU gives GPM (the demo's
+    ``gpm`` scene) and its compute-bound advice points at those figures; a scene
+    without profiling shows no such line and keeps pointing at DCGM."""
+    result = run("--once", "--demo", "gpm")
+    assert result.returncode == 0, result.stderr
+    gpm = re.findall(
+        r"^   GPM SM active +(\d+)% \(\d+%\) +occupancy +(\d+)% \(\d+%\) +tensor +(\d+)% "
+        r"\(\d+%\) +DRAM bw +(\d+)% \(\d+%\)$",
+        result.stdout,
+        re.M,
+    )
+    assert len(gpm) == 4, result.stdout
+    doc = _json("--once", "--json", "--demo", "gpm")
+    for (active, occupancy, tensor, dram), gpu in zip(gpm, doc["gpus"], strict=True):
+        assert int(active) == round(gpu["sm_active_percent"])
+        assert int(tensor) == round(gpu["tensor_active_percent"])
+        assert 0 <= int(occupancy) <= 100 and 0 <= int(dram) <= 100
+    assert "GPM shows how full: SMs active" in result.stdout
+    plain = run("--once", "--demo", "healthy")
+    assert plain.returncode == 0, plain.stderr
+    assert "GPM" not in plain.stdout and "DCGM's sm_occupancy" in plain.stdout

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.signals import (
     power_capped_at_full_clock,
+    sm_active,
     spinning_without_work,
     stalled_duty_cycle,
     stragglers,
+    tensor_active,
     utilization_overstated,
 )
 from gputop_hints.hints.rules.spec import RuleSpec
@@ -89,7 +91,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 advice=(
                     "Next gains are in the model: bf16 autocast on tensor cores, "
                     "torch.compile, fused kernels (e.g. scaled_dot_product_attention).",
-                    "SM % is time busy, not SMs filled: DCGM's sm_occupancy tells how full.",
+                    _fill_advice(win, gpu.index),
                 ),
                 evidence=(
                     Evidence("SM % (mean)", sm, f">= {c.sm_above_percent:g}"),
@@ -98,6 +100,19 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _fill_advice(win: Window, index: int) -> str:
+    """What fills the busy time: GPM's figures where the GPU gives them, else where to look."""
+    active = sm_active(win, index)
+    if active is None:
+        return "SM % is time busy, not SMs filled: DCGM's sm_occupancy tells how full."
+    tensor = tensor_active(win, index)
+    tensor_text = f", tensor pipes {tensor:.0f} % of cycles" if tensor is not None else ""
+    return (
+        f"SM % is time busy; GPM shows how full: SMs active {active:.0f} % of cycles"
+        f"{tensor_text} (the SMACT and TENS rows)."
+    )
 
 
 SPEC = RuleSpec(

@@ -51,7 +51,12 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 advice=(
                     "Nothing to fix: this is how NVML's two counters work.",
                     "SM % counts time with at least one kernel running, not how full the SMs "
-                    "are; occupancy needs DCGM profiling metrics (sm_active, sm_occupancy).",
+                    + (
+                        "are; occupancy needs DCGM profiling metrics (sm_active, sm_occupancy)."
+                        if gpu.sm_active_percent is None
+                        else f"are: GPM's SM activity, {gpu.sm_active_percent:.0f} % now, is "
+                        "the share of SM cycles with work resident."
+                    ),
                 ),
                 evidence=(
                     Evidence("SM %", gpu.sm_percent, "now"),
