@@ -22,7 +22,7 @@ from gputop_hints.units import MIB
 ALIASES: dict[str, str] = {}
 for _role, _names in {
     "time": "timestamp time ts datetime date_time epoch unix_time unixtime wall_time walltime "
-    "elapsed elapsed_time runtime time_s seconds t",
+    "elapsed elapsed_time runtime time_s seconds t relative_time",
     "gpu": "gpu gpu_index gpu_id gpu_idx index idx device device_id device_index gpu_num",
     "name": "name gpu_name device_name",
     "uuid": "uuid gpu_uuid",
