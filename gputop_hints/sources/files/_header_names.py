@@ -34,11 +34,11 @@ for _role, _names in {
     "vram_used": "memory_used mem_used vram_used used_memory used_mem gpu_memory_used "
     "gpu_mem_used gpu_mem gpu_memory fb_used fb vram memory_usage mem_usage gpu_memory_usage",
     "vram_total": "memory_total mem_total vram_total total_memory total_mem gpu_memory_total "
-    "gpu_mem_total fb_total",
+    "gpu_mem_total fb_total memory_max mem_max vram_max",
     "vram_free": "memory_free mem_free vram_free free_memory free_mem gpu_memory_free fb_free",
     "temp": "temperature temp temperature_gpu gpu_temp gpu_temperature",
-    "power": "power power_draw power_usage gpu_power pwr",
-    "power_limit": "power_limit power_cap enforced_power_limit",
+    "power": "power power_draw power_usage power_used gpu_power pwr",
+    "power_limit": "power_limit power_cap enforced_power_limit power_max",
     "sm_clock": "sm_clock clocks_sm clock_sm clocks_current_sm pclk graphics_clock",
     "pcie_rx": "pcie_rx rx_pci rxpci pcie_rx_throughput",
     "pcie_tx": "pcie_tx tx_pci txpci pcie_tx_throughput",
@@ -129,9 +129,12 @@ def header_columns(
     columns: list[Column] = []
     notes: list[str] = []
     seen: set[str] = set()
+    date_role = _date_column_role(header, data)
     for i, raw in enumerate(header):
         name, unit = normalise_name(raw)
         role = ALIASES.get(name)
+        if name == "date" and date_role is not None:
+            role = date_role
         if role is None and "/" in raw:  # a logger's path: 'train/gpu_util', 'sys/memory.used'
             name, unit = normalise_name(raw.rsplit("/", 1)[1])
             role = ALIASES.get(name)
@@ -164,6 +167,37 @@ def header_columns(
             columns.append(found[0])
             notes.append(found[1])
     return columns, notes
+
+
+def _date_column_role(header: Sequence[str], data: Sequence[Sequence[str]]) -> str | None:
+    """What a column named ``date`` is: the date part of the time ('date' role) when a
+    time column beside it holds times of day and it holds year-first dates
+    (``Date,Time`` -> ``2024-01-15,13:32:39``); the time itself ('time') when no
+    other column names a time and it holds timestamps (``date`` ->
+    ``2024-01-15 13:32:39``); else None (not read: a day-first date is ambiguous)."""
+    names = [normalise_name(raw)[0] for raw in header]
+    if "date" not in names:
+        return None
+    at = names.index("date")
+    times = [i for i, n in enumerate(names) if ALIASES.get(n) == "time"]
+    cells = [r[at] for r in data if at < len(r) and r[at].strip().strip('"')]
+    if not cells:
+        return None
+    if times:
+        t = times[0]
+        tod = [r[t] for r in data if t < len(r) and r[t].strip()]
+        if (
+            tod
+            and all(v.is_time_of_day(c) for c in tod)
+            and all(v.is_calendar_date(c) for c in cells)
+        ):
+            return "date"
+        return None
+    try:
+        stamps = [v.timestamp(c) for c in cells]
+    except v.CellError:
+        return None
+    return "time" if all(st is not None and st[1] for st in stamps) else None
 
 
 _BARE_MEMORY = frozenset({"mem", "memory"})

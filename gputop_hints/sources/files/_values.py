@@ -68,6 +68,9 @@ ISO_TIME_RE = re.compile(
     r"(Z|[+-]\d{2}:?\d{2})?\s*$"
 )
 _DMON_DATE_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+_YMD_RE = re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})$")
+"""A year-first calendar date in a column of its own ('2024-01-15', '2024/01/15'),
+a script's ``Date`` beside its ``Time`` of day."""
 _HMS_RE = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(\.\d+)?$")
 
 
@@ -315,6 +318,17 @@ def timestamp(cell: str) -> tuple[float, bool] | None:
     return epoch_number(value)
 
 
+def is_calendar_date(cell: str) -> bool:
+    """Whether a cell is a date alone, year first (``20240115``, ``2024-01-15``)."""
+    text = cell.strip().strip('"')
+    return bool(_DMON_DATE_RE.match(text) or _YMD_RE.match(text))
+
+
+def is_time_of_day(cell: str) -> bool:
+    """Whether a cell is a time of day alone (``13:32:39``, ``13:32:39.250``)."""
+    return _HMS_RE.match(cell.strip().strip('"')) is not None
+
+
 def dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
     """dmon ``-o DT`` (``20241123``, ``12:23:29``) or ``-o T`` (time of day only)."""
     m = _HMS_RE.match(time_cell.strip())
@@ -325,11 +339,14 @@ def dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
         seconds = int(hh) * 3600 + int(mm) * 60 + int(ss) + (float(frac) if frac else 0.0)
         return seconds, False
     d = _DMON_DATE_RE.match(date_cell.strip())
-    if d is None:
-        raise CellError(f"bad date {date_cell.strip()[:20]!r}")
+    if d is not None:
+        y, mo, day = d.group(1), d.group(2), d.group(3)
+    else:
+        d = _YMD_RE.match(date_cell.strip())
+        if d is None:
+            raise CellError(f"bad date {date_cell.strip()[:20]!r}")
+        y, mo, day = d.group(1), d.group(3), d.group(4)
     try:
-        return local_time(
-            int(d.group(1)), int(d.group(2)), int(d.group(3)), int(hh), int(mm), int(ss), frac
-        ), True
+        return local_time(int(y), int(mo), int(day), int(hh), int(mm), int(ss), frac), True
     except (ValueError, OverflowError, OSError) as exc:
         raise CellError(f"bad date {date_cell.strip()[:20]!r}: {exc}") from exc

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
@@ -35,3 +36,26 @@ def test_wandb_panel_export_reads_relative_process_time() -> None:
     columns = info.header["columns"]
     assert isinstance(columns, Mapping) and columns["Relative Time (Process)"] == "time"
     assert counters.bad_lines == 0
+
+
+def test_date_and_time_columns_make_the_time_and_power_memory_max_are_read() -> None:
+    # A hand-written logger's 'Date,Time,...,Power Used, Power Max,...,Memory Used,Memory Max'
+    # (each reading in a column of its own): the date is part of the time, so the log
+    # crosses midnight forwards; 'Max' is the card's limit/total.
+    snaps, info, counters = load(FIXTURES / "script_date_time.csv")
+    times = [s.timestamp for s in snaps]
+    assert [b - a for a, b in itertools.pairwise(times)] == [5, 5, 5]
+    assert info.interval_s == 5 and counters.bad_lines == 0
+    g = snaps[0].gpus[0]
+    assert (g.sm_percent, g.temperature_c, g.power_watts, g.power_limit_watts) == (97, 61, 182, 250)
+    assert (g.vram_used_bytes, g.vram_total_bytes) == (9876 * MIB, 11019 * MIB)
+    assert [len(s.gpus) for s in snaps] == [1, 1, 1, 1]
+
+
+def test_a_column_named_date_holding_timestamps_is_the_time() -> None:
+    snaps, info, _ = load(FIXTURES / "script_date_column.csv")
+    times = [s.timestamp for s in snaps]
+    assert times[1] - times[0] == 10 and info.interval_s == 10  # not one a second assumed
+    assert times[0] > 1.7e9  # absolute: 2024
+    assert [s.gpus[0].sm_percent for s in snaps] == [71, 75, 0]
+    assert "no timestamps" not in info.detail
