@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -33,9 +34,13 @@ def test_report_on_an_appended_table_log_puts_findings_on_its_processes(
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "1098 samples every 5 s" in text
-    # Per-process findings, from the Processes section of the tables.
-    assert "-- pid 3483863 on GPU 0" in text
+    # The processes, from the Processes section of the tables, each seen while it ran.
+    assert re.search(r"^ +3483863 +0 .* 15\.3GiB +2 min 25 s +python$", text, re.M), text
     assert "no processes in this file" not in text
+    # ~25 jobs one after another: the idle readings before a job came (1 MiB, no
+    # process) and its model loading are not its loader stalling (they were, once).
+    assert "] input-starved" not in text
+    assert "[!] low-utilization -- GPU 0" in text
     # The log holds many separate jobs: the hours between them are not one
     # process idling (a process's idle time is bounded by when it was seen).
     assert "911 min" not in text
@@ -43,12 +48,16 @@ def test_report_on_an_appended_table_log_puts_findings_on_its_processes(
     assert "Raise num_workers" not in text
 
 
-def test_report_json_on_a_table_log_has_process_subjects(traces: Path) -> None:
+def test_report_json_on_a_table_log_lists_its_processes(traces: Path) -> None:
     result = cli("report", "--json", str(traces / "nvsmi_table_groupederag_565.log"))
     assert result.returncode == 0, result.stderr
-    findings = json.loads(result.stdout)["findings"]
-    pids = {f["subject"].get("pid") for f in findings} - {None}
-    assert {3483863, 3345194} <= pids
+    doc = json.loads(result.stdout)
+    procs = {p["pid"]: p for p in doc["processes"]}
+    assert len(procs) == 27 and {3483863, 3345194} <= set(procs)
+    job = procs[3483863]
+    assert job["gpu_index"] == 0 and job["name"] == "python"
+    assert job["last_seen"] - job["first_seen"] == 140.0  # its first and last snapshot
+    assert not [f for f in doc["findings"] if f["rule"] == "input-starved"]
 
 
 def test_report_on_a_watch_capture(traces: Path) -> None:

@@ -36,6 +36,7 @@ from gputop_hints.hints.rules.signals import (
     link_thrashing,
     loader_workers,
     offloading,
+    present_throughout,
     reaches_into_warm_up,
     stalled_duty_cycle,
     warming_up,
@@ -189,9 +190,23 @@ def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
             continue
         duty = stalled_duty_cycle(win, t, gpu.index)
         why = holder(win, t, gpu) if duty is not None else None
-        if duty is not None and why is not None:
+        if duty is not None and why is not None and _one_holder_throughout(win, gpu.index):
             out.append(_duty_cycle_finding(gpu.index, level[0], why, duty, t))
     return out
+
+
+def _one_holder_throughout(win: Window, index: int) -> bool:
+    """Whether GPU ``index``'s readings over ``win`` can be one job's loop: where the log
+    lists processes, one on it now was on it through the window. A duty cycle is a
+    property of one loop; a log whose readings are far apart (a daily cron snapshot of a
+    shared server) shows jobs coming and going -- one at 100 %, the next holding the GPU
+    idle -- and those gaps are not batches arriving late. A log without process rows
+    cannot tell: True."""
+    if not win.latest.processes:
+        return True
+    return any(
+        present_throughout(win, p) for p in win.latest.processes if p.gpu_index == index
+    )
 
 
 def _duty_cycle_finding(index: int, sm: float, why: str, duty: DutyCycle, t: Thresholds) -> Finding:
@@ -379,6 +394,8 @@ def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
     if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
         return None
+    if gaps_scope is Scope.DEVICE and not present_throughout(win, proc):
+        return None  # the device's readings before it came are another holder's loop
     if gaps.peak_percent < c.busy_sm_above_percent:
         return None  # no bursts at all: idle, not starved (see idle-holding-vram)
     thrashing, _ = link_thrashing(win, t, proc.gpu_index)

@@ -500,6 +500,27 @@ def reaches_into_warm_up(win: Window, slow: Window, t: Thresholds, proc: GpuProc
     return any(is_compile_worker(w) for w in proc.workers) and busy_compile_workers(slow, proc) > 0
 
 
+PRESENT_SHARE = 0.9
+"""A process listed in at least this share of a window's readings was there throughout
+(a reading may lack a row: a snapshot cut short in a log)."""
+
+
+def present_throughout(win: Window, proc: GpuProcess) -> bool:
+    """Whether ``proc`` was on its GPU through ``win``'s readings -- listed at the first
+    of them and at nearly all -- so that the device's readings over the window are of a
+    time it held the GPU, not of the idle GPU or another job before it came. Presence is
+    read from its busy-worker series, known at every tick it is listed (0 without
+    workers), unknown at the others."""
+    ph = win.process_history(proc)
+    if ph is None:
+        return False
+    seen = ph.busy_workers.last(win.ticks)
+    if not seen or seen[0] is None:
+        return False
+    listed = sum(1 for v in seen if v is not None)
+    return listed >= PRESENT_SHARE * len(seen)
+
+
 def warming_up(win: Window, t: Thresholds, proc: GpuProcess) -> tuple[float, float] | None:
     """(age s, mean SM % since start) when ``proc`` is warming up, else None; while its
     compile workers are busy (:func:`compiling`), the window's mean SM instead.

@@ -431,6 +431,39 @@ def test_bimodal_duty_cycle_is_an_input_stall_not_compute_bound(pattern: list[fl
     assert [s.rule for s in shown(history)] == ["input-starved"]
 
 
+def table_trace(holders: list[tuple[int, float]]) -> History:
+    """An nvidia-smi table log (process rows with VRAM, no host data), one snapshot per
+    tick: ``(pid, SM %)`` of the one process on the GPU at each."""
+    ticks = [
+        Tick(
+            (G(sm=sm, vram_gib=11.0),),
+            procs=(P(pid=pid, vram_gib=10.5, cpu=None, state=None, user=None),),
+            host=H(busy=None, iowait=None),
+            source="replay",
+        )
+        for pid, sm in holders
+    ]
+    return Run().feed(ticks).history
+
+
+def test_one_jobs_duty_cycle_in_a_table_log_is_a_stall() -> None:
+    # the same process throughout, bursting and idling: its loop's duty cycle
+    history = table_trace([(5000, v) for v in cycle([100.0] * 4 + [0.0] * 4, 60)])
+    [f] = apply(RULE, history)
+    assert f.subtype == "cause-unknown" and f.subject.pid is None
+
+
+def test_busy_and_idle_readings_of_different_jobs_are_no_duty_cycle() -> None:
+    """A cron log of snapshots far apart (one a day, a shared server): a job runs at
+    100 % in some, another process holds the GPU idle in others. Gaps between readings
+    of different jobs are not one loop's stalls -- idle-holding-vram speaks of the idle
+    holder, and nothing says batches arrive late."""
+    pids = [5000 + i // 4 for i in range(60)]  # a different job every 4 readings
+    sm = cycle([100.0] * 2 + [0.0] * 2, 60)
+    history = table_trace(list(zip(pids, sm, strict=True)))
+    assert apply(RULE, history) == []
+
+
 def test_one_pause_in_a_busy_trace_is_no_duty_cycle() -> None:
     # a checkpoint save of 8 s in a minute of full load: one gap, not a sawtooth
     history = gpu_only_trace([100.0] * 40 + [0.0] * 8 + [100.0] * 12)
