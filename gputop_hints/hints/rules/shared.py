@@ -8,7 +8,7 @@ that says which was taken, live here so that every rule says it the same way.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -208,11 +208,21 @@ def _multi_gpu_jobs_uncached(
     """Multi-GPU jobs on this node: GPU -> rank process, grouped by user and command line.
 
     DDP launchers (torchrun, mpirun, srun) start every rank with the same command,
-    apart from a rank argument some launchers add.
+    apart from a rank argument some launchers add. A rank is a process of its own on one
+    GPU: a process listed on several GPUs (nn.DataParallel, a stray context on GPU 0) is
+    no rank. And only a command line names a job: a bare program name with no arguments
+    and no launcher (an nvidia-smi table's ``python``, its process name) is shared by
+    every unrelated job of that program on a shared server.
     """
     min_vram = t.general.min_vram_gib * GIB
+    procs = [p for p in win.processes() if (p.vram_bytes or 0) >= min_vram and p.command]
+    gpus_of = Counter(p.pid for p in procs)
     jobs: dict[tuple[str | None, str], dict[int, GpuProcess]] = defaultdict(dict)
-    for proc in win.processes():
-        if (proc.vram_bytes or 0) >= min_vram and proc.command:
-            jobs[(proc.user, job_command(proc.command))].setdefault(proc.gpu_index, proc)
+    for proc in procs:
+        assert proc.command is not None
+        if gpus_of[proc.pid] > 1:
+            continue
+        if proc.launcher_pid is None and len(proc.command.split(maxsplit=1)) < 2:
+            continue
+        jobs[(proc.user, job_command(proc.command))].setdefault(proc.gpu_index, proc)
     return {k: v for k, v in jobs.items() if len(v) >= 2}

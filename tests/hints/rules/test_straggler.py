@@ -10,6 +10,12 @@ from tests.hints.windows import (
     TORCHRUN,
     Case,
     Expect,
+    G,
+    H,
+    P,
+    Run,
+    Tick,
+    apply,
     case,
     check_case,
     ddp,
@@ -67,3 +73,27 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_rule_table(c: Case) -> None:
     check_case(RULE, c)
+
+
+def test_a_bare_program_name_is_no_job() -> None:
+    """An nvidia-smi table names a process by its program (``python``): on a shared
+    server every unrelated job shares it, so it groups no ranks -- a GPU idle beside
+    busy ones is no straggler there. The same GPUs with a command line are one."""
+    assert apply(RULE, ddp([95.0, 96.0, 0.0, 94.0], ["python"] * 4)) == []
+    assert apply(RULE, ddp([95.0, 96.0, 0.0, 94.0], [".../envs/torch/bin/python"] * 4)) == []
+    [found] = apply(RULE, ddp([95.0, 96.0, 0.0, 94.0], ["python train.py"] * 4))
+    assert found.subject == Subject(2, 102)
+
+
+def test_one_process_on_several_gpus_is_no_job_of_ranks() -> None:
+    """A process on GPUs 0 and 1 (nn.DataParallel, or a stray CUDA context on GPU 0
+    beside its real work): one process, no collectives between ranks to wait in."""
+    tick = Tick(
+        (G(index=0, sm=0.0, vram_gib=2.0), G(index=1, sm=97.0, vram_gib=11.0)),
+        (
+            P(pid=300, gpu=0, vram_gib=1.5, command="python train.py --gpu 1"),
+            P(pid=300, gpu=1, vram_gib=10.5, command="python train.py --gpu 1"),
+        ),
+        H(cores=32),
+    )
+    assert apply(RULE, Run().feed([tick] * 12).history) == []
