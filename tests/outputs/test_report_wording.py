@@ -75,11 +75,11 @@ def _gpu_only_log(path: Path, dated: bool) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _report(log: Path) -> str:
+def _report(log: Path, *options: str) -> str:
     env = dict(os.environ, COLUMNS="200")
     env.pop("GPUTOP_HINTS_CONFIG", None)
     result = subprocess.run(
-        [sys.executable, "-m", "gputop_hints", "report", str(log)],
+        [sys.executable, "-m", "gputop_hints", "report", *options, str(log)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -107,3 +107,10 @@ def test_a_log_without_timestamps_shows_elapsed_time_not_1970(tmp_path: Path) ->
     text = _report(log)
     assert "1970" not in text
     assert "+0:00:00" in text
+    # The spacing is the reader's guess there, and the report says so.
+    assert "samples every 1 s (assumed: the file does not say; give --interval)" in text
+    given = _report(log, "--interval", "5")
+    assert "samples every 5 s\n" in given and "assumed" not in given.splitlines()[1]
+    dated = tmp_path / "dated.csv"
+    _gpu_only_log(dated, dated=True)
+    assert "assumed" not in _report(dated).splitlines()[1]

@@ -153,11 +153,19 @@ def _heading(report: Report) -> list[str]:
         lines.append(
             f"{host}: {_stamp(report.start, origin)} -> {_stamp(report.end, origin)} "
             f"({duration_text(report.duration_s)}), {report.samples} samples every "
-            f"{report.interval_s or 0:g} s"
+            f"{report.interval_s or 0:g} s{_assumed(info.detail)}"
         )
     else:
         lines.append(f"{host}: no samples")
     return lines
+
+
+def _assumed(detail: str) -> str:
+    """Where the interval is the readers' guess, not the file's (it has no times, or too
+    few to measure): said, with what to give instead."""
+    if "no timestamps" in detail or "interval unknown" in detail:
+        return " (assumed: the file does not say; give --interval)"
+    return ""
 
 
 def _gpu_table(report: Report) -> list[str]:
