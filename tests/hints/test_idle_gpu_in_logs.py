@@ -78,3 +78,16 @@ def test_a_coarse_log_is_left_to_low_utilization(tmp_path: Path) -> None:
 def test_a_gpu_that_works_in_bursts_is_not_idle(tmp_path: Path) -> None:
     readings = [(100, 20480), (0, 20480), (0, 20480)] * 200
     assert _idle(_findings(_log(tmp_path, readings))) == []
+
+
+def test_an_hour_of_idle_readings_a_minute_apart_is_idle(tmp_path: Path) -> None:
+    """One reading a minute: each is a draw of the duty cycle, and 60 at idle in a row
+    bound it under 5 % (3/60, 95 %) -- a GPU holding 30 GiB that runs next to nothing.
+    Said with that bound; 40 such readings are not enough (see the test above)."""
+    readings = [(95, 30000)] * 10 + [(0, 30000)] * 70
+    findings = _findings(_log(tmp_path, readings, every_s=60))
+    [found] = _idle(findings)
+    assert found["subtype"] == "holder-unknown" and found["worst_severity"] == "critical"
+    assert "60 at idle bound its kernels under 5.0 % of the time" in found["summary"]
+    short = _findings(_log(tmp_path, [(95, 30000)] * 10 + [(0, 30000)] * 50, every_s=60))
+    assert _idle(short) == []

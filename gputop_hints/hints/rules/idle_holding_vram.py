@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,12 @@ class IdleHoldingVram:
 
 IDLE_READINGS = 5
 """In a log, the fewest readings at idle in a row that count."""
+COARSE_DUTY_BOUND = 0.05
+"""In a log read every INDEPENDENT_INTERVAL_S or more, each reading is the GPU's last
+second or so, an independent draw of its duty cycle: k readings in a row at idle bound
+the share of time its kernels ran under 3/k (95 %, the "rule of three" for k draws with
+no success). From 3 / 0.05 = 60 such readings it ran under 5 % of the time: next to
+nothing, as a process holding the memory and running nothing does."""
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -123,12 +130,11 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
     somebody holds it, the log cannot say who."""
     c = t.idle_holding_vram
     out: list[Finding] = []
-    if win.interval_s >= INDEPENDENT_INTERVAL_S:
-        # Each reading of a log this coarse is the GPU's last second or so, a draw of
-        # its duty cycle: zeros in a row bound the duty (k zeros: under ~3/k at 95 %),
-        # they do not show that nothing ran. low-utilization judges such a level.
-        return out
-    needed = max(c.idle_for_s_without_host, IDLE_READINGS * win.interval_s)
+    coarse = win.interval_s >= INDEPENDENT_INTERVAL_S
+    # Each reading of a coarse log is a draw of the duty cycle: zeros in a row bound
+    # it (COARSE_DUTY_BOUND), and only enough of them say that next to nothing ran.
+    least = math.ceil(3.0 / COARSE_DUTY_BOUND) if coarse else IDLE_READINGS
+    needed = max(c.idle_for_s_without_host, least * win.interval_s)
     for gpu in win.latest.gpus:
         used = gpu.vram_used_bytes
         if used is None or used < c.min_vram_gib * GIB:
@@ -148,8 +154,14 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
                 summary=(
                     f"GPU {gpu.index} has read under {c.sm_below_percent:g} % utilization in "
                     f"every reading for {age} ({readings} readings) while {gib_text(used)} of "
-                    "its memory stays in use: a process holds it and runs nothing. This log "
-                    "has no per-process rows to say which."
+                    "its memory stays in use: a process holds it and runs nothing"
+                    + (
+                        f" (each reading is the GPU's last second or so: {readings} at idle "
+                        f"bound its kernels under {300.0 / readings:.1f} % of the time)"
+                        if coarse
+                        else ""
+                    )
+                    + ". This log has no per-process rows to say which."
                 ),
                 advice=(
                     "Find the holder: nvidia-smi --query-compute-apps=pid,process_name,"
