@@ -585,6 +585,16 @@ class Assembler:
         self._last_samples[index] = (key, sample, samples)
         return sample
 
+    def run(self, rows: Iterable[Row]) -> Iterator[Snapshot]:
+        """The snapshots of ``rows``: each :meth:`add`, then :meth:`flush`."""
+        for row in rows:
+            snap = self.add(row)
+            if snap is not None:
+                yield snap
+        last = self.flush()
+        if last is not None:
+            yield last
+
     def flush(self) -> Snapshot | None:
         rows = self._rows
         if not rows:
@@ -622,13 +632,7 @@ class Assembler:
 
 
 def assemble(rows: Iterable[Row], assembler: Assembler) -> Iterator[Snapshot]:
-    for row in rows:
-        snap = assembler.add(row)
-        if snap is not None:
-            yield snap
-    last = assembler.flush()
-    if last is not None:
-        yield last
+    return assembler.run(rows)
 
 
 def bad(counters: ReadCounters, line: int, reason: str) -> None:

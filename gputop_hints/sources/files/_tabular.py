@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._bursts import BurstAssembler, find_bursts
 from gputop_hints.sources.files._gpu_polls import PollAssembler, PollShape
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Assembler, Column, Row, missing_for, probe_interval
@@ -49,7 +50,16 @@ def table_stream(
     if vram_total is not None:
         roles.append("vram_total")
         notes.append(f"VRAM total {vram_total} bytes (given)")
-    if polls is None:
+    bursts = None if polls is not None else find_bursts(rows)
+    gpu_count: int | None
+    if bursts is not None:
+        interval = choose_interval(
+            bursts.interval_s, interval_s, notes, timed,
+            f"the stamps' {bursts.resolution_s:g} s over {bursts.typical} rows a stamp",
+        )  # fmt: skip
+        notes.append(bursts.note())
+        gpu_count = 1
+    elif polls is None:
         interval = choose_interval(probe_interval(rows), interval_s, notes, timed)
         keys = {r.key for r in rows}
         gpu_count = max(1, len(keys)) if rows else None
@@ -77,17 +87,30 @@ def table_stream(
                 if polls is not None
                 else {}
             ),
+            **(
+                {
+                    "bursts": {
+                        "resolution_s": bursts.resolution_s,
+                        "most_rows": bursts.most,
+                        "typical_rows": bursts.typical,
+                    }
+                }
+                if bursts is not None
+                else {}
+            ),
         },
     )
     detail = f"{label}: {path.name}"
     counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        assembler = (
-            Assembler(counters, interval, "unknown", detail)
-            if polls is None
-            else PollAssembler(counters, interval, "unknown", detail, polls)
-        )
+        assembler: Assembler
+        if bursts is not None:
+            assembler = BurstAssembler(counters, interval, "unknown", detail, bursts)
+        elif polls is not None:
+            assembler = PollAssembler(counters, interval, "unknown", detail, polls)
+        else:
+            assembler = Assembler(counters, interval, "unknown", detail)
         return read(source, counters, assembler, vram_total)
 
     return ImportedStream(path, info, reader, counters=counters)
