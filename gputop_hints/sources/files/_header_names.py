@@ -122,14 +122,22 @@ def is_number(cell: str) -> bool:
 
 
 def header_columns(
-    header: Sequence[str], data: Sequence[Sequence[str]]
+    header: Sequence[str],
+    data: Sequence[Sequence[str]],
+    date_rows: Sequence[Sequence[str]] | None = None,
 ) -> tuple[list[Column], list[str]]:
     """The columns a header names (the first of each role), and notes on the VRAM
-    scale chosen; ``data`` (sample rows of cells) tells a unitless VRAM scale."""
+    scale chosen; ``data`` (sample rows of cells) tells a unitless VRAM scale;
+    ``date_rows`` (more rows, when at hand; else ``data``) the order of a ``Date``
+    column's day and month."""
     columns: list[Column] = []
     notes: list[str] = []
     seen: set[str] = set()
-    date_role = _date_column_role(header, data)
+    date_role, date_order, date_note = _date_column_role(
+        header, data, data if date_rows is None else date_rows
+    )
+    if date_note:
+        notes.append(date_note)
     for i, raw in enumerate(header):
         name, unit = normalise_name(raw)
         role = ALIASES.get(name)
@@ -160,7 +168,7 @@ def header_columns(
             notes.append(f"{raw}: {why}")
         elif role in ("pcie_rx", "pcie_tx"):
             scale = SIZE_SUFFIX.get((unit or "mb").replace("/s", ""), MIB)
-        columns.append(Column(i, role, scale, raw))
+        columns.append(Column(i, role, scale, raw, date_order if role == "date" else "ymd"))
     if "vram_used" not in seen:
         found = _bare_memory(header, data, seen)
         if found is not None:
@@ -169,35 +177,66 @@ def header_columns(
     return columns, notes
 
 
-def _date_column_role(header: Sequence[str], data: Sequence[Sequence[str]]) -> str | None:
-    """What a column named ``date`` is: the date part of the time ('date' role) when a
-    time column beside it holds times of day and it holds year-first dates
-    (``Date,Time`` -> ``2024-01-15,13:32:39``); the time itself ('time') when no
-    other column names a time and it holds timestamps (``date`` ->
-    ``2024-01-15 13:32:39``); else None (not read: a day-first date is ambiguous)."""
+def _date_column_role(
+    header: Sequence[str], data: Sequence[Sequence[str]], date_rows: Sequence[Sequence[str]]
+) -> tuple[str | None, str, str | None]:
+    """What a column named ``date`` is, its order of day and month, and a note: the
+    date part of the time ('date' role) when a time column beside it holds times of
+    day and it holds dates -- year first (``Date,Time`` -> ``2024-01-15,13:32:39``), or
+    day/month first with the year last when the file tells which (see
+    :func:`_date_order`); the time itself ('time') when no other column names a time
+    and it holds timestamps (``date`` -> ``2024-01-15 13:32:39``); else None (not
+    read)."""
     names = [normalise_name(raw)[0] for raw in header]
     if "date" not in names:
-        return None
+        return None, "ymd", None
     at = names.index("date")
     times = [i for i, n in enumerate(names) if ALIASES.get(n) == "time"]
     cells = [r[at] for r in data if at < len(r) and r[at].strip().strip('"')]
     if not cells:
-        return None
+        return None, "ymd", None
     if times:
         t = times[0]
         tod = [r[t] for r in data if t < len(r) and r[t].strip()]
-        if (
-            tod
-            and all(v.is_time_of_day(c) for c in tod)
-            and all(v.is_calendar_date(c) for c in cells)
-        ):
-            return "date"
-        return None
+        if not tod or not all(v.is_time_of_day(c) for c in tod):
+            return None, "ymd", None
+        if all(v.is_calendar_date(c) for c in cells):
+            return "date", "ymd", None
+        if all(v.year_last_date(c) is not None for c in cells):
+            more = [r[at] for r in date_rows if at < len(r) and r[at].strip().strip('"')]
+            return _date_order(header[at], cells + more)
+        return None, "ymd", None
     try:
         stamps = [v.timestamp(c) for c in cells]
     except v.CellError:
-        return None
-    return "time" if all(st is not None and st[1] for st in stamps) else None
+        return None, "ymd", None
+    return ("time" if all(st is not None and st[1] for st in stamps) else None), "ymd", None
+
+
+def _date_order(label: str, cells: Sequence[str]) -> tuple[str | None, str, str | None]:
+    """The order of dates written year last (``04-03-2021``): a line cannot tell
+    ``DD-MM`` from ``MM-DD``, a file can -- a first part over 12 is a day (day
+    first), a second part over 12 is one (month first). Neither (or both): not read,
+    said in the note."""
+    parts = [p for p in (v.year_last_date(c) for c in cells) if p is not None]
+    day_first = any(a > 12 for a, _ in parts)
+    month_first = any(b > 12 for _, b in parts)
+    example = cells[0].strip().strip('"')
+    if day_first and not month_first:
+        first = next(c for c, p in zip(cells, parts, strict=False) if p[0] > 12)
+        return "date", "dmy", (
+            f"{label}: dates read day first (DD-MM-YYYY: {first.strip()!r} has a day over 12)"
+        )
+    if month_first and not day_first:
+        first = next(c for c, p in zip(cells, parts, strict=False) if p[1] > 12)
+        return "date", "mdy", (
+            f"{label}: dates read month first (MM-DD-YYYY: {first.strip()!r} has a day over 12)"
+        )
+    why = "both orders appear" if day_first else "no part over 12"
+    return None, "ymd", (
+        f"{label}: the order of day and month could not be told ({example!r}; {why}): "
+        "dates not read, times of day only"
+    )
 
 
 _BARE_MEMORY = frozenset({"mem", "memory"})

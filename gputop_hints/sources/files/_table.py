@@ -67,6 +67,9 @@ class Column:
     """Multiplier to SI for sizes/rates when the cell carries no unit."""
     label: str = ""
     """The header text (or "column N") for messages."""
+    order: str = "ymd"
+    """A ``date`` column's order (``ymd``; ``dmy``/``mdy``: the year last, day or month
+    first, as the file told -- see ``_header_names._date_order``)."""
 
 
 Samples = dict[int, tuple[tuple[tuple[str, Any], ...], GpuSample, dict[str, Any]]]
@@ -191,6 +194,9 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
             kind = _TIME
         elif role == "date":
             kind = _DATE
+            if col.order != "ymd":
+                order = col.order
+                reader = lambda cell, order=order: v.year_first(cell, order)  # noqa: E731
         elif role == "gpu":
             kind = _GPU
         elif role in ("uuid", "bus_id"):
@@ -254,7 +260,7 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
             elif kind == _TIME:
                 time_cell = cell
             elif kind == _DATE:
-                date_cell = cell
+                date_cell = cell if reader is None else reader(cell)
             elif kind == _GPU:
                 index = v.integer(cell, 0, 4095)
                 key = index

@@ -71,6 +71,8 @@ _DMON_DATE_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 _YMD_RE = re.compile(r"^(\d{4})([-/.])(\d{1,2})\2(\d{1,2})$")
 """A year-first calendar date in a column of its own ('2024-01-15', '2024/01/15'),
 a script's ``Date`` beside its ``Time`` of day."""
+_DMY_RE = re.compile(r"^(\d{1,2})([-/.])(\d{1,2})\2(\d{4})$")
+"""A date written year last ('04-03-2021', '4/3/2021'): day or month first."""
 _HMS_RE = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(\.\d+)?$")
 
 
@@ -322,6 +324,24 @@ def is_calendar_date(cell: str) -> bool:
     """Whether a cell is a date alone, year first (``20240115``, ``2024-01-15``)."""
     text = cell.strip().strip('"')
     return bool(_DMON_DATE_RE.match(text) or _YMD_RE.match(text))
+
+
+def year_last_date(cell: str) -> tuple[int, int] | None:
+    """The first two parts of a date written year last (``04-03-2021`` -> (4, 3)),
+    None for another cell."""
+    m = _DMY_RE.match(cell.strip().strip('"'))
+    return None if m is None else (int(m.group(1)), int(m.group(3)))
+
+
+def year_first(cell: str, order: str) -> str:
+    """A date written year last, in ``order`` (``dmy``/``mdy``), as ``YYYY-MM-DD`` (what
+    :func:`dmon_datetime` reads); any other cell as it is (read, or refused, there)."""
+    m = _DMY_RE.match(cell.strip().strip('"'))
+    if m is None:
+        return cell
+    a, b, year = m.group(1), m.group(3), m.group(4)
+    day, month = (a, b) if order == "dmy" else (b, a)
+    return f"{year}-{month}-{day}"
 
 
 def is_time_of_day(cell: str) -> bool:

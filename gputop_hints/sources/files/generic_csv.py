@@ -10,6 +10,7 @@ unless the values are too large for that (then bytes) or fractional and small
 
 from __future__ import annotations
 
+import contextlib
 import csv
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -78,7 +79,11 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
                 data.append(cells)
     except csv.Error:
         pass
-    columns, notes = header_columns(header, data)
+    date_rows: list[list[str]] = []
+    if any(h.strip().lower() == "date" for h in header):  # its order: the whole head tells
+        with contextlib.suppress(csv.Error):
+            date_rows = list(csv.reader(lines[51:], delimiter=delimiter, skipinitialspace=True))
+    columns, notes = header_columns(header, data, data + date_rows)
     try:
         columns, mapped = apply_mapping(columns, mapping, header, ncols, SIZE_SUFFIX)
     except KeyError as exc:
