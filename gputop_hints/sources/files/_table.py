@@ -8,6 +8,7 @@ into a :class:`~gputop_hints.model.Snapshot`, and keeps time monotonic.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -189,14 +190,13 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
     steps: list[tuple[int, str, int, _CellReader | None, Column]] = []
     for col in columns:
         role = col.role
-        reader = None
+        reader: _CellReader | None = None
         if role == "time":
             kind = _TIME
         elif role == "date":
             kind = _DATE
             if col.order != "ymd":
-                order = col.order
-                reader = lambda cell, order=order: v.year_first(cell, order)  # noqa: E731
+                reader = functools.partial(v.year_first, order=col.order)
         elif role == "gpu":
             kind = _GPU
         elif role in ("uuid", "bus_id"):
