@@ -71,6 +71,25 @@ AMOUNT_ROLES = frozenset(
 'memory_usage_percentage', 'power_usage_percentage') is another quantity."""
 
 
+_ALLOCATOR_WORD = re.compile(r"(?:^|_)(?:allocated|alloc|reserved|cached)(?:_|$)")
+_MEMORY_WORD = re.compile(r"(?:^|_)(?:mem|memory)(?:_|$)")
+
+
+def allocator_figure(name: str) -> bool:
+    """Whether a normalised name is a caching allocator's figure -- PyTorch's
+    ``torch.cuda.memory_allocated()`` / ``memory_reserved()`` (``gpu_memory_allocated``,
+    ``gpu_mem_alloc``, ``max_memory_reserved``): tensors (or the cache holding them),
+    less than what NVML/nvidia-smi shows used (the cache's spare and the CUDA context
+    are not in it). Never read as VRAM used."""
+    return bool(_ALLOCATOR_WORD.search(name) and _MEMORY_WORD.search(name))
+
+
+ALLOCATOR_NOTE = (
+    "a caching allocator's figure (PyTorch's torch.cuda.memory_allocated/reserved: "
+    "tensors or their cache, less than the VRAM nvidia-smi shows used): not read"
+)
+
+
 def normalise_name(raw: str) -> tuple[str, str | None]:
     """'Memory Used [MiB]' -> ('memory_used', 'mib'); 'vram_used_gb' -> ('vram_used', 'gb')."""
     unit: str | None = None
@@ -141,6 +160,9 @@ def header_columns(
     for i, raw in enumerate(header):
         name, unit = normalise_name(raw)
         role = ALIASES.get(name)
+        if allocator_figure(name):
+            notes.append(f"{raw}: {ALLOCATOR_NOTE}")
+            continue
         if name == "date" and date_role is not None:
             role = date_role
         if role is None and "/" in raw:  # a logger's path: 'train/gpu_util', 'sys/memory.used'

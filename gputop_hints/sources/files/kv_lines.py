@@ -37,7 +37,13 @@ from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._datelines import parse_date
-from gputop_hints.sources.files._header_names import ALIASES, SIZE_SUFFIX, normalise_name
+from gputop_hints.sources.files._header_names import (
+    ALIASES,
+    ALLOCATOR_NOTE,
+    SIZE_SUFFIX,
+    allocator_figure,
+    normalise_name,
+)
 from gputop_hints.sources.files._table import Assembler, Column, Row, assemble, bad, row_time
 from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
@@ -82,13 +88,20 @@ _SECOND = {"vram_used": "vram_total", "power": "power_limit"}
 _EXTRA: dict[str, str] = {
     "memory": "vram_used",
     "mem": "vram_used",
-    "gpu_memory_allocated": "vram_used",
     "load": "sm",
     "usage": "sm",
 }
 """Names read only in a GPU's piece of a line, where they can only be its own
 (``GPU 0: util 95% mem 31.2GB/80GB``); VRAM only with a size unit (``mem 45%``
-says neither VRAM nor memory-access %)."""
+says neither VRAM nor memory-access %). A caching allocator's figure (PyTorch's
+``gpu_memory_allocated``, ``reserved memory``: see ``allocator_figure``) is not
+VRAM used: never read."""
+_ALLOCATOR_NAME = re.compile(
+    r"\b[A-Za-z_.]*?(?:mem|memory)[_ .]?(?:allocated|alloc|reserved|cached)\b[A-Za-z_]*"
+    r"|\b(?:allocated|reserved|cached)[_ ](?:mem|memory)\b",
+    re.IGNORECASE,
+)
+"""An allocator's figure named in a line (for the note: left unread)."""
 
 _TIME_NAMES = frozenset(
     {"time", "timestamp", "ts", "unix_time", "unixtime", "wall_time", "walltime"}
@@ -108,6 +121,8 @@ class KvPlan:
     numbered: bool = True
     """Some line names its GPU (else every reading is GPU 0's)."""
     timed: bool = False
+    allocator: list[str] = field(default_factory=list)
+    """Allocator figures named in the head (not read), for the note."""
 
 
 @dataclass
@@ -131,6 +146,10 @@ def _key(text: str) -> tuple[list[str], bool]:
 def _role(words: list[str], scoped: bool) -> tuple[str, str | None, str, int | None] | None:
     """(role, unit in the name, the name as written, GPU number in it) for the longest
     run of the last words that names a reading; None when none does."""
+    if words and any(
+        allocator_figure(normalise_name(" ".join(words[-n:]))[0]) for n in (1, 2)
+    ):
+        return None  # 'gpu_memory_allocated', 'reserved memory': not VRAM used
     for n in range(len(words), 0, -1):
         raw = " ".join(words[-n:])
         numbered = gpu_column(raw)
@@ -357,9 +376,14 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> KvPlan | str:
     labels: dict[str, str] = {}
     rows: list[Row] = []
     numbered = timed = False
+    allocator: list[str] = []
     for number, line in enumerate(head.lines, start=1):
         if not line.strip() or len(line) > 4096:
             continue
+        if len(allocator) < 4:
+            for m in _ALLOCATOR_NAME.finditer(line):
+                if m.group(0) not in allocator and len(allocator) < 4:
+                    allocator.append(m.group(0))
         found = read_line(line)
         lines_rows = list(_rows(number, found))
         if not lines_rows:
@@ -378,7 +402,7 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> KvPlan | str:
     columns = [Column(i, role, 1.0, raw) for i, (role, raw) in enumerate(labels.items())]
     if timed:
         columns.append(Column(len(columns), "time", 1.0, "the time in each line"))
-    return KvPlan(columns, rows, numbered, timed)
+    return KvPlan(columns, rows, numbered, timed, allocator)
 
 
 def read(source: TextSource, counters: ReadCounters, assembler: Assembler) -> Iterator[Snapshot]:
@@ -413,6 +437,8 @@ def open_kv(
     notes = [f"{LABEL}: {names}"]
     if not plan.numbered:
         notes.append("no GPU is numbered in the lines: read as GPU 0")
+    if plan.allocator:
+        notes.append(f"{', '.join(plan.allocator)}: {ALLOCATOR_NOTE}")
 
     def rows(
         source: TextSource, counters: ReadCounters, assembler: Assembler, _vram: int | None
