@@ -223,7 +223,8 @@ def _duty_cycle_finding(index: int, sm: float, why: str, duty: DutyCycle, t: Thr
             f"{duty.idle_share * 100:.0f} % of the time) and full bursts while {why}: the "
             "input-stall signature -- batches arrive more slowly than the GPU consumes them, "
             "so the bursts are not the GPU setting the pace. The cause is unknown without host "
-            "data (process CPU, DataLoader workers, iowait)."
+            "data (process CPU, DataLoader workers, iowait), and so is the kind of job: an "
+            "inference server bursts the same way between requests."
         ),
         advice=(
             "Watch the job live with gputop-hints on its node (or record it with "
@@ -231,6 +232,8 @@ def _duty_cycle_finding(index: int, sm: float, why: str, duty: DutyCycle, t: Thr
             "CPU-bound pipeline and slow storage apart.",
             "Meanwhile check the DataLoader: num_workers (0 loads in the training process), "
             "pin_memory and prefetch_factor, and how fast the dataset is read.",
+            "If the GPU serves requests (vLLM, Triton, TGI), the gaps are its traffic, not a "
+            "loader: nothing to fix on the GPU's side.",
         ),
         evidence=(
             Evidence("SM % (mean)", sm, "for context", met=None),

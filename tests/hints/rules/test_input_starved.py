@@ -427,6 +427,9 @@ def test_bimodal_duty_cycle_is_an_input_stall_not_compute_bound(pattern: list[fl
     assert f.subtype == "cause-unknown" and f.subject.pid is None
     assert f.label == "starved? (no host data)"
     assert "input-stall signature" in f.summary and "unknown without host data" in f.summary
+    # A GPU-only log cannot tell training from serving: the finding says so.
+    assert "inference server bursts the same way" in f.summary
+    assert any("nothing to fix on the GPU" in a for a in f.advice)
     assert not apply(compute_bound.SPEC, history)
     assert [s.rule for s in shown(history)] == ["input-starved"]
 
