@@ -317,10 +317,33 @@ def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int
     gh = win.history.gpus.get(index)
     if gh is None:
         return None
+    start_up = _start_up_readings(win, gh.sm_percent.last(win.ticks))
+    if start_up is None:
+        return None  # a log whose GPU has run no kernel yet: start-up, or idle-holding-vram's
     in_use = t.low_utilization.in_use_vram_gib * GIB if not win.latest.processes else None
-    if win.interval_s < INDEPENDENT_INTERVAL_S and in_use is None:
+    if win.interval_s < INDEPENDENT_INTERVAL_S and in_use is None and not start_up:
         return _plain_level(win, index)
-    return in_use_level(gh.sm_percent.last(win.ticks), gh.vram_used_bytes.last(win.ticks), in_use)
+    n = win.ticks - start_up
+    return in_use_level(gh.sm_percent.last(n), gh.vram_used_bytes.last(n), in_use)
+
+
+START_UP_BELOW_PERCENT = 2.0
+"""A log's first readings under this (idle-holding-vram's idle) before its GPU first ran
+a kernel are the job's start-up."""
+
+
+def _start_up_readings(win: Window, sm: list[float | None]) -> int | None:
+    """How many of a log's first readings, at the start of ``win`` (its SM readings
+    ``sm``), came before its GPU first ran a kernel -- model loading, the first steps'
+    set-up: a phase of the job, like a checkpoint save, not its level. 0 where the
+    window does not reach back to the log's first reading, or for the live monitor
+    (started beside a running job); None where the GPU has run no kernel yet."""
+    if not win.latest.imported or win.history.ticks > len(sm):
+        return 0
+    for i, value in enumerate(sm):
+        if value is not None and value >= START_UP_BELOW_PERCENT:
+            return i
+    return None
 
 
 def holder(win: Window, t: Thresholds, gpu: GpuSample) -> str | None:

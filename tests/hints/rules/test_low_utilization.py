@@ -84,3 +84,30 @@ def test_imported_log_says_the_data_cannot_tell_why() -> None:
     [f] = apply(RULE, imported_log(40.0))
     assert "cannot tell" in f.summary
     assert any("gputop-hints record" in a for a in f.advice)
+
+
+def _log_from_its_start(readings: list[tuple[float, float]]) -> History:
+    """A GPU-only log that starts with its job: (SM %, GiB used) a second."""
+    ticks = [Tick((G(sm=sm, vram_gib=gib),), procs=(), source="replay") for sm, gib in readings]
+    return Run().feed(ticks).history
+
+
+def test_a_logs_start_up_is_no_level() -> None:
+    """A log begun with its job: 25 s of model loading at 0 % (a context's 1.2 GiB), then
+    the job at ~92 % with the card's memory taken. Judged over its first minute the GPU
+    averages under 50 %; that minute is the job's start-up, a phase like a checkpoint
+    save, and the level is the job's."""
+    loading = [(0.0, 1.2)] * 25
+    running = [(92.0, 79.0)] * 35
+    history = _log_from_its_start(loading + running)
+    assert apply(RULE, history) == []
+    # The same shape mid-log (the window not reaching the log's start) is a level.
+    earlier = [(92.0, 79.0)] * 100
+    assert apply(RULE, _log_from_its_start(earlier + [(0.0, 79.0)] * 40 + [(92.0, 79.0)] * 20))
+
+
+def test_a_steady_low_level_after_start_up_is_found() -> None:
+    # 9 s of start-up, then a steady ~40 % (an under-filled GPU; no host data)
+    history = _log_from_its_start([(0.0, 1.0)] * 9 + [(40.0, 1.1)] * 30)
+    [found] = apply(RULE, history)
+    assert found.evidence[0].value == pytest.approx(40.0)
