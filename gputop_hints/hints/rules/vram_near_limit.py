@@ -20,6 +20,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.signals import (
     TF_RESERVE_SLACK_BYTES,
+    no_process_data,
     preallocation,
     tf_reserve_left,
 )
@@ -83,6 +84,13 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                     f"GPU {gpu.index} has {gib_text(gpu.vram_used_bytes)} of "
                     f"{gib_text(gpu.vram_total_bytes)} in use: one larger batch or a fragmentation "
                     "spike away from CUDA out-of-memory."
+                    + (
+                        " This log names no process: a framework that reserves the card at "
+                        "start (TensorFlow, JAX, vLLM) reads the same, and then the figure "
+                        "says nothing of how close its work is to running out."
+                        if no_process_data(win)
+                        else ""
+                    )
                 ),
                 advice=(
                     "Lower the batch size and keep the effective batch with gradient accumulation.",

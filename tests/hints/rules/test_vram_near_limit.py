@@ -14,6 +14,7 @@ from tests.hints.windows import (
     P,
     Run,
     Tick,
+    apply,
     case,
     check_case,
     one_gpu,
@@ -90,3 +91,14 @@ CASES: list[Case] = [
 @pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
 def test_rule_table(c: Case) -> None:
     check_case(RULE, c)
+
+
+def test_a_log_without_processes_says_a_framework_pool_reads_the_same() -> None:
+    """A GPU-only log at 99 % of VRAM: an out-of-memory risk, or TensorFlow/JAX/vLLM's
+    pool taken at start -- the log cannot tell, and the finding says so. Where processes
+    are listed (here an unknown one) it does not."""
+    gpu_only = Tick((G(sm=92.0, vram_gib=79.2),), procs=(), source="replay")
+    [found] = apply(RULE, Run().feed([gpu_only] * 6).history)
+    assert "names no process" in found.summary and "JAX" in found.summary
+    [live] = apply(RULE, one_gpu([95.0] * 4, gpu=G(vram_gib=79.2)))
+    assert "names no process" not in live.summary
