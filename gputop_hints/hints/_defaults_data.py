@@ -226,4 +226,13 @@ DEFAULTS: dict[str, Any] = {
             "clear_after_s": 30,
         },
     },
+    "unused_gpu": {
+        "unused_for_s": 600,
+        "sm_below_percent": 2,
+        "max_vram_gib": 1,
+        "hysteresis": {
+            "raise_after_s": 0,
+            "clear_after_s": 5,
+        },
+    },
 }

@@ -52,6 +52,7 @@ from gputop_hints.hints.rules.straggler import Straggler
 from gputop_hints.hints.rules.tensor_cores_idle import TensorCoresIdle
 from gputop_hints.hints.rules.throttled import Throttled
 from gputop_hints.hints.rules.uneven_nodes import UnevenNodes
+from gputop_hints.hints.rules.unused_gpu import UnusedGpu
 from gputop_hints.hints.rules.utilization_overstated import UtilizationOverstated
 from gputop_hints.hints.rules.vram_near_limit import VramNearLimit
 from gputop_hints.hints.rules.vram_preallocated import VramPreallocated
@@ -103,6 +104,7 @@ class Thresholds:
     simulation_bound: SimulationBound
     tensor_cores_idle: TensorCoresIdle
     uneven_nodes: UnevenNodes
+    unused_gpu: UnusedGpu
 
     @staticmethod
     def defaults() -> Thresholds:

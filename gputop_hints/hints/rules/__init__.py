@@ -38,6 +38,7 @@ from gputop_hints.hints.rules import (
     tensor_cores_idle,
     throttled,
     uneven_nodes,
+    unused_gpu,
     utilization_overstated,
     vram_near_limit,
     vram_preallocated,
@@ -82,6 +83,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     simulation_bound.SPEC,
     tensor_cores_idle.SPEC,
     uneven_nodes.SPEC,
+    unused_gpu.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 
