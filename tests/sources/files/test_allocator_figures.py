@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.sources.files.test_real_shapes import FIXTURES, load
+from tests.sources.files.test_real_shapes import FIXTURES
+from tests.support.logs import read_log as load
 
 GB = 2**30
 

@@ -3,25 +3,19 @@ found by themselves, one bad cell keeping the rest of its row, dmon temperature.
 
 from __future__ import annotations
 
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream, parse_mapping
-from gputop_hints.streams import METRIC_TEMPERATURE, ReadCounters, StreamInfo, UnrecognisedFormat
+from gputop_hints.streams import METRIC_TEMPERATURE, UnrecognisedFormat
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def test_headerless_bare_numbers_need_map_but_find_their_epoch_column() -> None:

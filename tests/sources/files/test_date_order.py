@@ -7,7 +7,8 @@ import itertools
 from datetime import datetime
 from pathlib import Path
 
-from tests.sources.files.test_real_shapes import FIXTURES, MIB, load
+from tests.sources.files.test_real_shapes import FIXTURES, MIB
+from tests.support.logs import read_log as load
 
 
 def _local(*args: int) -> float:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
 from gputop_hints.sources.files.dcgm_exporter import parse_labels
-from gputop_hints.streams import ReadCounters, StreamInfo, UnrecognisedFormat
+from gputop_hints.streams import UnrecognisedFormat
 from tests.support.cli import run_cli
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES
 
 FIXTURE = FIXTURES / "import" / "dcgm_exporter_scrapes.log"
@@ -26,11 +25,6 @@ MIB = 2**20
 DATE = re.compile(r"^\w{3} (\w{3}) +(\d+) (\d\d):(\d\d):(\d\d) UTC (\d{4})$", re.MULTILINE)
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def expected_scrapes() -> list[tuple[float, dict[tuple[str, str], float]]]:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import calendar
 import re
 import time
-from contextlib import closing
 from pathlib import Path
 
 import pytest
 from nvitop.tui.library.libcurses import CursesShortcuts
 
-from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import open_stream
-from gputop_hints.streams import ReadCounters, StreamInfo
 from tests.support.cli import run_cli
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES
 
 FIXTURE = FIXTURES / "import" / "nvitop_once.log"
@@ -41,11 +38,6 @@ CPU = re.compile(r"^\[ CPU: \S* ([\d.]+)%", re.MULTILINE)
 LOAD = re.compile(r"Load Average:\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def outputs(text: str) -> list[tuple[float, str]]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import statistics
-from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,11 +21,10 @@ from gputop_hints.streams import (
     METRIC_MEMORY_ACCESS,
     METRIC_PCIE,
     METRIC_PROCESSES,
-    ReadCounters,
-    StreamInfo,
     UnrecognisedFormat,
 )
 from tests.support.ci import IN_CI
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 from tests.support.paths import TRACES
 
@@ -34,11 +32,6 @@ MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def utc(text: str) -> float:

@@ -6,24 +6,17 @@ Figures are counted from the fixture with regexes, not with the code under test.
 from __future__ import annotations
 
 import re
-from contextlib import closing
 from pathlib import Path
 
-from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import FORMATS, open_stream
+from gputop_hints.sources.files import FORMATS
 from gputop_hints.sources.files._datelines import parse_date
-from gputop_hints.streams import ReadCounters, StreamInfo
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
 FIXTURE = FIXTURE_ROOT / "import" / "nvsmi_q_x.xml"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def _numbers(tag: str, text: str) -> list[float | None]:

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from contextlib import closing
-from pathlib import Path
 
-from gputop_hints.model import Snapshot
-from gputop_hints.sources.files import open_stream
-from gputop_hints.streams import ReadCounters, StreamInfo
+from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES as FIXTURE_ROOT
 
 MIB = 2**20
 FIXTURES = FIXTURE_ROOT / "import"
 
 
-def load(path: Path, **kwargs: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
-    stream = open_stream(path, **kwargs)  # type: ignore[arg-type]
-    with closing(stream):
-        snaps = list(stream)
-    return snaps, stream.info, stream.counters
 
 
 def test_wandb_panel_export_reads_relative_process_time() -> None:

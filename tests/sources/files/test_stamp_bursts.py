@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from tests.sources.files.test_real_shapes import FIXTURES, MIB, load
+from tests.sources.files.test_real_shapes import FIXTURES, MIB
+from tests.support.logs import read_log as load
 
 
 def test_a_script_polling_faster_than_its_seconds_is_one_gpu() -> None:
