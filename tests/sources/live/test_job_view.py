@@ -6,13 +6,17 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import replace
 
 import pynvml
 import pytest
 
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.history import History
 from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.live.source import LiveSource
-from tests.support.fake_nvml import FakeGpu, FakeNvml, FakeProc
+from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
 
 
 def test_live_source_filters_to_the_jobs_gpus_by_uuid() -> None:
@@ -79,3 +83,34 @@ def test_a_plain_node_has_no_job() -> None:
 def test_a_job_id_that_is_not_one_is_refused_before_anything_is_asked() -> None:
     with FakeNvml([FakeGpu(0)]), pytest.raises(SourceUnavailable, match="not a SLURM job id"):
         LiveSource(job="train; rm -rf /")
+
+
+def test_a_jobs_gpu_with_no_process_is_named_unused(
+    job_children: tuple[subprocess.Popen[str], subprocess.Popen[str]],
+) -> None:
+    """Inside job 990011 with two GPUs (CUDA_VISIBLE_DEVICES by UUID): its process works
+    on GPU 0, nothing is on GPU 1. The live source says which GPUs are the job's, and
+    unused-gpu names GPU 1 (its wait shortened from ten minutes to half a second)."""
+    member, _ = job_children
+    gpus = [
+        FakeGpu(0, sm=90, processes=[FakeProc(member.pid)]),
+        FakeGpu(1, sm=0, vram_used=GIB // 2),
+    ]
+    env = {"SLURM_JOB_ID": "990011", "CUDA_VISIBLE_DEVICES": f"{gpus[0].uuid},{gpus[1].uuid}"}
+    defaults = Thresholds.defaults()
+    thresholds = replace(defaults, unused_gpu=replace(defaults.unused_gpu, unused_for_s=0.5))
+    engine = HintEngine(thresholds)
+    history = History(interval_s=0.3)
+    found = []
+    with FakeNvml(gpus):
+        source = LiveSource(0.3, environ=env)
+        for _ in range(4):
+            history.append(source.sample())
+            found = list(engine.update(history))
+            time.sleep(0.3)
+        source.close()
+    snap = history.latest
+    assert snap is not None and snap.job is not None and snap.job.gpu_indices == (0, 1)
+    unused = [f for f in found if f.rule == "unused-gpu"]
+    assert [f.subject.gpu_index for f in unused] == [1], [f.rule_label for f in found]
+    assert "allocated to job 990011" in unused[0].summary and "uses GPU 0" in unused[0].summary
