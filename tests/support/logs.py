@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import calendar
+import re
+import time
 from pathlib import Path
 
 from gputop_hints.model import Snapshot
@@ -17,3 +20,19 @@ def read_log(path: Path, **options: object) -> tuple[list[Snapshot], StreamInfo,
         return list(stream), stream.info, stream.counters
     finally:
         stream.close()
+
+
+def date_blocks(text: str, date: re.Pattern[str]) -> list[tuple[float, str]]:
+    """``(UTC time, the text up to the next date line)`` for each ``date`` line of a log
+    written by ``date; tool`` in a loop. ``date`` matches a whole ``date`` line with six
+    groups: month name, day, hour, minute, second, year."""
+    dates = list(date.finditer(text))
+    out = []
+    for i, m in enumerate(dates):
+        month, day, hh, mm, ss, year = m.groups()
+        stamp = calendar.timegm(
+            (int(year), time.strptime(month, "%b").tm_mon, int(day), int(hh), int(mm), int(ss))
+        )
+        end = dates[i + 1].start() if i + 1 < len(dates) else len(text)
+        out.append((float(stamp), text[m.end() : end]))
+    return out

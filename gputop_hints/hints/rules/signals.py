@@ -23,6 +23,7 @@ from gputop_hints.units import MIB
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
+    from gputop_hints.history import GpuHistory
 
 # GPM / DCGM profiling: what happens inside "utilization", where the GPU says
 
@@ -317,7 +318,7 @@ def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int
     gh = win.history.gpus.get(index)
     if gh is None:
         return None
-    start_up = _start_up_readings(win, gh.sm_percent.last(win.ticks))
+    start_up = _start_up_readings(win, gh) if win.latest.imported else 0
     if start_up is None:
         return None  # a log whose GPU has run no kernel yet: start-up, or idle-holding-vram's
     in_use = t.low_utilization.in_use_vram_gib * GIB if not win.latest.processes else None
@@ -332,13 +333,14 @@ START_UP_BELOW_PERCENT = 2.0
 a kernel are the job's start-up."""
 
 
-def _start_up_readings(win: Window, sm: list[float | None]) -> int | None:
-    """How many of a log's first readings, at the start of ``win`` (its SM readings
-    ``sm``), came before its GPU first ran a kernel -- model loading, the first steps'
-    set-up: a phase of the job, like a checkpoint save, not its level. 0 where the
-    window does not reach back to the log's first reading, or for the live monitor
-    (started beside a running job); None where the GPU has run no kernel yet."""
-    if not win.latest.imported or win.history.ticks > len(sm):
+def _start_up_readings(win: Window, gh: GpuHistory) -> int | None:
+    """How many of a log's first readings, at the start of ``win``, came before its GPU
+    ``gh`` first ran a kernel -- model loading, the first steps' set-up: a phase of the
+    job, like a checkpoint save, not its level. 0 where the window does not reach back
+    to the log's first reading (the live monitor, started beside a running job, never
+    asks); None where the GPU has run no kernel yet."""
+    sm = gh.sm_percent.last(win.ticks)
+    if win.history.ticks > len(sm):
         return 0
     for i, value in enumerate(sm):
         if value is not None and value >= START_UP_BELOW_PERCENT:

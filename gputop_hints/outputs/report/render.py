@@ -160,10 +160,15 @@ def _heading(report: Report) -> list[str]:
     return lines
 
 
+def _no_times(detail: str) -> bool:
+    """Whether the reader found no timestamps in the file (its detail says so)."""
+    return "no timestamps" in detail
+
+
 def _assumed(detail: str) -> str:
     """Where the interval is the readers' guess, not the file's (it has no times, or too
     few to measure): said, with what to give instead."""
-    if "no timestamps" in detail or "interval unknown" in detail:
+    if _no_times(detail) or "interval unknown" in detail:
         return " (assumed: the file does not say; give --interval)"
     return ""
 
@@ -312,7 +317,7 @@ def _elapsed_origin(report: Report) -> float | None:
     start = report.start
     if start is None:
         return None
-    if "no timestamps" in report.info.detail or start < RELATIVE_BEFORE_S:
+    if _no_times(report.info.detail) or start < RELATIVE_BEFORE_S:
         return start
     return None
 

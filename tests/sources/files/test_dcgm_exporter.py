@@ -6,9 +6,7 @@ reader's parser: the scrapes split at the ``date`` lines, each sample by its nam
 
 from __future__ import annotations
 
-import calendar
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from gputop_hints.sources.files import open_stream
 from gputop_hints.sources.files.dcgm_exporter import parse_labels
 from gputop_hints.streams import UnrecognisedFormat
 from tests.support.cli import run_cli
+from tests.support.logs import date_blocks
 from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES
 
@@ -29,23 +28,18 @@ DATE = re.compile(r"^\w{3} (\w{3}) +(\d+) (\d\d):(\d\d):(\d\d) UTC (\d{4})$", re
 
 def expected_scrapes() -> list[tuple[float, dict[tuple[str, str], float]]]:
     """(time of the date line, {(metric, gpu): value}) per scrape of the fixture."""
-    text = FIXTURE.read_text(encoding="utf-8")
-    dates = list(DATE.finditer(text))
-    out = []
-    for i, m in enumerate(dates):
-        month, day, hh, mm, ss, year = m.groups()
-        stamp = calendar.timegm(
-            (int(year), time.strptime(month, "%b").tm_mon, int(day), int(hh), int(mm), int(ss))
+    return [
+        (
+            stamp,
+            {
+                (name, gpu): float(value)
+                for name, gpu, value in re.findall(
+                    r'^(DCGM_\w+)\{gpu="(\d)".*\} (\S+)\n', body, re.MULTILINE
+                )
+            },
         )
-        end = dates[i + 1].start() if i + 1 < len(dates) else len(text)
-        values = {
-            (name, gpu): float(value)
-            for name, gpu, value in re.findall(
-                r'^(DCGM_\w+)\{gpu="(\d)".*\} (\S+)\n', text[m.end() : end], re.MULTILINE
-            )
-        }
-        out.append((float(stamp), values))
-    return out
+        for stamp, body in date_blocks(FIXTURE.read_text(encoding="utf-8"), DATE)
+    ]
 
 
 def test_scrapes_read_one_snapshot_each_timed_by_their_date_lines() -> None:

@@ -7,15 +7,14 @@ each process by its row of the Processes box."""
 
 from __future__ import annotations
 
-import calendar
 import re
-import time
 from pathlib import Path
 
 import pytest
 from nvitop.tui.library.libcurses import CursesShortcuts
 
 from tests.support.cli import run_cli
+from tests.support.logs import date_blocks
 from tests.support.logs import read_log as load
 from tests.support.paths import FIXTURES
 
@@ -42,16 +41,7 @@ LOAD = re.compile(r"Load Average:\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
 def outputs(text: str) -> list[tuple[float, str]]:
     """(time of nvitop's date line, the text of its output) for each output."""
-    dates = list(DATE.finditer(text))
-    out = []
-    for i, m in enumerate(dates):
-        month, day, hh, mm, ss, year = m.groups()
-        stamp = calendar.timegm(
-            (int(year), time.strptime(month, "%b").tm_mon, int(day), int(hh), int(mm), int(ss))
-        )
-        end = dates[i + 1].start() if i + 1 < len(dates) else len(text)
-        out.append((float(stamp), text[m.end() : end]))
-    return out
+    return date_blocks(text, DATE)
 
 
 def test_each_output_is_one_snapshot_timed_by_its_date_line_with_every_gpu_value() -> None:
