@@ -45,9 +45,29 @@ class BurstShape:
     """The median rows per stamp (of the stamps the sample holds whole)."""
     why: str
 
+    gpu_count = 1
+
     @property
     def interval_s(self) -> float:
         return self.resolution_s / max(1, self.typical)
+
+    @property
+    def how(self) -> str:
+        """How :attr:`interval_s` was found, for the interval's note."""
+        return f"the stamps' {self.resolution_s:g} s over {self.typical} rows a stamp"
+
+    def header(self) -> dict[str, object]:
+        """Its entry in the stream's header."""
+        return {
+            "bursts": {
+                "resolution_s": self.resolution_s,
+                "most_rows": self.most,
+                "typical_rows": self.typical,
+            }
+        }
+
+    def assembler(self, counters: ReadCounters, interval: float, detail: str) -> Assembler:
+        return BurstAssembler(counters, interval, "unknown", detail, self)
 
     def note(self) -> str:
         return (

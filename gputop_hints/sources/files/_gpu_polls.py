@@ -44,6 +44,24 @@ class PollShape:
     within_s: float
     """The largest gap between rows of one poll seen in the sample."""
 
+    @property
+    def gpu_count(self) -> int:
+        return self.gpus
+
+    @property
+    def interval_s(self) -> float:
+        return self.period_s
+
+    how = "median spacing of polls"
+    """How :attr:`interval_s` was found, for the interval's note."""
+
+    def header(self) -> dict[str, object]:
+        """Its entry in the stream's header."""
+        return {"polls": {"gpus": self.gpus, "period_s": self.period_s}}
+
+    def assembler(self, counters: ReadCounters, interval: float, detail: str) -> Assembler:
+        return PollAssembler(counters, interval, "unknown", detail, self)
+
     def note(self) -> str:
         return (
             f"no index column: GPUs assigned by position within each poll "
