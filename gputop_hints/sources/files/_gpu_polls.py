@@ -25,8 +25,12 @@ SPLIT_RATIO = 4.0
 TIME_RESOLUTION_S = 0.001
 """nvidia-smi's timestamps are in milliseconds: a gap of 0 counts as this much
 when gaps are compared by ratio."""
-MODAL_SHARE = 0.5
-"""At least this share of the polls must hold the modal number of rows."""
+FULL_SHARE = 0.2
+"""A full poll (one row per GPU) is the largest size at least this share of the polls
+hold: short polls (a GPU's query failed) are common on some nodes -- half the polls
+of an 8-GPU ``-lms 100`` log held 1, 2, 4 or 5 rows -- but never longer."""
+LONG_SHARE = 0.1
+"""At most this share of the polls may hold more rows than a full one."""
 MAX_WITHIN_S = 0.25
 """The median gap between rows of one poll is at most this: nvidia-smi queries
 one GPU in milliseconds. A single GPU's rows (a period apart, 1 s with ``-l 1``)
@@ -77,9 +81,10 @@ def find_polls(times: Sequence[float]) -> PollShape | None:
 
     Candidate splits are the jumps of at least :data:`SPLIT_RATIO` in the sorted
     gaps, largest first; a split holds when cutting the rows at gaps over half the
-    median of the gaps above it gives polls mostly (:data:`MODAL_SHARE`) of one
-    size, two rows or more, and at least two such polls, their rows at most
-    :data:`MAX_WITHIN_S` apart (the median)."""
+    median of the gaps above it gives full polls -- the largest size, two rows or
+    more, that :data:`FULL_SHARE` of the polls hold, at least two of them -- the
+    rest shorter (but :data:`LONG_SHARE`), their rows at most :data:`MAX_WITHIN_S`
+    apart (the median)."""
     gaps = sorted(b - a for a, b in itertools.pairwise(times) if b >= a)
     if len(gaps) < 3:
         return None
@@ -107,9 +112,12 @@ def _polls_at(times: Sequence[float], boundary: float, within: float) -> PollSha
         if b - a > boundary or b < a:
             starts.append(n)
     sizes = [b - a for a, b in itertools.pairwise([*starts, len(times)])]
-    modal = max(set(sizes), key=sizes.count)
-    full = sizes.count(modal)
-    if modal < 2 or full < 2 or full < MODAL_SHARE * len(sizes):
+    common = [n for n in set(sizes) if sizes.count(n) >= max(2, FULL_SHARE * len(sizes))]
+    if not common:
+        return None
+    modal = max(common)
+    longer = sum(1 for n in sizes if n > modal)
+    if modal < 2 or longer > LONG_SHARE * len(sizes):
         return None
     first = set(starts)
     pairs = enumerate(itertools.pairwise(times), start=1)

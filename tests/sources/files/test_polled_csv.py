@@ -26,6 +26,9 @@ L5_4GPU = FIXTURES / "import" / "nvsmi_noindex_4gpu_l5.csv"
 """--query-gpu=timestamp,power.draw,utilization.gpu,memory.used --format=csv -l 5,
 4 GPUs, 40 polls: poll 18 lacks GPU 1's row (line 70), the last poll is cut after
 two rows and a partial line."""
+LMS100_8GPU_SHORT = FIXTURES / "import" / "nvsmi_noindex_8gpu_lms100_short.csv"
+"""--query-gpu=timestamp,power.draw,utilization.gpu,memory.used --format=csv -lms 100,
+8 GPUs, 80 polls, each poll's rows under one stamp; 52 polls short (1, 2, 4 or 5 rows)."""
 
 
 
@@ -226,3 +229,34 @@ def test_a_single_gpu_pausing_after_every_tenth_row_is_not_ten_gpus(tmp_path: Pa
     assert isinstance(gpus, list)
     assert len(gpus) == 1
     assert gpus[0]["sm_percent"]["mean"] == pytest.approx(statistics.mean(range(100)))
+
+
+def test_an_8_gpu_log_with_more_short_polls_than_full_ones() -> None:
+    """Short polls of 1, 2, 4 and 5 rows outnumber the full ones (28 of 80), every row
+    of a poll under one stamp: read as 8 GPUs polled every 100 ms, the short polls as
+    missing readings -- not as one GPU read every 0.1 ms (the stamps shared by a
+    varying number of rows)."""
+    polls = polls_of(LMS100_8GPU_SHORT, 0.05)
+    full = [p for p in polls if len(p) == 8]
+    assert len(polls) == 80
+    assert len(full) == 28
+    assert {len(p) for p in polls} - {8} == {1, 2, 4, 5}
+    doc = report_json(LMS100_8GPU_SHORT)
+    sampling = doc["sampling"]
+    assert isinstance(sampling, dict)
+    assert sampling["samples"] == len(full)
+    assert sampling["interval_s"] == pytest.approx(0.1, abs=0.01)
+    gpus = doc["gpus"]
+    assert isinstance(gpus, list)
+    assert [g["index"] for g in gpus] == list(range(8))
+    for g in range(8):
+        expected = statistics.mean(float(p[g][2].split()[0]) for p in full)
+        assert gpus[g]["sm_percent"]["mean"] == pytest.approx(expected)
+        assert gpus[g]["vram_peak_bytes"] == int(full[0][g][3].split()[0]) * 2**20
+    file = doc["file"]
+    assert isinstance(file, dict)
+    assert file["bad_lines"] == len(polls) - len(full)
+    notes = doc["notes"]
+    assert isinstance(notes, list)
+    assert any(n.startswith(f"{len(polls) - len(full)} short poll(s) (fewer than 8") for n in notes)
+    assert any("GPUs assigned by position within each poll" in n for n in notes)
