@@ -132,6 +132,14 @@ TEMP_C = (20.0, 95.0)
 TEMP_STEP_C = 20.0
 """A bare 0-100 column is a plausible temperature when its readings stay in TEMP_C
 and one GPU's never move by more than this between polls."""
+UTIL_STEP_RATIO = 3.0
+"""A utilization beside a temperature, neither idling: it moves between polls at least
+this many times as much on average (a busy GPU's 84-100 against a degree or two)."""
+TEMP_MEAN_STEP_C = 3.0
+"""A temperature moves at most this much a poll on average (a GPU warming under load
+gains a degree or two a second; a utilization.memory of 92, 95, 86 does not)."""
+BEHAVIOUR_POLLS = 8
+"""Readings per GPU needed before two 0-100 columns are told apart by behaviour."""
 CLOCK_MHZ = (100.0, 3000.0)
 POWER_MAX_W = 1500.0
 MIB_MAX = 400_000.0
@@ -427,9 +435,56 @@ def _bare_numbers(
                 f"column {temps[0] + 1}: slowly moving values of {TEMP_C[0]:g}-{TEMP_C[1]:g}, "
                 "up while the GPU idles: temperature.gpu"
             )
+    elif len(percents) == 2 and (told := _utilization_beside_temperature(rows, percents, gpu)):
+        util, temp, why = told
+        columns.append(Column(util, "sm", MIB, f"column {util + 1}"))
+        columns.append(Column(temp, "temp", MIB, f"column {temp + 1}"))
+        notes.append(f"column {util + 1}: 0-100 values that {why}: utilization.gpu")
+        notes.append(
+            f"column {temp + 1}: values of {TEMP_C[0]:g}-{TEMP_C[1]:g} moving "
+            f"{_mean_step(rows, temp, gpu):.1f} a poll on average: temperature.gpu"
+        )
     else:
         found.unknown.update(dict.fromkeys(idles + others, "utilization (sm or mem)"))
         found.unknown.update(dict.fromkeys(temps, "temperature or utilization (temp, sm, mem)"))
+
+
+def _mean_step(rows: list[list[str]], i: int, gpu: int | None) -> float:
+    """The mean move of one GPU's readings between polls."""
+    steps = [
+        abs(b - a) for xs in _per_gpu(rows, i, gpu).values() for a, b in itertools.pairwise(xs)
+    ]
+    return sum(steps) / len(steps) if steps else 0.0
+
+
+def _utilization_beside_temperature(
+    rows: list[list[str]], cols: list[int], gpu: int | None
+) -> tuple[int, int, str] | None:
+    """(utilization, temperature, why) of two 0-100 columns told apart by behaviour,
+    or None. The temperature is a plausible one (20-95, never a step over 20); the
+    utilization sits at a bound (0 or 100, which a GPU's temperature does not reach)
+    or jumps: its mean move between polls at least :data:`UTIL_STEP_RATIO` times the
+    temperature's (at least 0.5, a degree rounded). The temperature moves at most
+    :data:`TEMP_MEAN_STEP_C` a poll on average, and each GPU has at least
+    :data:`BEHAVIOUR_POLLS` readings to judge by. Exactly one way round must hold."""
+    if any(len(xs) < BEHAVIOUR_POLLS for xs in _per_gpu(rows, cols[0], gpu).values()):
+        return None
+    told = []
+    for util, temp in itertools.permutations(cols):
+        if (
+            not _plausible_temperature(rows, temp, gpu)
+            or _mean_step(rows, temp, gpu) > TEMP_MEAN_STEP_C
+        ):
+            continue
+        values = _values(rows, util)
+        util_step = _mean_step(rows, util, gpu)
+        temp_step = max(_mean_step(rows, temp, gpu), 0.5)
+        if 0 in values or 100 in values:
+            bound = "0" if 0 in values else "100"
+            told.append((util, temp, f"reach {bound} (a temperature does not)"))
+        elif util_step >= UTIL_STEP_RATIO * temp_step:
+            told.append((util, temp, f"jump {util_step:.1f} a poll on average"))
+    return told[0] if len(told) == 1 else None
 
 
 def _plausible_temperature(rows: list[list[str]], i: int, gpu: int | None) -> bool:

@@ -4,6 +4,7 @@ told by their values, or, when they cannot be, the ``--map`` line that reads the
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shlex
 import subprocess
@@ -25,7 +26,6 @@ QUERY6 = {
 """timestamp,index,name,temperature.gpu,utilization.gpu,clocks.gr, 2 GPUs, --loop=60."""
 BUSY = IMPORT / "nvsmi_noheader_busy_nounits.csv"
 """timestamp,index,temperature.gpu,utilization.gpu,utilization.memory, never idle."""
-
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -185,3 +185,46 @@ def test_power_and_memory_without_units_are_told_by_their_shape(tmp_path: Path) 
     assert info.gpu_count == 2 and got == want
     inferred = info.header["inferred_columns"]
     assert isinstance(inferred, dict) and inferred["column 4"] == "power.limit"
+
+
+TEMP_UTIL = IMPORT / "nvsmi_noheader_temp_util_nounits.csv"
+"""timestamp,index,name,temperature.gpu,utilization.gpu,clocks.gr, noheader,nounits,
+2 GPUs, -l 1: busy (84-100) through the head, never under 15 there, the temperature
+warming from 40 to 68; stalls at 0 later, idle at the end."""
+
+
+def test_a_busy_gpus_temperature_and_utilization_are_told_apart_by_behaviour() -> None:
+    """Neither 0-100 column falls to idle in the head, but one reaches 100 and jumps
+    between polls while the other moves a degree or two: read, not refused, with every
+    poll's temperature and utilization as in the file."""
+    rows = cells(TEMP_UTIL)
+    snaps, info = load(TEMP_UTIL)
+    assert info.gpu_count == 2
+    assert len(snaps) == sum(1 for r in rows if r[1] == "0")
+    got = [(g.index, g.temperature_c, g.sm_percent, g.sm_clock_mhz) for s in snaps for g in s.gpus]
+    assert got == [(int(r[1]), float(r[3]), float(r[4]), float(r[5])) for r in rows]
+    assert info.header["inferred_columns"] == {
+        "column 1": "timestamp",
+        "column 2": "index",
+        "column 3": "name",
+        "column 4": "temperature.gpu",
+        "column 5": "utilization.gpu",
+        "column 6": "clocks.sm/clocks.gr",
+    }
+    assert "column 5: 0-100 values that reach 100" in info.detail
+
+
+def test_the_report_says_which_column_was_taken_for_temperature(tmp_path: Path) -> None:
+    """Columns swapped (utilization.gpu queried before temperature.gpu): the behaviour
+    decides, not the order; the report names each column's field."""
+    swapped = tmp_path / "swapped.csv"
+    rows = cells(TEMP_UTIL)
+    swapped.write_text("".join(", ".join([*r[:3], r[4], r[3], r[5]]) + "\n" for r in rows))
+    result = cli("report", str(swapped))
+    assert result.returncode == 0, result.stderr
+    said = "column 4 utilization.gpu, column 5 temperature.gpu, column 6 clocks.sm/clocks.gr"
+    assert said in " ".join(result.stdout.split())
+    busy = [float(r[4]) for r in rows if r[1] == "0"]
+    doc = cli("report", "--json", str(swapped))
+    gpus = json.loads(doc.stdout)["gpus"]
+    assert gpus[0]["sm_percent"]["mean"] == pytest.approx(sum(busy) / len(busy))

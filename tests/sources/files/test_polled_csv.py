@@ -31,7 +31,6 @@ LMS100_8GPU_SHORT = FIXTURES / "import" / "nvsmi_noindex_8gpu_lms100_short.csv"
 8 GPUs, 80 polls, each poll's rows under one stamp; 52 polls short (1, 2, 4 or 5 rows)."""
 
 
-
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return run_cli(*args, timeout=120)
 
