@@ -8,6 +8,7 @@ log; none of them imports another.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,14 +51,18 @@ def split_plain(text: str, delimiter: str) -> list[str]:
 
 
 def raw_records(
-    lines: Iterable[tuple[int, str]], delimiter: str, on_bad: BadLine
+    lines: Iterable[tuple[int, str]],
+    delimiter: str,
+    on_bad: BadLine,
+    counted: dict[str, object] | None = None,
 ) -> Iterator[tuple[int, str, list[str] | None]]:
     """:func:`records` with each record's text: (first line number, the line, None)
     for a line csv reads as it splits (no quote, no CR, shorter than csv's field size
     limit: see :func:`split_plain`), (first line number, "", cells) for the others,
-    read by ``csv.reader``."""
+    read by ``csv.reader``. ``counted``: where a quoted cell of two lines read as its
+    first (:func:`first_line`) is counted, as ``["multiline_cells"]``."""
     source = iter(lines)
-    records = _Records(source, delimiter, on_bad)
+    records = _Records(source, delimiter, on_bad, counted)
     limit = records.limit
     for number, text in source:
         if '"' not in text and "\r" not in text and len(text) < limit:
@@ -101,15 +106,47 @@ class _QuotedRecords:
         return next(self._reader, None)
 
 
+def first_line(cell: str) -> str:
+    """A quoted cell of two lines whose first is a decimal reading (``"26.11\n0"``: a
+    script's captured output with a trailing line) read as that line; any other cell
+    as it is -- ``"4\n5"`` may be a 45 broken in two, and stays a bad cell."""
+    parts = cell.split("\n")
+    if len(parts) == 2 and _DECIMAL.match(parts[0].strip()) and len(parts[1].strip()) <= 8:
+        return parts[0]
+    return cell
+
+
+_DECIMAL = re.compile(r"^[-+]?\d+\.\d+$")
+
+
+def multiline_note(header: list[str], rows: list[list[str]]) -> str | None:
+    """The detail's note on quoted cells of several lines in the head (``"26.11\n0"``),
+    which are read as their first line; None when there are none."""
+    labels = sorted({i for r in rows for i, c in enumerate(r) if "\n" in c and first_line(c) != c})
+    if not labels:
+        return None
+    names = ", ".join(header[i] if i < len(header) else f"column {i + 1}" for i in labels)
+    return f"quoted cells of several lines ({names}): their first line read"
+
+
 class _Records:
     """Record numbering over lines: a plain line is a record of its own; a line that
     needs ``csv.reader`` (a quote, a CR, a field past csv's limit) starts a record that
     may run on over the next lines (:class:`_QuotedRecords`). A record's number is the
     line after the previous record's last."""
 
-    def __init__(self, lines: Iterator[tuple[int, str]], delimiter: str, on_bad: BadLine):
+    def __init__(
+        self,
+        lines: Iterator[tuple[int, str]],
+        delimiter: str,
+        on_bad: BadLine,
+        found: dict[str, object] | None = None,
+    ):
         self.quoted = _QuotedRecords(lines, delimiter)
         self.on_bad = on_bad
+        self.found = found
+        """Where cells of several lines are counted (``found["multiline_cells"]``:
+        [records, first line]), when given."""
         self.limit = csv.field_size_limit()
         self.end = 0
         """The last line of the previous record."""
@@ -133,6 +170,14 @@ class _Records:
             return None
         # A record spanning k physical lines started k-1 lines before its end.
         start, self.end = self.end + 1, quoted.last
+        if start != self.end and any("\n" in c for c in cells):
+            read = [first_line(c) if "\n" in c else c for c in cells]
+            if read != cells and self.found is not None:
+                seen = self.found.get("multiline_cells")
+                self.found["multiline_cells"] = (
+                    [seen[0] + 1, seen[1]] if isinstance(seen, list) else [1, start]
+                )
+            cells = read
         return start, cells
 
 
@@ -264,7 +309,9 @@ class _RowReader:
         read whole (:meth:`_row`), as every other record."""
         delimiter = self.plan.delimiter
         counters = self.counters
-        for line, text, cells in raw_records(lines, delimiter, counters.note_bad_line):
+        for line, text, cells in raw_records(
+            lines, delimiter, counters.note_bad_line, counters.found
+        ):
             rest: str | None = None
             if cells is None:
                 try:
@@ -298,7 +345,7 @@ class _RowReader:
         add = assembler.add
         add_keyless = assembler.add_keyless
         source = iter(lines)
-        records = _Records(source, delimiter, counters.note_bad_line)
+        records = _Records(source, delimiter, counters.note_bad_line, counters.found)
         limit = records.limit
         known = self.known
         short = self.time_first and _plain_time(self.header0) is None

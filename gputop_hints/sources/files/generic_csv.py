@@ -21,6 +21,8 @@ from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._csvio import (
     CsvPlan,
     apply_mapping,
+    first_line,
+    multiline_note,
     parse_sample,
     read_rows,
     trim_trailing,
@@ -73,17 +75,25 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     ncols = len(header)
     data: list[list[str]] = []
     try:
-        for cells in csv.reader(lines[1:51], delimiter=delimiter, skipinitialspace=True):
+        # Each line with its newline: a quoted cell spanning lines keeps its line break
+        # (csv.reader joins list items without one: "26.11" and "0" read as "26.110").
+        head_lines = [line + "\n" for line in lines[1:51]]
+        for cells in csv.reader(head_lines, delimiter=delimiter, skipinitialspace=True):
             cells = trim_trailing([c.strip() for c in cells], ncols)
             if len(cells) == ncols:
                 data.append(cells)
     except csv.Error:
         pass
+    several = multiline_note(header, data)
+    if several is not None:
+        data = [[first_line(c) for c in r] for r in data]
     date_rows: list[list[str]] = []
     if any(h.strip().lower() == "date" for h in header):  # its order: the whole head tells
         with contextlib.suppress(csv.Error):
             date_rows = list(csv.reader(lines[51:], delimiter=delimiter, skipinitialspace=True))
     columns, notes = header_columns(header, data, data + date_rows)
+    if several is not None:
+        notes.append(several)
     try:
         columns, mapped = apply_mapping(columns, mapping, header, ncols, SIZE_SUFFIX)
     except KeyError as exc:

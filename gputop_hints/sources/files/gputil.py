@@ -77,6 +77,8 @@ _PAIR_SPLIT = re.compile(r",\s*(?=[A-Za-z][A-Za-z0-9 ._%()-]*:)")
 _KV = re.compile(r"^([A-Za-z][A-Za-z0-9 ._%()\[\]-]*?)\s*:\s*(.*)$")
 _RATIO = re.compile(r"^\s*([^/]+?)\s*/\s*([^/]+?)\s*$")
 _RULE = re.compile(r"^-{4,}$")
+_SHARE_AFTER = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*%\s*\)\s*$")
+"""A percentage in brackets after a used / total pair (``(13.2%)``)."""
 _IDENTITY = ("gpu", "name", "uuid")
 
 
@@ -146,6 +148,9 @@ class Parser:
             self._set(number, role, key.strip()[:40], text)
 
     def _set(self, number: int, role: str, label: str, text: str) -> None:
+        if role in ("vram_used", "vram_free"):
+            # "812.0MB / 6144.0MB (13.2%)": the share after the pair is theirs, computed
+            text = _SHARE_AFTER.sub("", text)
         ratio = _RATIO.match(text)
         if role in ("vram_used", "vram_free") and ratio is not None:
             used, total = ratio.groups()  # "812 / 6144MB": used and total, one unit

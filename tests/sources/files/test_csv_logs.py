@@ -71,3 +71,22 @@ def test_dmon_reads_gpu_temperature(name: str) -> None:
     snaps, info, _counters = load(FIXTURES / name)
     assert METRIC_TEMPERATURE not in info.missing
     assert all(s.gpus[0].temperature_c is not None for s in snaps)
+
+
+def test_a_quoted_cell_of_two_lines_keeps_its_column() -> None:
+    """``"62.88\\n0"`` (a script writing captured output with a trailing line) from the
+    11th row on: each such cell reads as its first line -- the power of every row, as
+    the csv module reads the file -- and no line is malformed (the column was lost
+    for the rest of the file)."""
+    import csv
+
+    path = FIXTURES / "script_multiline_power.csv"
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    expected = [float(r["power_w"].splitlines()[0]) for r in rows]
+    assert sum("\n" in r["power_w"] for r in rows) == 30
+    snaps, info, counters = load(path)
+    assert [g.power_watts for s in snaps for g in s.gpus] == expected
+    assert counters.bad_lines == 0
+    assert counters.found["multiline_cells"] == [30, 12]  # [cells, first line]: the 11th row
+    assert "quoted cells of several lines (power_w): their first line read" in info.detail

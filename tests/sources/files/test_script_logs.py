@@ -172,6 +172,22 @@ def test_gputil_blocks_two_gpus_with_a_damaged_block() -> None:
     assert counters.first_bad_reason is not None and "9?%" in counters.first_bad_reason
 
 
+def test_gputil_memory_with_its_share_in_brackets_reads() -> None:
+    """``GPU Memory: 812.0MB / 6144.0MB (13.2%)`` (a script printing GPUtil's
+    memoryUsed / memoryTotal and memoryUtil): used and total read, the share after
+    them is not a malformed total (995 such lines in one shared log)."""
+    name = "gputil_memory_share.log"
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    pairs = re.findall(r"^GPU Memory: ([\d.]+)MB / ([\d.]+)MB \([\d.]+%\)$", text, re.MULTILINE)
+    assert len(pairs) == text.count("=== ") == 40
+    snaps, _info, counters = load(name)
+    assert counters.bad_lines == 0
+    assert [g.vram_used_bytes for s in snaps for g in s.gpus] == [
+        round(float(used) * MIB) for used, _total in pairs
+    ]
+    assert {g.vram_total_bytes for s in snaps for g in s.gpus} == {6144 * MIB}
+
+
 def test_gputil_report_names_the_bad_line() -> None:
     name = "gputil_blocks.log"
     _times, _loads, bad = _gputil_blocks(FIXTURES / name)
