@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files._table import Assembler, Row
@@ -84,6 +84,44 @@ def resolution(times: Iterable[float]) -> float:
         if all(abs(t - round(t / res) * res) <= res * 1e-3 for t in values):
             return res
     return RESOLUTIONS[-1]
+
+
+T = TypeVar("T")
+
+
+def spread_stamps(
+    items: Iterable[T], stamp_of: Callable[[T], float | None], resolution_s: float
+) -> Iterator[tuple[T, float | None]]:
+    """``(item, time)``: the items of one stamp spread evenly over its resolution (or up
+    to the next stamp, when that comes sooner) -- item *i* of *n* at ``stamp + i * span
+    / n``; an item alone on its stamp, or without one, keeps it. For records written
+    faster than their clock ticks (several ``nvidia-smi`` tables a second under 1 s
+    stamps), which would otherwise pile up on one instant."""
+    burst: list[T] = []
+    stamp: float | None = None
+    for item in items:
+        t = stamp_of(item)
+        if burst and (t is None or t != stamp):
+            yield from _spread_one(burst, stamp, t, resolution_s)
+            burst = []
+        burst.append(item)
+        stamp = t
+    yield from _spread_one(burst, stamp, None, resolution_s)
+
+
+def _spread_one(
+    burst: list[T], stamp: float | None, following: float | None, resolution_s: float
+) -> Iterator[tuple[T, float | None]]:
+    if stamp is None or len(burst) == 1:
+        for item in burst:
+            yield item, stamp
+        return
+    span = resolution_s
+    if following is not None and stamp < following < stamp + span:
+        span = following - stamp
+    n = len(burst)
+    for i, item in enumerate(burst):
+        yield item, stamp + i * span / n
 
 
 def find_bursts(rows: Sequence[Row]) -> BurstShape | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from gputop_hints.model import GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _nvsmi_rows as rows
 from gputop_hints.sources.files._base import ImportedStream
+from gputop_hints.sources.files._bursts import resolution, spread_stamps
 from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._nvsmi_parser import TableReader
@@ -123,7 +124,9 @@ class SnapshotMaker:
         self._last_samples[gpu.index] = (key, sample)
         return sample
 
-    def make(self, table: TableSnapshot) -> Snapshot:
+    def make(self, table: TableSnapshot, timestamp: float | None = None) -> Snapshot:
+        """The snapshot of ``table``, at ``timestamp`` where given (a table spread
+        over its stamp's second), else at the table's own time."""
         rows.note_gpu_states(table.gpus, self.perf_states, self.fan_peak)
         for p in table.processes or ():
             self.process_kinds[p.kind] = self.process_kinds.get(p.kind, 0) + 1
@@ -138,7 +141,7 @@ class SnapshotMaker:
             gpus = self._last_gpus = tuple(sorted(samples, key=_BY_INDEX))
         self.counters.saw_gpus(len(gpus))
         return Snapshot(
-            timestamp=self.clock.next(table.timestamp),
+            timestamp=self.clock.next(table.timestamp if timestamp is None else timestamp),
             interval_s=self.interval,
             host=self.host,
             gpus=gpus,
@@ -158,9 +161,27 @@ def stream_info(
     has_processes: bool,
     interval_s: float | None,
     notes: list[str],
+    stamp_resolution_s: float | None = None,
 ) -> tuple[StreamInfo, float]:
-    """StreamInfo for a log of nvidia-smi tables (plain or watched), from its head."""
+    """StreamInfo for a log of nvidia-smi tables (plain or watched), from its head.
+    ``stamp_resolution_s``: tables sharing a stamp are spread over it (see
+    :func:`~._bursts.spread_stamps`) before their spacing is measured."""
     times = [t.timestamp for t in heads if t.timestamp is not None]
+    how = "median spacing of timestamps"
+    header: dict[str, object] = {}
+    if stamp_resolution_s is not None and len(set(times)) < len(times):
+        most = max(times.count(t) for t in set(times))
+        header["bursts"] = {"resolution_s": stamp_resolution_s, "most_rows": most}
+        spread = [t for _, t in spread_stamps(times, lambda t: t, stamp_resolution_s)]
+        times = [t for t in spread if t is not None]
+        how = (
+            "median spacing of the tables, those of one stamp spread over its "
+            f"{stamp_resolution_s:g} s"
+        )
+        notes.append(
+            f"up to {most} tables under one {stamp_resolution_s:g} s stamp (nvidia-smi run "
+            "in a loop without a sleep): spread evenly over it"
+        )
     drivers = sorted({t.driver for t in heads if t.driver})
     if drivers:
         notes.insert(0, f"{label}, driver {', '.join(drivers)}")
@@ -168,7 +189,7 @@ def stream_info(
         notes.insert(0, label)
     if heads and not times and interval_s is None:
         notes.append("no date line above the tables")
-    interval = choose_interval(median_interval(times), interval_s, notes, bool(times))
+    interval = choose_interval(median_interval(times), interval_s, notes, bool(times), how)
     missing = [METRIC_MEMORY_ACCESS, METRIC_PCIE, METRIC_HOST_CPU, METRIC_SUBSECOND]
     missing.append(METRIC_THROTTLE)
     if not has_processes:
@@ -182,7 +203,7 @@ def stream_info(
         gpu_count=max((len(t.gpus) for t in heads), default=None) or None,
         missing=tuple(missing),
         detail="; ".join(notes),
-        header={},
+        header=header,
     )
     return info, interval
 
@@ -194,8 +215,12 @@ def open_table(
     notes: list[str] = []
     if mapping:
         notes.append("--map is not used for nvidia-smi tables (their layout names every value)")
+    stamps = [t.timestamp for t in plan.snapshots if t.timestamp is not None]
+    # What the date lines are rounded to (1 s: `date`, nvidia-smi's own); judged on a
+    # few distinct stamps at least (one on a whole minute is not a minute's resolution).
+    step = resolution(stamps) if len(set(stamps)) >= 3 else 1.0
     info, interval = stream_info(
-        path, FORMAT, LABEL, plan.snapshots, plan.expect_processes, interval_s, notes
+        path, FORMAT, LABEL, plan.snapshots, plan.expect_processes, interval_s, notes, step
     )
     detail = f"{LABEL}: {path.name}"
     counters = ReadCounters()
@@ -203,10 +228,14 @@ def open_table(
     def reader(source: TextSource) -> Iterator[Snapshot]:
         maker = SnapshotMaker(counters, interval, detail)
         tables = TableReader(counters.note_bad_line, expect_processes=plan.expect_processes)
-        for table in drive(tables, source.lines()):
-            yield maker.make(table)
+        for table, at in spread_stamps(drive(tables, source.lines()), _stamp, step):
+            yield maker.make(table, at)
 
     return ImportedStream(path, info, reader, counters=counters)
+
+
+def _stamp(table: TableSnapshot) -> float | None:
+    return table.timestamp
 
 
 SPEC = FormatSpec(
