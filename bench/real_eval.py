@@ -64,7 +64,7 @@ def load_rows(path: Path = EXPECTED) -> list[Row]:
     return rows
 
 
-def _ids(finding: dict) -> list[str]:
+def _ids(finding: dict[str, object]) -> list[str]:
     rule = str(finding.get("rule", ""))
     subtype = finding.get("subtype")
     return [rule, f"{rule}/{subtype}"] if subtype else [rule]
@@ -83,10 +83,15 @@ def score(row: Row, timeout_s: float = 300.0) -> Row:
         return row
     row.seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
-        row.error = (done.stderr.strip().splitlines() or ["exit %d" % done.returncode])[-1]
+        row.error = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return row
     document = json.loads(done.stdout)
-    findings = document.get("findings", [])
+    # Each GPU's verdict is a conclusion of the report too, judged like a finding.
+    verdicts = [
+        {"rule": "verdict", "subtype": v["verdict"], "severity": v["severity"]}
+        for v in document.get("verdicts", [])
+    ]
+    findings = document.get("findings", []) + verdicts
     row.found = sorted({"/".join(filter(None, [f["rule"], f.get("subtype")])) for f in findings})
     severe = [f for f in findings if f.get("worst_severity", f.get("severity")) in SEVERE]
     row.severe = sorted({"/".join(filter(None, [f["rule"], f.get("subtype")])) for f in severe})
@@ -97,9 +102,7 @@ def score(row: Row, timeout_s: float = 300.0) -> Row:
         row.met_want = True
     if row.forbid:
         forbid = re.compile(row.forbid)
-        row.forbidden = sorted(
-            {i for f in severe for i in _ids(f) if forbid.search(i)}
-        )
+        row.forbidden = sorted({i for f in severe for i in _ids(f) if forbid.search(i)})
     return row
 
 

@@ -248,6 +248,9 @@ class GpuHistory:
     sm_samples_ordered: bool = True
     """Whether ``sm_samples`` are in time order (every source's are; a tick whose batch
     was not keeps this False), so that the newest ones can be read from the end."""
+    phases: object | None = None
+    """The hints' record of this GPU's phases since the first tick (hints.phases, kept
+    by the rules that trim a log's start-up): it reaches back further than the ring."""
 
     SERIES = (
         "sm_percent",

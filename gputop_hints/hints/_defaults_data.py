@@ -128,6 +128,7 @@ DEFAULTS: dict[str, Any] = {
         "window_s": 60,
         "sm_mean_below_percent": 15,
         "in_use_vram_gib": 1,
+        "context_vram_gib": 0.25,
         "without_process_data_below_percent": 50,
         "hysteresis": {
             "raise_after_s": 10,

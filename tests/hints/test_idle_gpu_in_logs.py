@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.cli import run_cli
 
 T0 = 1733306400
@@ -28,10 +30,15 @@ def _log(tmp_path: Path, readings: list[tuple[int, int]], every_s: int = 1) -> P
     return path
 
 
-def _findings(path: Path) -> list[dict[str, Any]]:
+def _report(path: Path) -> dict[str, Any]:
     result = run_cli("report", "--json", str(path))
     assert result.returncode == 0, result.stderr
-    findings: list[dict[str, Any]] = json.loads(result.stdout)["findings"]
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def _findings(path: Path) -> list[dict[str, Any]]:
+    findings: list[dict[str, Any]] = _report(path)["findings"]
     return findings
 
 
@@ -66,13 +73,20 @@ def test_a_bare_context_is_no_memory_held(tmp_path: Path) -> None:
     assert _idle(_findings(_log(tmp_path, readings))) == []
 
 
-def test_a_coarse_log_is_left_to_low_utilization(tmp_path: Path) -> None:
+def test_a_coarse_log_ending_idle_is_a_teardown_not_idleness(tmp_path: Path) -> None:
     # One reading every 5 s or a minute is a draw of the duty cycle (the GPU's last
-    # second or so): zeros in a row bound it, they do not show that nothing ran.
+    # second or so): 40 zeros in a row bound it, they do not show that nothing ran.
+    # And they come after the run's last activity: the run's teardown, which the GPU's
+    # verdict says (memory still held) -- not a run at a low level.
     readings = [(95, 30000)] * 30 + [(0, 30000)] * 40
-    findings = _findings(_log(tmp_path, readings, every_s=5))
+    document = _report(_log(tmp_path, readings, every_s=5))
+    findings = document["findings"]
     assert _idle(findings) == []
-    assert any(f["rule"] == "low-utilization" for f in findings)
+    assert not any(f["rule"] == "low-utilization" for f in findings)
+    [verdict] = document["verdicts"]
+    assert verdict["verdict"] == "busy"
+    assert verdict["phases"]["teardown_s"] == pytest.approx(40 * 5)
+    assert "still holding 29.3 GiB at the end" in verdict["summary"]
 
 
 def test_a_gpu_that_works_in_bursts_is_not_idle(tmp_path: Path) -> None:

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.kinds import is_server
 from gputop_hints.hints.rules.shared import gib_text, percent_text
-from gputop_hints.hints.rules.signals import INDEPENDENT_INTERVAL_S, hangs, no_process_data
+from gputop_hints.hints.rules.signals import (
+    INDEPENDENT_INTERVAL_S,
+    device_pool,
+    hangs,
+    no_process_data,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
@@ -72,7 +77,10 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         cpu = win.process_cpu_mean(proc)
         # Without the host side, a checkpoint save, an evaluation on the CPU or a dataset
         # load (tens of seconds to minutes) cannot be told from idleness: wait longer.
-        needed = c.idle_for_s if cpu is not None else c.idle_for_s_without_host
+        needed = max(
+            c.idle_for_s if cpu is not None else c.idle_for_s_without_host,
+            _least_idle_s(win, named=True),
+        )
         if idle_s < needed:
             continue
         if _working_on_host(win, t, proc):
@@ -131,10 +139,7 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
     c = t.idle_holding_vram
     out: list[Finding] = []
     coarse = win.interval_s >= INDEPENDENT_INTERVAL_S
-    # Each reading of a coarse log is a draw of the duty cycle: zeros in a row bound
-    # it (COARSE_DUTY_BOUND), and only enough of them say that next to nothing ran.
-    least = math.ceil(3.0 / COARSE_DUTY_BOUND) if coarse else IDLE_READINGS
-    needed = max(c.idle_for_s_without_host, least * win.interval_s)
+    needed = max(c.idle_for_s_without_host, _least_idle_s(win))
     for gpu in win.latest.gpus:
         used = gpu.vram_used_bytes
         if used is None or used < c.min_vram_gib * GIB:
@@ -145,6 +150,7 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
         age = duration_text(idle_s)
         short_age = duration_text(idle_s if idle_s < 120 else round(idle_s / 60) * 60)
         readings = round(idle_s / win.interval_s)  # since the last busy one
+        pool = device_pool(win, t, gpu.index)
         out.append(
             Finding(
                 rule=ID,
@@ -162,15 +168,39 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
                         else ""
                     )
                     + ". This log has no per-process rows to say which."
+                    + (
+                        f" Its {pool * 100:.0f} % of the card has not moved since the first "
+                        "reading: a pool taken at start -- an inference server's (vLLM "
+                        "reserves 90 % by default for its KV cache) idle between requests, "
+                        "or TensorFlow's or JAX's -- held by design while the process runs."
+                        if pool is not None
+                        else ""
+                    )
                 ),
                 advice=(
+                    *(
+                        (
+                            "A serving engine idle this long is capacity nobody uses: stop it "
+                            "when not needed, or give it less (vLLM --gpu-memory-utilization "
+                            "0.5, SGLang --mem-fraction-static) so the card can be shared.",
+                        )
+                        if pool is not None
+                        else ()
+                    ),
                     "Find the holder: nvidia-smi --query-compute-apps=pid,process_name,"
                     "used_memory --format=csv (or gputop-hints on the node).",
-                    "A notebook or interactive session you are done with? del the model and "
-                    "call torch.cuda.empty_cache(), or restart the kernel; a finished job that "
-                    "did not exit: stop it.",
-                    "A distributed job? One rank may be stuck in a collective: check the other "
-                    "ranks, NCCL_DEBUG=INFO, and py-spy dump on each rank's main process.",
+                    *(
+                        (
+                            "A notebook or interactive session you are done with? del the model "
+                            "and call torch.cuda.empty_cache(), or restart the kernel; a "
+                            "finished job that did not exit: stop it.",
+                            "A distributed job? One rank may be stuck in a collective: check the "
+                            "other ranks, NCCL_DEBUG=INFO, and py-spy dump on each rank's main "
+                            "process.",
+                        )
+                        if pool is None
+                        else ()
+                    ),
                 ),
                 evidence=(
                     Evidence(
@@ -189,6 +219,21 @@ def _idle_gpus(win: Window, t: Thresholds) -> list[Finding]:
             )
         )
     return out
+
+
+def _least_idle_s(win: Window, named: bool = False) -> float:
+    """The shortest idle stretch a log's readings can show. Each reading of a coarse log
+    (INDEPENDENT_INTERVAL_S or more apart) is one draw of the duty cycle: two zeros a
+    minute apart in a run at 25 % are chance, not two idle minutes, so a log needs
+    IDLE_READINGS in a row whatever its spacing. Where the log names the process
+    (``named``: the same holder in every reading) that is enough to say it held the
+    memory through them without running; with no process named, zeros in a row bound
+    the GPU's duty cycle (COARSE_DUTY_BOUND) only from 60 of them."""
+    if not win.latest.imported and win.interval_s < INDEPENDENT_INTERVAL_S:
+        return 0.0
+    if win.interval_s >= INDEPENDENT_INTERVAL_S and not named:
+        return math.ceil(3.0 / COARSE_DUTY_BOUND) * win.interval_s
+    return IDLE_READINGS * win.interval_s
 
 
 def _working_on_host(win: Window, t: Thresholds, proc: GpuProcess) -> bool:

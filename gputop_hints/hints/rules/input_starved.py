@@ -30,6 +30,7 @@ from gputop_hints.hints.rules.shared import (
 from gputop_hints.hints.rules.signals import (
     MIN_SAMPLES,
     DutyCycle,
+    device_pool,
     gpu_level,
     holder,
     level_window,
@@ -187,6 +188,11 @@ def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
     for gpu in win.latest.gpus:
         level = gpu_level(win, t, gpu.index)
         if level is None or level[2] < MIN_SAMPLES:
+            continue
+        if device_pool(win, t, gpu.index) is not None:
+            # A pool flat from the first reading: a serving engine between requests bursts
+            # the same way (is_server's GPU-level twin); nothing tells its traffic from
+            # late batches, so no input-stall claim (idle-holding-vram names the pool).
             continue
         duty = stalled_duty_cycle(win, t, gpu.index)
         why = holder(win, t, gpu) if duty is not None else None

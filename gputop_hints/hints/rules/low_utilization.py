@@ -47,6 +47,11 @@ class LowUtilization:
             0, 1024, "GiB", "without process data, VRAM used above this means in use"
         )
     )
+    context_vram_gib: float = field(
+        metadata=threshold(
+            0, 1024, "GiB", "... or above this (a CUDA context) once held longer than a start-up"
+        )
+    )
     without_process_data_below_percent: float = field(
         metadata=threshold(0, 100, "%", "threshold when no process/host data can explain low SM")
     )

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.kinds import is_compile_worker, is_server, server_name
+from gputop_hints.hints.phases import PhaseTracker, interval_or_one, start_up_end
 from gputop_hints.hints.rules.shared import gib_text, multi_gpu_jobs, sm_evidence
+from gputop_hints.hints.traces import idle_gaps
 from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window, median_of
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
 from gputop_hints.units import MIB
@@ -248,6 +250,16 @@ def _duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
     gh = win.history.gpus.get(index)
     values = gh.sm_percent.known(win.ticks) if gh else []
     gaps = win.gpu_gaps(index, c.gap_sm_below_percent, c.min_gap_s)
+    if gh is not None and win.latest.imported:
+        # Judged within the job's run (hints.phases): the idle before its first sustained
+        # activity -- start-up, or the stretch before the job with nothing loaded -- is a
+        # transition, and one idle->busy switch beside one pause is no sawtooth.
+        start_up = _start_up_readings(win, t, gh)
+        if start_up is None:
+            return None
+        if start_up:
+            values = [v for v in gh.sm_percent.last(win.ticks)[start_up:] if v is not None]
+            gaps = idle_gaps(values, win.interval_s, c.gap_sm_below_percent, c.min_gap_s, False)
     if not values or gaps is None:
         return None
     if gaps.count < c.min_gaps or gaps.fraction < c.min_gap_fraction:
@@ -318,34 +330,104 @@ def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int
     gh = win.history.gpus.get(index)
     if gh is None:
         return None
-    start_up = _start_up_readings(win, gh) if win.latest.imported else 0
+    start_up = _start_up_readings(win, t, gh) if win.latest.imported else 0
     if start_up is None:
         return None  # a log whose GPU has run no kernel yet: start-up, or idle-holding-vram's
-    in_use = t.low_utilization.in_use_vram_gib * GIB if not win.latest.processes else None
+    in_use = in_use_bytes(win, t, index) if not win.latest.processes else None
     if win.interval_s < INDEPENDENT_INTERVAL_S and in_use is None and not start_up:
         return _plain_level(win, index)
     n = win.ticks - start_up
     return in_use_level(gh.sm_percent.last(n), gh.vram_used_bytes.last(n), in_use)
 
 
-START_UP_BELOW_PERCENT = 2.0
-"""A log's first readings under this (idle-holding-vram's idle) before its GPU first ran
-a kernel are the job's start-up."""
+def in_use_bytes(win: Window, t: Thresholds, index: int) -> float:
+    """Without process rows, the VRAM from which GPU ``index`` counts as in use: a
+    model's worth (``in_use_vram_gib``), or a bare CUDA context's (``context_vram_gib``)
+    once the GPU has held that much for longer than a start-up (``warm_up.max_age_s``).
+
+    A context alone takes 300-600 MiB. Held for a minute or two while kernels run, it is
+    a job's start-up before its model loads (compilation, a pre-processing pass); held
+    for longer, the job is that small (a tiny model, an MCTS learner's network) and its
+    level is the job's."""
+    return win.derived(("in-use-bytes", id(t), index), lambda: _in_use_bytes(win, t, index))
 
 
-def _start_up_readings(win: Window, gh: GpuHistory) -> int | None:
-    """How many of a log's first readings, at the start of ``win``, came before its GPU
-    ``gh`` first ran a kernel -- model loading, the first steps' set-up: a phase of the
-    job, like a checkpoint save, not its level. 0 where the window does not reach back
-    to the log's first reading (the live monitor, started beside a running job, never
-    asks); None where the GPU has run no kernel yet."""
+def _in_use_bytes(win: Window, t: Thresholds, index: int) -> float:
+    c = t.low_utilization
+    model = c.in_use_vram_gib * GIB
+    context = c.context_vram_gib * GIB
+    gh = win.history.gpus.get(index)
+    if gh is None or context >= model:
+        return model
+    vram = gh.vram_used_bytes.last()
+    times = win.history.timestamps.last(len(vram))
+    since = None
+    for i in range(len(vram) - 1, -1, -1):
+        v = vram[i]
+        if v is None:
+            continue
+        if v < context:
+            break
+        since = times[i]
+    if since is None or not times or times[-1] is None:
+        return model
+    return context if times[-1] - since >= t.warm_up.max_age_s else model
+
+
+def _start_up_readings(win: Window, t: Thresholds, gh: GpuHistory) -> int | None:
+    """How many of the window's first readings came before the current job's run began
+    (hints.phases: its first sustained activity) -- model loading, compilation and
+    autotuning bursts, the first steps' set-up: a phase of the job, like a checkpoint
+    save, not its level. The job began at the log's first reading (its run's start is
+    followed from there, beyond the ring: :func:`_first_run_start`), or after the last
+    reading with nothing loaded (VRAM under ``context_vram_gib``, less than a CUDA
+    context: the previous job gone). None while the GPU has run nothing since the job
+    began, or holds nothing now."""
     sm = gh.sm_percent.last(win.ticks)
-    if win.history.ticks > len(sm):
-        return 0
-    for i, value in enumerate(sm):
-        if value is not None and value >= START_UP_BELOW_PERCENT:
-            return i
-    return None
+    vram = gh.vram_used_bytes.last(win.ticks)
+    times = [ts or 0.0 for ts in win.history.timestamps.last(len(sm))]
+    floor = t.low_utilization.context_vram_gib * GIB
+    for i in range(len(vram) - 1, -1, -1):
+        v = vram[i]
+        if v is not None and v < floor:
+            begin = i + 1
+            if begin >= len(sm):
+                return None
+            k = start_up_end(times[begin:], sm[begin:], win.interval_s)
+            return None if k is None else begin + k
+    start = _first_run_start(win, gh)
+    if start is None:
+        return None
+    return sum(1 for ts in times if ts < start)
+
+
+def _first_run_start(win: Window, gh: GpuHistory) -> float | None:
+    """When the log's first run on GPU ``gh`` began (a PhaseTracker fed every reading
+    since the first, kept on the GPU's history); None: no activity yet."""
+    state = gh.phases
+    if not isinstance(state, _RunStart):
+        state = gh.phases = _RunStart(PhaseTracker(gh.index, interval_or_one(win.interval_s)))
+    history = win.history
+    new = history.ticks - state.fed
+    if new > 0:
+        sm = gh.sm_percent.last(new)
+        times = history.timestamps.last(len(sm))
+        for ts, value in zip(times, sm, strict=True):
+            if ts is not None:
+                state.tracker.add(ts, value)
+        state.fed = history.ticks
+    tracker = state.tracker
+    # Until the start-up settles (sustained activity, or START_UP_MAX_S of bursts) the
+    # run is taken to start at the first activity: a loop that bursts without ever
+    # sustaining is judged from there. A report takes back what was judged on that
+    # guess where it proved wrong (outputs.report.build).
+    return tracker.run_start if tracker.settled else tracker.first_active_t
+
+
+@dataclass(slots=True)
+class _RunStart:
+    tracker: PhaseTracker
+    fed: int = 0
 
 
 def holder(win: Window, t: Thresholds, gpu: GpuSample) -> str | None:
@@ -356,8 +438,13 @@ def holder(win: Window, t: Thresholds, gpu: GpuSample) -> str | None:
     if procs:
         held = float(sum(p.vram_bytes or 0 for p in procs))
         return f"{len(procs)} process(es) hold {gib_text(held)}"
-    if not win.latest.processes and (gpu.vram_used_bytes or 0) >= c.in_use_vram_gib * GIB:
-        return f"{gib_text(gpu.vram_used_bytes)} of VRAM in use (no per-process data)"
+    if not win.latest.processes and (gpu.vram_used_bytes or 0) >= in_use_bytes(win, t, gpu.index):
+        small = (gpu.vram_used_bytes or 0) < c.in_use_vram_gib * GIB
+        return f"{gib_text(gpu.vram_used_bytes)} of VRAM in use" + (
+            " (no per-process data; a CUDA context's worth, held past any start-up)"
+            if small
+            else " (no per-process data)"
+        )
     if no_process_data(win) and gpu.vram_used_bytes is None:
         return "the logged run holds it (VRAM use not in this log)"
     return None
@@ -750,6 +837,47 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
         return Preallocation(share, False, None, flat)
     return None
 
+
+
+def device_pool(win: Window, t: Thresholds, index: int) -> float | None:
+    """In a log without process rows, GPU ``index``'s VRAM read as a framework's pool:
+    its share of the card (None: not a pool). The GPU-level twin of
+    :func:`preallocation`, asked where no process can be named.
+
+    A pool is taken in one step at start and never moves: vLLM's KV cache
+    (--gpu-memory-utilization 0.9), SGLang's static fraction, JAX's 75 %, TensorFlow's
+    whole card less its reserve. So the VRAM has stayed within VRAM_STEADY_SHARE of the
+    card through every reading the history holds -- from the log's first one where the
+    history reaches back to it -- for ``vram_preallocated.steady_for_s`` and at least
+    three readings, at a documented share (or TensorFlow's reserve left free). A
+    caching allocator's training job grows with its first steps and moves with batch
+    shapes; where it plateaus at a documented share for the whole log, this reads it as
+    a pool, and says so as a likelihood, never as a server by name.
+    """
+    return win.derived(("device-pool", id(t), index), lambda: _device_pool(win, t, index))
+
+
+def _device_pool(win: Window, t: Thresholds, index: int) -> float | None:
+    c = t.vram_preallocated
+    gpu = win.gpu(index)
+    gh = win.history.gpus.get(index)
+    if not no_process_data(win) or gpu is None or gh is None or not gpu.vram_total_bytes:
+        return None
+    total = gpu.vram_total_bytes
+    used = gpu.vram_used_bytes
+    if used is None or used < c.min_share * total:
+        return None
+    values = gh.vram_used_bytes.known()
+    if len(values) < 3 or len(values) * win.interval_s < c.steady_for_s:
+        return None
+    if max(values) - min(values) > VRAM_STEADY_SHARE * total:
+        return None
+    share = used / total
+    documented = any(
+        s - SHARE_MATCH <= share and used <= s * total + OVER_POOL_BYTES
+        for _, s in DOCUMENTED_SHARES
+    )
+    return share if documented or tf_reserve_left(win, gpu) else None
 
 
 # cpu-offload: the optimizer on the host, gradients and parameters over PCIe

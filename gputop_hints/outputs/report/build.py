@@ -28,12 +28,15 @@ from collections.abc import Iterator
 from typing import Any
 
 from gputop_hints.hints.diagnoser import Diagnoser
+from gputop_hints.hints.phases import LEVEL_RULES, PhaseTracker, Verdict, interval_or_one
 from gputop_hints.hints.rules import ALL_RULES, RULE_NEEDS
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.quality import GAP_FACTOR, quality_notes
 from gputop_hints.outputs.report.stats import GpuTable, ProcessTable
+from gputop_hints.recording.format import G_INDEX, G_POWER, G_SM, G_TEMPERATURE, G_VRAM_USED
+from gputop_hints.recording.lazy import LazyTick
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.streams import (
     METRIC_HOST_CPU,
@@ -100,9 +103,11 @@ def build_report(
     gpus = GpuTable(info.header.get("gpus"))
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
     processes = ProcessTable()
+    phases = _Phases(info.header.get("gpus"), info.interval_s)
     for i, tick in enumerate(views):
         timeline.add(tick.timestamp)
         gpus.add(tick, metrics.seen)
+        phases.add(tick)
         if not hints.wants(i):
             continue
         snap = tick.snapshot()
@@ -110,11 +115,13 @@ def build_report(
             continue
         metrics.add_snapshot(snap)
         processes.add(snap)
-        hints.add(i, snap)
+        hints.add(i, snap, phases)
+    hints.drop_teardown(phases)
     truncated = getattr(stream, "truncated", False)
     report = _assemble(info, stream.counters, timeline, gpus, metrics, hints, truncated)
     report.processes = processes.ranked()
     report.processes_dropped = processes.dropped
+    report.verdicts = phases.verdicts()
     return report
 
 
@@ -278,6 +285,81 @@ class _MetricsSeen:
         return missing
 
 
+class _Phases:
+    """Each GPU's trace cut into phases as the ticks go by (hints.phases): its verdict
+    at the end, and -- while the report runs -- whether a tick lies after the GPU's last
+    activity so far (time that the end of the log may make its teardown)."""
+
+    def __init__(self, listed: Any, interval_s: float | None) -> None:
+        self._static = {
+            int(g["index"]): g
+            for g in (listed if isinstance(listed, list) else ())
+            if isinstance(g, dict) and isinstance(g.get("index"), int)
+        }
+        self._interval_s = interval_s
+        self.trackers: dict[int, PhaseTracker] = {}
+
+    def _tracker(self, index: int, interval_s: float | None) -> PhaseTracker:
+        tracker = self.trackers.get(index)
+        if tracker is None:
+            tracker = self.trackers[index] = PhaseTracker(
+                index, interval_or_one(self._interval_s or interval_s)
+            )
+        return tracker
+
+    def add(self, tick: TickView) -> None:
+        t = tick.timestamp
+        if tick.__class__ is LazyTick:
+            # A recording's tick: its GPU columns and the header's static record.
+            for g in tick.gpus:
+                static = self._static.get(g[G_INDEX], {})
+                self._tracker(g[G_INDEX], None).add(
+                    t,
+                    g[G_SM],
+                    g[G_VRAM_USED],
+                    g[G_POWER],
+                    static.get("power_limit_watts"),
+                    g[G_TEMPERATURE],
+                    static.get("vram_total_bytes"),
+                )
+            return
+        try:
+            samples = tick.gpu_samples()
+        except (IndexError, KeyError, TypeError, ValueError):
+            return
+        for g in samples:
+            self._tracker(g.index, None).add(
+                t,
+                g.sm_percent,
+                g.vram_used_bytes,
+                g.power_watts,
+                g.power_limit_watts,
+                g.temperature_c,
+                g.vram_total_bytes,
+            )
+
+    def after_last_activity(self, index: int, t: float) -> bool:
+        tracker = self.trackers.get(index)
+        return tracker is not None and tracker.in_teardown(t)
+
+    def settled_at(self, index: int) -> float | None:
+        """When the GPU's start-up settled (None: not yet)."""
+        tracker = self.trackers.get(index)
+        return None if tracker is None else tracker.settled_at
+
+    def start_moved(self, index: int) -> bool:
+        """Whether the GPU's run began later than its first activity."""
+        tracker = self.trackers.get(index)
+        return tracker is not None and tracker.start_moved
+
+    def last_activity(self, index: int) -> float | None:
+        tracker = self.trackers.get(index)
+        return None if tracker is None else tracker.last_active_t
+
+    def verdicts(self) -> list[Verdict]:
+        return [self.trackers[i].verdict() for i in sorted(self.trackers)]
+
+
 class _HintsAsIfLive:
     """The hint engine run every ``stride``-th tick, and the time each finding was shown.
 
@@ -296,44 +378,137 @@ class _HintsAsIfLive:
         self.evaluations = 0
         self._visible_before: set[tuple[str, Any]] = set()
         self._last_evaluated = -1
+        self._rule_tail: dict[str, tuple[float, dict[int, float | None]]] = {}
+        self._early_rule: dict[str, float] = {}
+        """Rule -> seconds taken back from it as judged on an unsettled start-up."""
+        self._thresholds = thresholds
+        """Rule -> seconds it was shown, up to now, only after its GPUs' last activity."""
 
     def wants(self, i: int) -> bool:
         """Whether tick ``i`` is in a burst, so is worth decoding in full."""
         return i % self.stride >= self._burst_from
 
-    def add(self, i: int, snap: Snapshot) -> None:
+    def add(self, i: int, snap: Snapshot, phases: _Phases | None = None) -> None:
         self._diagnoser.append(snap)
         if i % self.stride == self.stride - 1:
-            self._evaluate(i, snap)
+            self._evaluate(i, snap, phases)
 
-    def _evaluate(self, i: int, snap: Snapshot) -> None:
+    def _evaluate(self, i: int, snap: Snapshot, phases: _Phases | None) -> None:
         visible = self._diagnoser.evaluate()
         self.evaluations += 1
         credit = (i - self._last_evaluated) * snap.interval_s
         self._last_evaluated = i
         now_keys: set[tuple[str, Any]] = set()
-        rules_now: set[str] = set()
+        rules_now: dict[str, bool] = {}
+        """Rule -> whether all its findings now lie after their GPU's last activity."""
         for f in visible:
             now_keys.add(f.key)
-            rules_now.add(f.rule)
+            # The phases are a GPU's: they judge the GPU-level findings (a process's own
+            # have its lifetime, warm-up and host data to judge them).
+            gpu_level = f.rule in LEVEL_RULES and f.subject.pid is None
+            tail = (
+                phases is not None
+                and gpu_level
+                and f.subject.gpu_index is not None
+                and phases.after_last_activity(f.subject.gpu_index, snap.timestamp)
+            )
+            rules_now[f.rule] = rules_now.get(f.rule, True) and tail
             ft = self.times.get(f.key)
             if ft is None:
                 ft = self.times[f.key] = FindingTime(f, first_seen=snap.timestamp, worst=f.severity)
+            new_episode = f.key not in self._visible_before
+            gpu = f.subject.gpu_index
+            if phases is not None and gpu is not None and gpu_level:
+                # Judged while the GPU's start-up was not settled (the run taken to start
+                # at its first activity), or held since by hysteresis: taken back at the
+                # end if the run proved to start later (a compile's bursts first).
+                settled_at = phases.settled_at(gpu)
+                if new_episode:
+                    ft.early_episode = settled_at is None
+                hold = _clear_after_s(self._thresholds, f.rule)
+                if settled_at is None or (
+                    ft.early_episode and snap.timestamp <= settled_at + hold
+                ):
+                    ft.early.append((snap.timestamp, credit, new_episode))
+            if tail and phases is not None:
+                ft.hold_tail(phases.last_activity(f.subject.gpu_index), credit, new_episode)
+            else:
+                ft.end_tail()
             if f.severity > ft.worst:
                 ft.worst = f.severity
                 ft.finding = f
             ft.seconds += credit
             ft.add_evidence(f)
             ft.last_seen = snap.timestamp
-            if f.key not in self._visible_before:
+            if new_episode:
                 ft.episodes += 1
-        for rule in rules_now:
+        for rule, tail in rules_now.items():
             self.rule_seconds[rule] = self.rule_seconds.get(rule, 0.0) + credit
+            if not tail or phases is None:
+                self._rule_tail.pop(rule, None)
+                continue
+            anchors = {
+                g: phases.last_activity(g)
+                for f in visible
+                if f.rule == rule and (g := f.subject.gpu_index) is not None
+            }
+            held = self._rule_tail.get(rule)
+            if held is None or held[1] != anchors:
+                held = self._rule_tail[rule] = (0.0, anchors)
+            self._rule_tail[rule] = (held[0] + credit, anchors)
         self._visible_before = now_keys
+
+    def drop_teardown(self, phases: _Phases) -> None:
+        """Take back the time level rules were shown after their GPU's last activity in
+        the log: windows reaching from the end of a run into the idle after it judge a
+        run that is over (the GPU's verdict says its teardown instead)."""
+        for key, ft in list(self.times.items()):
+            gpu = ft.finding.subject.gpu_index
+            if gpu is not None and ft.early and phases.start_moved(gpu):
+                for _, credit, new_episode in ft.early:
+                    ft.seconds -= credit
+                    ft.episodes -= new_episode
+                    self._early_rule[ft.finding.rule] = (
+                        self._early_rule.get(ft.finding.rule, 0.0) + credit
+                    )
+                if ft.seconds <= 1e-9:
+                    del self.times[key]
+                    continue
+                ft.episodes = max(1, ft.episodes)  # an episode that outlasted the start-up
+                ft.first_seen = max(ft.first_seen, ft.early[-1][0])
+            if ft.tail is None or gpu is None or ft.tail.anchor != phases.last_activity(gpu):
+                continue
+            ft.seconds -= ft.tail.seconds
+            ft.episodes -= ft.tail.episodes
+            ft.last_seen = ft.tail.last_before
+            if ft.seconds <= 1e-9 or ft.episodes <= 0:
+                del self.times[key]
+        for rule, seconds in self._early_rule.items():
+            # An upper bound on the rule's time in start-ups (its subjects may overlap).
+            left = self.rule_seconds.get(rule, 0.0) - seconds
+            if left <= 1e-9 or not any(ft.finding.rule == rule for ft in self.times.values()):
+                self.rule_seconds.pop(rule, None)
+            else:
+                self.rule_seconds[rule] = left
+        for rule, (seconds, anchors) in self._rule_tail.items():
+            if any(a != phases.last_activity(g) for g, a in anchors.items()):
+                continue  # activity followed: that time was the run's
+            left = self.rule_seconds.get(rule, 0.0) - seconds
+            if left <= 1e-9 or not any(ft.finding.rule == rule for ft in self.times.values()):
+                self.rule_seconds.pop(rule, None)
+            else:
+                self.rule_seconds[rule] = left
 
     def findings(self) -> list[FindingTime]:
         """Every finding shown, worst first, then longest, then earliest."""
         return sorted(self.times.values(), key=lambda ft: (-ft.worst, -ft.seconds, ft.first_seen))
+
+
+def _clear_after_s(thresholds: Thresholds, rule: str) -> float:
+    """How long the engine keeps showing ``rule``'s finding after its condition clears."""
+    section = getattr(thresholds, rule.replace("-", "_"), None)
+    hysteresis = getattr(section, "hysteresis", None)
+    return float(getattr(hysteresis, "clear_after_s", 0.0) or 0.0)
 
 
 def _assemble(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gputop_hints.hints.findings import Finding, Severity
+from gputop_hints.hints.phases import Verdict
 from gputop_hints.outputs.report.stats import GpuStats, ProcessStats
 from gputop_hints.streams import ReadCounters, StreamInfo
 
@@ -41,6 +42,19 @@ class EvidenceRange:
 
 
 @dataclass
+class Tail:
+    """Time a level finding was shown after its GPU's last activity so far: its GPU's
+    teardown if no activity follows before the log ends (build drops it then)."""
+
+    anchor: float | None
+    """The GPU's last activity when the tail began (a later one ends the tail)."""
+    last_before: float
+    """The finding's last_seen before the tail."""
+    seconds: float = 0.0
+    episodes: int = 0
+
+
+@dataclass
 class FindingTime:
     """How long one finding (rule + subject) was shown over the recording."""
 
@@ -53,6 +67,22 @@ class FindingTime:
     worst: Severity = Severity.INFO
     evidence: dict[str, EvidenceRange] = field(default_factory=dict)
     """Metric name -> its mean and range over the evaluations that showed the finding."""
+    tail: Tail | None = None
+    early: list[tuple[float, float, bool]] = field(default_factory=list)
+    early_episode: bool = False
+    """The current episode began while its GPU's start-up was not settled."""
+    """(time, seconds, new episode) of each showing while its GPU was maybe in start-up."""
+
+    def hold_tail(self, anchor: float | None, credit: float, new_episode: bool) -> None:
+        """This evaluation's credit lies after the GPU's last activity (``anchor``)."""
+        if self.tail is None or self.tail.anchor != anchor:
+            self.tail = Tail(anchor, self.last_seen if self.seconds else self.first_seen)
+        self.tail.seconds += credit
+        self.tail.episodes += new_episode
+
+    def end_tail(self) -> None:
+        """Shown inside a run again: what was held is the run's."""
+        self.tail = None
 
     def add_evidence(self, finding: Finding) -> None:
         """Take in one evaluation's evidence (its known values; unknown ones are skipped)."""
@@ -89,6 +119,8 @@ class Report:
     """Every GPU process seen in the fully decoded ticks, heaviest first."""
     processes_dropped: int = 0
     """Light, short-lived processes left out to keep memory bounded (churn)."""
+    verdicts: list[Verdict] = field(default_factory=list)
+    """Each GPU's verdict over the whole file (hints.phases), by index."""
 
     @property
     def duration_s(self) -> float:

@@ -54,6 +54,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "longest_gap_s": report.longest_gap_s,
         },
         "gpus": [g.to_dict() for g in report.gpus],
+        "verdicts": [v.to_dict() for v in report.verdicts],
         "processes": [p.to_dict() for p in report.processes],
         "processes_dropped": report.processes_dropped,
         "hints": {
@@ -99,6 +100,9 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
     width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 60), 160)
     out = _heading(report)
     out.append("")
+    if report.verdicts:
+        out.extend(_verdict_lines(report, width))
+        out.append("")
     if report.gpus:
         out.extend(_gpu_table(report))
         out.extend(_profiling_table(report))
@@ -136,6 +140,15 @@ def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
     # File names, CSV headers and cells, command lines come from outside: no raw
     # control characters reach the terminal (gputop_hints.text).
     return visible_lines("\n".join(out).rstrip("\n") + "\n")
+
+
+def _verdict_lines(report: Report, width: int) -> list[str]:
+    """Each GPU's verdict over the whole file, first: what a person asks before the rest."""
+    out = ["Verdict per GPU (over the whole file; docs/hints.md#phases-and-the-per-gpu-verdict):"]
+    for v in report.verdicts:
+        mark = "[!]" if v.severity == "warning" else "[i]"
+        out.extend(_wrap(v.summary, width, f"  {mark} ", "      "))
+    return out
 
 
 def _heading(report: Report) -> list[str]:
