@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.phases import GpuVerdicts
 from gputop_hints.hints.rules import ALL_RULES, RuleSpec
 from gputop_hints.hints.rules.signals import LEVEL_SAMPLES
 from gputop_hints.hints.thresholds import Thresholds
@@ -72,6 +73,8 @@ class Diagnoser:
         self.engine = HintEngine(self.thresholds, rules=rules, hysteresis=hysteresis)
         self.findings: tuple[Finding, ...] = ()
         """The findings visible after the latest evaluation, worst first."""
+        self.verdicts = GpuVerdicts()
+        """Each GPU's verdict over every tick fed (hints.phases)."""
 
     @classmethod
     def one_off(
@@ -103,6 +106,7 @@ class Diagnoser:
                 history_span_s(self.window_s, snapshot.interval_s), snapshot.interval_s
             )
         self.history.append(snapshot)
+        self.verdicts.add(snapshot)
 
     def evaluate(self) -> tuple[Finding, ...]:
         """Run the rules on the newest window; return (and keep) the visible findings."""
@@ -126,6 +130,7 @@ class Diagnoser:
         self.history = History(history_span_s(self.window_s, interval), interval)
         self.engine = HintEngine(self.thresholds, rules=self._rules, hysteresis=self._hysteresis)
         self.findings = ()
+        self.verdicts = GpuVerdicts()
 
     # --- questions about the visible findings --------------------------------
 

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
+from gputop_hints.model import Snapshot
 from gputop_hints.units import MIB
 
 GIB = 2**30
@@ -833,9 +834,46 @@ def start_up_end(
     return None
 
 
-def verdicts_of(trackers: dict[int, PhaseTracker]) -> list[Verdict]:
-    """Every GPU's verdict, by index."""
-    return [trackers[i].verdict() for i in sorted(trackers)]
+class GpuVerdicts:
+    """Each GPU's tracker, fed one snapshot at a time (the live monitor, ``--once``):
+    every GPU's verdict over what has been watched, as a report gives it over a file."""
+
+    def __init__(self) -> None:
+        self._trackers: dict[int, PhaseTracker] = {}
+        self._cache: dict[int, Verdict] = {}
+
+    def add(self, snapshot: Snapshot) -> None:
+        self._cache.clear()
+        interval = interval_or_one(snapshot.interval_s)
+        for g in snapshot.gpus:
+            if g.lost or g.not_answering_s is not None:
+                continue  # no readings now: not a reading of zero
+            tracker = self._trackers.get(g.index)
+            if tracker is None:
+                tracker = self._trackers[g.index] = PhaseTracker(g.index, interval)
+            tracker.add(
+                snapshot.timestamp,
+                g.sm_percent,
+                g.vram_used_bytes,
+                g.power_watts,
+                g.power_limit_watts,
+                g.temperature_c,
+                g.vram_total_bytes,
+            )
+
+    def of(self, index: int) -> Verdict | None:
+        """GPU ``index``'s verdict (None: no readings of it yet)."""
+        cached = self._cache.get(index)
+        if cached is not None:
+            return cached
+        tracker = self._trackers.get(index)
+        if tracker is None:
+            return None
+        verdict = self._cache[index] = tracker.verdict()
+        return verdict
+
+    def all(self) -> list[Verdict]:
+        return [v for i in sorted(self._trackers) if (v := self.of(i)) is not None]
 
 
 def interval_or_one(interval_s: float | None) -> float:

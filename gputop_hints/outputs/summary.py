@@ -11,6 +11,7 @@ No Textual here: this runs in batch jobs with no terminal at all.
 from __future__ import annotations
 
 import shutil
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 from gputop_hints import __version__
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.phases import Verdict
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import GpuHistory, History, Series
 from gputop_hints.model import (
@@ -47,6 +49,8 @@ class Summary:
     snapshots: tuple[Snapshot, ...]
     history: History
     findings: tuple[Finding, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    """Each GPU's verdict over every tick sampled (hints.phases), by index."""
 
     @classmethod
     def of(
@@ -67,8 +71,9 @@ class Summary:
         history = History(window_s=span + last.interval_s, interval_s=last.interval_s)
         history.extend(snapshots)
         seen = [*context, *snapshots]
-        findings = Diagnoser.one_off(seen, thresholds).feed_all(seen)
-        return cls(tuple(snapshots), history, findings)
+        diagnoser = Diagnoser.one_off(seen, thresholds)
+        findings = diagnoser.feed_all(seen)
+        return cls(tuple(snapshots), history, findings, tuple(diagnoser.verdicts.all()))
 
     @property
     def latest(self) -> Snapshot:
@@ -134,6 +139,7 @@ class Summary:
             "gpus": gpus,
             "processes": processes,
             "findings": [f.to_dict() for f in self.findings],
+            "verdicts": [v.to_dict() for v in self.verdicts],
         }
 
     def to_json_text(self) -> str:
@@ -229,8 +235,10 @@ class Summary:
             if link is not None
             else ""
         )
+        verdict = next((v for v in self.verdicts if v.gpu_index == gpu.index), None)
         lines = [
-            f"GPU {gpu.index}  {gpu.name or 'n/a'}",
+            f"GPU {gpu.index}  {gpu.name or 'n/a'}"
+            + (f"  -- {verdict.label}" if verdict is not None else ""),
             f"   SM {percent(gpu.sm_percent, width=4)} ({percent(sm_mean)})   "
             f"mem-access {percent(gpu.memory_access_percent, width=4)} ({percent(mem_mean)})   "
             f"VRAM {vram}",
@@ -244,6 +252,8 @@ class Summary:
             lines.append(_profiling_line(gpu, gh))
         elif (reason := gpu.profiling_shown_unavailable) is not None:
             lines.append(f"   GPM n/a: {reason}")
+        if verdict is not None:
+            lines.append(_verdict_line(verdict, "   ", width))
         lines.extend(
             _finding_lines(f, "   ", width)
             for f in self.findings
@@ -290,6 +300,15 @@ def _finding_lines(f: Finding, indent: str, width: int, with_subject: bool = Fal
     who = f"{subject_text(f.subject)}: " if with_subject else ""
     headline = f"{indent}[{TEXT_MARK[f.severity]}] {who}{f.label}"
     return "\n".join(finding_lines(f, headline, indent=indent + "      ", width=width))
+
+
+def _verdict_line(verdict: Verdict, indent: str, width: int) -> str:
+    """The GPU's verdict over the sampled ticks, wrapped (docs/hints.md, "Phases")."""
+    mark = "[!]" if verdict.severity == "warning" else "[i]"
+    text = f"verdict {mark} {verdict.summary}"
+    return "\n".join(
+        textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "    ")
+    )
 
 
 def _mean_of_allowed(history: History, allowed: Sequence[int]) -> float | None:

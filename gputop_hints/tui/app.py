@@ -469,6 +469,7 @@ class GputopApp(PlaybackControls):
                     history.gpus.get(index),
                     engine.for_gpu(index),
                     ticks=history.ticks,
+                    verdict=diagnoser.verdicts.of(index),
                 )
             self.cpu_panel.update_from(snapshot.host, snapshot.job, self.findings)
             table = self.process_table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+import os
 import re
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import ReadCounters, StreamInfo
+from tests.support.paths import FIXTURES, TRACES
 
 
 def read_log(path: Path, **options: object) -> tuple[list[Snapshot], StreamInfo, ReadCounters]:
@@ -36,3 +38,16 @@ def date_blocks(text: str, date: re.Pattern[str]) -> list[tuple[float, str]]:
         end = dates[i + 1].start() if i + 1 < len(dates) else len(text)
         out.append((float(stamp), text[m.end() : end]))
     return out
+
+
+def every_log() -> list[Path]:
+    """Every import fixture and every shared trace (those beside the checkout)."""
+    found = [p for p in sorted((FIXTURES / "import").iterdir()) if p.name != "README.md"]
+    if TRACES.is_dir():
+        found += sorted(
+            Path(root) / name
+            for root, _dirs, names in os.walk(TRACES)
+            for name in names
+            if not name.endswith((".md", ".tsv"))
+        )
+    return found

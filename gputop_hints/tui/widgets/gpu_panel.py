@@ -26,6 +26,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.phases import Verdict
 from gputop_hints.history import GpuHistory
 from gputop_hints.model import LOST_GPU_TEXT, GpuSample, MigInstance, not_answering_text
 from gputop_hints.tui import glyphs
@@ -133,6 +134,8 @@ class GpuPanel(StripWidget):
         self.history: GpuHistory | None = None
         self.findings: tuple[Finding, ...] = ()
         """This GPU's visible GPU-level findings, worst first (from the hint engine)."""
+        self.verdict: Verdict | None = None
+        """This GPU's verdict over the watched time (shown in the rich title)."""
         self.ticks = 0
         """Samples taken since the history started: where the sparkline buckets fall."""
         self._cells: dict[tuple[str, int], tuple[int, list[float | None]]] = {}
@@ -149,13 +152,16 @@ class GpuPanel(StripWidget):
         history: GpuHistory | None,
         findings: tuple[Finding, ...] = (),
         ticks: int | None = None,
+        verdict: Verdict | None = None,
     ) -> None:
-        """``ticks``: the history's sample count (None: count the calls, as a test would)."""
+        """``ticks``: the history's sample count (None: count the calls, as a test would).
+        ``verdict``: the GPU's verdict over what has been watched (hints.phases)."""
         if history is not self.history:
             self._cells.clear()
         self.gpu = gpu
         self.history = history
         self.findings = findings
+        self.verdict = verdict
         self.ticks = self.ticks + 1 if ticks is None else ticks
         self.invalidate()
 
@@ -208,6 +214,7 @@ class GpuPanel(StripWidget):
         key = (
             gpu.index, gpu.name, gpu.temperature_c, gpu.power_watts, gpu.power_limit_watts,
             gpu.sm_clock_mhz, gpu.throttle_reasons, self.findings, width, base, id(p),
+            None if self.verdict is None else (self.verdict.label, self.verdict.severity),
         )  # fmt: skip
         cached = self._rows.get(_TITLE_ROW)
         if cached is not None and cached[0] == key:
@@ -248,6 +255,11 @@ class GpuPanel(StripWidget):
                 pieces.append(
                     Piece("clocks: " + ",".join(gpu.throttle_reasons), on_bar["muted"], 6)
                 )
+        verdict = self.verdict
+        if verdict is not None:
+            # What the GPU did over the watched time, beside what the rules say now.
+            style = on_bar["warning"] if verdict.severity == "warning" else on_bar["muted"]
+            pieces.append(Piece(f"[{verdict.label}]", style, 4))
         hint = findings_text(self.findings)
         hint_piece: Piece | None = None
         if hint:
