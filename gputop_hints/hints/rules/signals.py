@@ -848,11 +848,12 @@ def device_pool(win: Window, t: Thresholds, index: int) -> float | None:
     (--gpu-memory-utilization 0.9), SGLang's static fraction, JAX's 75 %, TensorFlow's
     whole card less its reserve. So the VRAM has stayed within VRAM_STEADY_SHARE of the
     card through every reading the history holds -- from the log's first one where the
-    history reaches back to it -- for ``vram_preallocated.steady_for_s`` and at least
-    three readings, at a documented share (or TensorFlow's reserve left free). A
-    caching allocator's training job grows with its first steps and moves with batch
-    shapes; where it plateaus at a documented share for the whole log, this reads it as
-    a pool, and says so as a likelihood, never as a server by name.
+    history reaches back to it (a level the log never saw grow), else for
+    ``vram_preallocated.steady_for_s`` and at least three readings -- at a documented
+    share, or with TensorFlow's reserve left free. A caching allocator's training job
+    grows with its first steps and moves with batch shapes; one that plateaus at a
+    documented share for the whole log reads as a pool, said as a likelihood, never as
+    a server by name.
     """
     return win.derived(("device-pool", id(t), index), lambda: _device_pool(win, t, index))
 
@@ -868,8 +869,9 @@ def _device_pool(win: Window, t: Thresholds, index: int) -> float | None:
     if used is None or used < c.min_share * total:
         return None
     values = gh.vram_used_bytes.known()
-    if len(values) < 3 or len(values) * win.interval_s < c.steady_for_s:
-        return None
+    from_start = win.history.ticks <= len(gh.vram_used_bytes.last())
+    if not from_start and (len(values) < 3 or len(values) * win.interval_s < c.steady_for_s):
+        return None  # mid-log: flat long enough to be a plateau, not a moment
     if max(values) - min(values) > VRAM_STEADY_SHARE * total:
         return None
     share = used / total

@@ -20,6 +20,7 @@ from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
 from gputop_hints.hints.rules.shared import gib_text
 from gputop_hints.hints.rules.signals import (
     TF_RESERVE_SLACK_BYTES,
+    device_pool,
     no_process_data,
     preallocation,
     tf_reserve_left,
@@ -64,6 +65,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         pool_bar = t.vram_preallocated.min_share * (gpu.vram_total_bytes or 0)
         if pool_bar and _pooled(win, t, gpu.index) >= pool_bar:
             continue  # a framework's pool fills the card: by design (vram-preallocated)
+        if device_pool(win, t, gpu.index) is not None:
+            continue  # no process named, the card flat from the first reading at a pool's share
         held = _held(win, gpu.index)
         never_grew = bool(held) and all(since <= first + win.interval_s for since, first in held)
         if never_grew and (

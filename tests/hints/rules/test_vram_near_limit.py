@@ -94,11 +94,18 @@ def test_rule_table(c: Case) -> None:
 
 
 def test_a_log_without_processes_says_a_framework_pool_reads_the_same() -> None:
-    """A GPU-only log at 99 % of VRAM: an out-of-memory risk, or TensorFlow/JAX/vLLM's
-    pool taken at start -- the log cannot tell, and the finding says so. Where processes
+    """A GPU-only log that grew to 99 % of VRAM: an out-of-memory risk, or a pool taken
+    late -- the log cannot tell, and the finding says so. Where processes
     are listed (here an unknown one) it does not."""
-    gpu_only = Tick((G(sm=92.0, vram_gib=79.2),), procs=(), source="replay")
-    [found] = apply(RULE, Run().feed([gpu_only] * 6).history)
+    grew = [
+        Tick((G(sm=92.0, vram_gib=gib),), procs=(), source="replay")
+        for gib in (60.0, 70.0, 79.2, 79.2, 79.2, 79.2)
+    ]
+    [found] = apply(RULE, Run().feed(grew).history)
     assert "names no process" in found.summary and "JAX" in found.summary
+    # Flat at TensorFlow's reserve from the log's first reading: the pool it maps at
+    # start (signals.device_pool), never seen to grow -- not one batch from OOM.
+    gpu_only = Tick((G(sm=92.0, vram_gib=79.2),), procs=(), source="replay")
+    assert apply(RULE, Run().feed([gpu_only] * 6).history) == []
     [live] = apply(RULE, one_gpu([95.0] * 4, gpu=G(vram_gib=79.2)))
     assert "names no process" not in live.summary
