@@ -30,6 +30,7 @@ from gputop_hints.cli.args import (
 from gputop_hints.cli.gc_tuning import collections_paused, tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
 from gputop_hints.history import DEFAULT_WINDOW_S
+from gputop_hints.tui.keys import help_lines
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 USAGE = """\
 gputop-hints [options]                          the monitor (--once: a summary)
-       gputop-hints {record,replay,report,config,explain} ...   (each has --help)"""
+       gputop-hints {record,replay,report,export,config,explain} ...   (each has --help)"""
 
 DESCRIPTION = """\
 A terminal GPU monitor for people who train models: per GPU SM %, memory-access %,
@@ -56,12 +57,11 @@ examples:
   gputop-hints record -o run.jsonl.gz  headless flight recorder (docs/recording.md)
   gputop-hints replay run.jsonl.gz     the monitor on recorded data
   gputop-hints report gpu.csv          post-mortem of a recording or an nvidia-smi/W&B log
+  gputop-hints export                  Prometheus metrics and active findings (docs/cluster.md)
   gputop-hints config --print-defaults the hint thresholds, as YAML to copy and edit
   gputop-hints explain input-starved   what a hint means and what to change (no RULE: list)
   srun --jobid=<id> --overlap --pty gputop-hints    attach to a SLURM job
 
-keys in the monitor: q quit, ? help, p pause, s sort, t theme,
-arrows/Enter open a process, Esc back.
 """
 
 
@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputop-hints",
         usage=USAGE,
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=EPILOG + "\n".join(help_lines()) + "\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_VersionAction)

@@ -23,7 +23,7 @@ from gputop_hints.hints.rules import (
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s, vram_rise
 from gputop_hints.history import History
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuProcess, Snapshot
 
 
 @dataclass
@@ -251,6 +251,32 @@ class HintEngine:
         return tuple(
             f for f in self.active if f.subject.pid is None and f.subject.gpu_index == index
         )
+
+    def inline_for_processes(
+        self, processes: Sequence[GpuProcess]
+    ) -> dict[tuple[int, int], Finding | None]:
+        """Each process's inline (HINT column) finding: its own worst; else, where its GPU
+        has a warning, that warning on the one process that bears the GPU's load -- the
+        most own SM % (then VRAM) of those with nothing of their own -- and, on the
+        bystanders beside it, the same finding as information (a dim ``GPU: ...``, never
+        the warning glyph: nine idle servers do not each thrash the PCIe link)."""
+        out: dict[tuple[int, int], Finding | None] = {}
+        bare: dict[int, list[GpuProcess]] = {}
+        for proc in processes:
+            own = self.for_process(proc.pid, proc.gpu_index)
+            out[proc.key] = own[0] if own else None
+            if not own:
+                bare.setdefault(proc.gpu_index, []).append(proc)
+        for index, procs in bare.items():
+            gpu = [f for f in self.for_gpu(index) if f.severity >= Severity.WARNING]
+            if not gpu:
+                continue
+            finding = gpu[0]
+            bearer = max(procs, key=lambda p: (p.sm_percent or 0.0, p.vram_bytes or 0, -p.pid))
+            quiet = dataclasses.replace(finding, severity=Severity.INFO)
+            for proc in procs:
+                out[proc.key] = finding if proc is bearer else quiet
+        return out
 
     def worst_for_process(self, pid: int, gpu_index: int) -> Finding | None:
         """The inline column's finding: the process's worst, else its GPU's worst warning."""

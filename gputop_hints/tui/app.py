@@ -55,6 +55,7 @@ from gputop_hints.sources import Source
 from gputop_hints.sources.live.signals import SignalResult, SignalTarget, refusal, send_signal
 from gputop_hints.text import visible, visible_lines
 from gputop_hints.tui import glyphs, input_decoding, partial_output
+from gputop_hints.tui.keys import KEYS
 from gputop_hints.tui.layout import choose_layout
 from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
 from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
@@ -102,35 +103,10 @@ class GputopApp(PlaybackControls):
     ENABLE_COMMAND_PALETTE = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse", show=False),
-        Binding("a", "toggle_arguments", "Args", show=False),
-        Binding("f", "filter", "Filter", show=False),
-        Binding("u", "cycle_user", "User", show=False),
-        Binding("N", "cycle_node", "Node", show=False),
-        Binding("escape", "clear_filters", "Everyone", show=False),
-        Binding("t", "toggle_tree", "Tree"),
-        Binding("c", "cycle_theme", "Theme"),
-        # Signals to the selected process, each after a confirmation (nvitop's keys).
-        Binding("I", "signal('SIGINT')", "Interrupt", show=False),
-        Binding("T", "signal('SIGTERM')", "Signal", key_display="I/T/K"),
-        Binding("K", "signal('SIGKILL')", "Kill", show=False),
-        # Like any terminal program: stop, back to the shell; `fg` resumes.
-        Binding("ctrl+z", "suspend_process", "Suspend", show=False),
-        # Replay only (check_action hides them otherwise). Arrows, home and end
-        # stay with the process table.
-        Binding("space", "toggle_pause", "Pause", show=False),
-        Binding("n", "replay_step", "Step"),
-        Binding("plus,equals_sign", "replay_faster", "Speed", key_display="+/-"),
-        Binding("minus", "replay_slower", "Slower", show=False),
-        Binding("g", "replay_start", "Start/End", key_display="g/G"),
-        Binding("G", "replay_end", "End", show=False),
-        Binding("slash,colon", "replay_seek", "Seek", key_display="/"),
-        Binding("slash", "live_filter", "Filter", key_display="/", show=False),
+        Binding(k.keys, k.action, k.description, show=k.show, key_display=k.display)
+        for k in KEYS
     ]
+    """From the one key table (tui.keys), which ``--help`` also lists."""
 
     def __init__(
         self,
@@ -449,10 +425,7 @@ class GputopApp(PlaybackControls):
         self.ticks_ingested += len(snapshots)
         snapshot = snapshots[-1]
         self.snapshot = snapshot
-        hints = {
-            proc.key: engine.worst_for_process(proc.pid, proc.gpu_index)
-            for proc in snapshot.processes
-        }
+        hints = engine.inline_for_processes(snapshot.processes)
         rank_findings = (
             {proc.key: engine.for_process(proc.pid, proc.gpu_index) for proc in snapshot.processes}
             if self.process_table.tree_view

@@ -210,7 +210,7 @@ def test_usage_names_the_subcommands_and_shared_options_may_come_first(tmp_path:
         capture_output=True, text=True, timeout=30, check=False,
     )
     assert usage.returncode == 2
-    assert "{record,replay,report,config,explain}" in usage.stderr
+    assert "{record,replay,report,export,config,explain}" in usage.stderr
     config = tmp_path / "c.yaml"
     config.write_text("general:\n  window_s: 10\n")
     shown = subprocess.run(

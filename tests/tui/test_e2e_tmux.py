@@ -9,6 +9,7 @@ missing; in CI (``CI=true``) that is a failure instead.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -98,3 +99,25 @@ def test_the_monitor_ends_when_its_terminal_goes_away(tmux: Tmux) -> None:
                 pytest.fail(f"the monitor (pid {pid}) outlived its terminal (delay {delay} s)")
         finally:
             tmux.kill()
+
+
+def test_on_a_busy_node_the_troubled_processes_come_first_at_80x24(tmux: Tmux) -> None:
+    """Issue 44: the promise is "which process is in trouble". On the README's 8 x 64
+    demo at 80 x 24 the rows start with the ones that have a warning, and the header says
+    how many processes there are, how many have hints and which rows show."""
+    tmux.start([str(SCRIPT), "--demo", "--gpus", "8", "--processes", "64"], 80, 24)
+    tmux.wait_for(" of 64 with hints")
+    # The hints confirm over a few seconds; the first warning moves its row up.
+    tmux.wait_for("% ! ")
+    time.sleep(3)  # a few ticks: the other troubled rows join it
+    lines = tmux.screen().splitlines()
+    header = next(i for i, line in enumerate(lines) if "PID" in line and "HINT" in line)
+    assert re.search(r" 1-\d+\s*$", lines[header]), lines[header]  # which rows show
+    first = lines[header + 1 : header + 4]
+    assert sum(1 for line in first if " ! " in line) >= 2, first
+    # A new order brings the top of the list into view, its first row selected.
+    tmux.keys("s")
+    screen = tmux.wait_for("GPU▲")
+    assert re.search(r"GPU▲.* 1-\d+\s*$", screen, re.MULTILINE)
+    tmux.keys("q")
+    assert tmux.wait_until_exited() == 0

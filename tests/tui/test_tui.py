@@ -165,9 +165,9 @@ async def test_s_cycles_the_sort_key_and_reorders_rows() -> None:
         app.ingest(dataclasses.replace(snap, processes=processes))
         await pilot.pause()
         table = app.query_one(ProcessTable)
-        assert table.sort_key == SORT_KEYS[0] == "gpu"
+        assert table.sort_key == SORT_KEYS[0] == "hint"
         await pilot.press("s")
-        assert table.sort_key == "hint"
+        assert table.sort_key == "gpu"
         await pilot.press("s")
         assert table.sort_key == "vram"
         header = lines_of(table)[0]
@@ -454,16 +454,24 @@ async def test_arrows_and_enter_open_the_selected_process_and_esc_returns() -> N
         assert app.query_one(ProcessTable).selected == table.selected
 
 
-async def test_selection_follows_the_process_across_resorts() -> None:
+async def test_a_chosen_process_is_followed_and_a_new_order_starts_at_the_top() -> None:
     app, source = make_app()
     async with app.run_test(size=(160, 50)) as pilot:
         feed(app, source, 3)
-        await pilot.press("down", "down", "down")
         table = app.query_one(ProcessTable)
+        # Nothing chosen yet: the first row stays selected as hints reorder the rows.
+        feed(app, source, 20)
+        assert table.cursor == 0 and table.selected == table.rows[0]
+        await pilot.press("down", "down", "down")
         chosen = table.selected
         assert chosen is not None
-        await pilot.press("s")
+        feed(app, source, 10)
         assert table.selected is not None and table.selected.key == chosen.key
+        # A new order (s): its top in view, its first row selected (issue 44: keeping the
+        # old selection scrolled the list to it and hid the rows the order puts first).
+        await pilot.press("s")
+        assert table.cursor == 0 and table.top == 0
+        assert table.selected is not None and table.selected.key == table.rows[0].key
 
 
 async def test_question_mark_opens_the_metrics_help_and_escape_closes_it() -> None:

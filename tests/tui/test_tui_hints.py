@@ -263,8 +263,7 @@ async def test_hint_sort_puts_findings_first() -> None:
     app, source = make_app("mixed")
     async with app.run_test(size=(160, 50)) as pilot:
         feed(app, source)
-        await pilot.press("s")
-        assert app.process_table.sort_key == "hint"
+        assert app.process_table.sort_key == "hint"  # the default: worst first
         await pilot.pause()
         cells = hint_cells(app)
         filled = [bool(cell) for cell in cells]
@@ -394,3 +393,34 @@ async def test_question_mark_shows_the_hints_section() -> None:
         await pilot.pause()
         # the hints catalogue ends the help: its last rule is on screen at the end
         assert CATALOGUE[-1].title in screen_text(app)
+
+
+async def test_a_gpu_level_warning_is_on_one_process_and_dim_on_its_bystanders() -> None:
+    """Issue 44: on the 8 x 64 demo, GPU 7 thrashes its PCIe link with one training job
+    and idle inference servers beside it. The warning is the GPU's: its header says it,
+    the one process bearing the GPU's load carries it, and the servers beside it show it
+    dim (information), never with the warning glyph."""
+    source = DemoSource("mixed", gpus=8, processes=64, seed=0)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(160, 50)):
+        for _ in range(TICKS):
+            app.ingest(source.sample())
+        engine = app.diagnoser.engine
+        hints = app.process_table.hints
+        snapshot = app.snapshot
+        assert snapshot is not None
+        for gpu in snapshot.gpus:
+            warned = [f for f in engine.for_gpu(gpu.index) if f.severity >= Severity.WARNING]
+            procs = [p for p in snapshot.processes if p.gpu_index == gpu.index]
+            bare = [p for p in procs if not engine.for_process(p.pid, p.gpu_index)]
+            if not warned or len(bare) < 2:
+                continue
+            shown = [hints[p.key] for p in bare]
+            assert all(f is not None and f.rule == warned[0].rule for f in shown)
+            loud = [f for f in shown if f is not None and f.severity >= Severity.WARNING]
+            assert len(loud) == 1, [(p.pid, hints[p.key]) for p in bare]
+            bearer = next(p for p in bare if hints[p.key] is loud[0])
+            assert (bearer.sm_percent or 0) == max(p.sm_percent or 0 for p in bare)
+            break
+        else:
+            pytest.fail("no GPU with a GPU-level warning and several bare processes")

@@ -177,8 +177,10 @@ COMMAND_SQUEEZED_WIDTH = 10
 SQUEEZE_BELOW_DROP_ORDER = 3
 """Columns with a lower ``drop_order`` are kept at the cost of the command's width."""
 
-SORT_KEYS: tuple[str, ...] = ("gpu", "hint", "vram", "sm", "cpu", "workers", "rss", "pid")
-"""What ``s`` cycles through, in order; the first is the default."""
+SORT_KEYS: tuple[str, ...] = ("hint", "gpu", "vram", "sm", "cpu", "workers", "rss", "pid")
+"""What ``s`` cycles through, in order; the first is the default: worst first (critical,
+warning, info, then the rest, each in GPU order) -- the promise is "which process is in
+trouble", and on a busy node the troubled rows must not start off screen."""
 
 COLUMN_BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
 """Each column by its ``key`` (what ``s`` cycles through names)."""

@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.strip import Strip
 
-from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.model import GpuProcess, JobInfo, Launcher, WorkerProcess
 from gputop_hints.outputs.process_tree import RowKey, TreeRow, build_tree
 from gputop_hints.sources.live.signals import SignalTarget
@@ -108,6 +108,10 @@ class ProcessTable(StripWidget, can_focus=True):
         self._cache_for: tuple[int, Style, int] | None = None
         self.cursor = 0
         self.top = 0
+        self._chosen = False
+        """Whether the user moved the selection since the last new order: until they do,
+        the first row stays selected as the rows move (worst first changes as hints come
+        and go); once they do, the selection follows their process."""
         self._selected_key: ProcessKey | None = None
         self.note = ""
         """Shown instead of rows when there are none (e.g. why there are no GPUs)."""
@@ -290,6 +294,18 @@ class ProcessTable(StripWidget, can_focus=True):
         return ", ".join(parts)
 
     def _resort(self) -> None:
+        """A new order (``s``, ``r``, a click): the top of the list comes into view with
+        the first row selected -- keeping the old selection would scroll the list to it
+        and hide the rows the new order puts first."""
+        self._resort_keeping()
+        self._chosen = False
+        self._selected_key = None
+        self._selected_row_key = None
+        self.cursor = 0
+        self.top = 0
+        self._move_to(0)
+
+    def _resort_keeping(self) -> None:
         self.all_rows = sort_processes(
             self.all_rows,
             self.sort_key,
@@ -348,7 +364,11 @@ class ProcessTable(StripWidget, can_focus=True):
         return SignalTarget(proc.pid, proc.user, proc.command or proc.name or "", proc.create_time)
 
     def _restore_selection(self) -> None:
-        """Keep the same process selected across re-sorts and ticks."""
+        """Keep the same process selected across ticks once the user chose one; else the
+        first row."""
+        if not self._chosen:
+            self._move_to(0)
+            return
         if self.tree_view:
             if self._selected_row_key is not None:
                 for i, row in enumerate(self.tree_rows):
@@ -389,6 +409,7 @@ class ProcessTable(StripWidget, can_focus=True):
     # --- keys and mouse -----------------------------------------------------
 
     def _step(self, delta: int) -> None:
+        self._chosen = True
         self._move_to(self.cursor + delta)
         self.invalidate()
 
@@ -435,6 +456,7 @@ class ProcessTable(StripWidget, can_focus=True):
             return
         row = self.top + event.y - 1
         if event.y >= 1 and 0 <= row < self.row_count:
+            self._chosen = True
             self._move_to(row)
             self.invalidate()
             if event.chain >= 2:
@@ -519,7 +541,9 @@ class ProcessTable(StripWidget, can_focus=True):
             lines.append(Line().add(f"  +{hidden} more", p.muted).strip(width, base))
         return lines[:room]
 
-    def _header(self, columns: list[Column], width: int, base: Style, p: Palette) -> Strip:
+    def _header_columns(self, columns: list[Column], p: Palette, notes: Sequence[str]) -> Line:
+        """The header's column titles without the COMMAND title, the HINT title followed by
+        the first of ``notes`` its column has room for."""
         line = Line().add(" ")
         for column in columns:
             descending = column.descending != self.reverse_sort
@@ -528,9 +552,24 @@ class ProcessTable(StripWidget, can_focus=True):
                 if (column.key == self.sort_key)
                 else column.title
             )
+            if column.key == "hint":
+                for note in notes:
+                    if len(title) + 1 + len(note) <= column.width:
+                        title = f"{title} {note}"
+                        break
             style = p.header_accent if column.key == self.sort_key else p.label
             text = title.rjust(column.width) if column.align_right else title.ljust(column.width)
             line.add_text(text[: column.width], style).add(" ")
+        return line
+
+    def _header(self, columns: list[Column], width: int, base: Style, p: Palette) -> Strip:
+        # How many processes have hints shows in the HINT title's spare cells, at every
+        # width: "HINT▼ 5 of 64 with hints" (issue 44).
+        troubled = sum(1 for f in self.hints.values() if f.severity >= Severity.WARNING)
+        total = len(self.all_rows)
+        line = self._header_columns(
+            columns, p, (f"{troubled} of {total} with hints", f"{troubled}/{total} hints")
+        )
         line.add("COMMAND" if self.show_arguments else "COMMAND (no args: a)", p.label)
         order = ", reversed (r)" if self.reverse_sort else ""
         count = count_text(len(self.rows), "process")
@@ -547,13 +586,18 @@ class ProcessTable(StripWidget, can_focus=True):
         if job is not None and not job.filtered:
             in_job = sum(1 for proc in self.rows if proc.in_job)
             shown = f"{in_job} in job {job.job_id} first, others dimmed  " + shown
+        position = ""
         if self.rows and self.row_count > max(1, self.size.height - 1):
             last = min(self.row_count, self.top + max(1, self.size.height - 1))
-            shown += f"  {self.top + 1}-{last}"
+            position = f"{self.top + 1}-{last}"
+            shown += f"  {position}"
         room = width - line.cells - 4
         if self.filter_text and room < len(shown):
             # A filter hides rows: what it is must show even where the rest does not fit.
             shown = f"only {self.filter_text}  {count}"
+        elif room < len(shown) and position:
+            # That the list scrolls, and where it is, shows at every width.
+            shown = f"rows {position}" if room >= len(position) + 5 else position
         if room >= len(shown):
             line.pad_to(width - len(shown) - 1).add(shown, p.muted)
         return line.strip(width, base)
