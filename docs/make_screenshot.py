@@ -33,17 +33,25 @@ async def shoot(
             await pilot.press(key)
             await pilot.pause()
         out.write_text(app.export_screenshot(title="gputop-hints --demo"), encoding="utf-8")
-    print(f"wrote {out.relative_to(DOCS.parent)}")
+
+
+SHOTS: dict[str, tuple[str, tuple[int, int], int, str]] = {
+    "screenshot.svg": ("mixed", (160, 50), 45, ""),
+    "screenshot-detail.svg": ("starved-loader", (120, 40), 30, "enter"),
+}
+"""Each screenshot: (demo scenario, terminal size, ticks fed, keys pressed). The
+default 4-GPU demo past its warm-up, and a starved process's detail view (the first
+row: the table opens worst first). tests/tui/test_screenshots_current.py renders these
+and fails while a committed one differs."""
 
 
 def main() -> None:
     os.environ["TZ"] = "UTC"
     os.environ.pop("NO_COLOR", None)
     time.tzset()
-    asyncio.run(shoot("mixed", (160, 50), 45, DOCS / "screenshot.svg"))
-    asyncio.run(
-        shoot("starved-loader", (120, 40), 30, DOCS / "screenshot-detail.svg", keys="enter")
-    )
+    for name, (scenario, size, ticks, keys) in SHOTS.items():
+        asyncio.run(shoot(scenario, size, ticks, DOCS / name, keys=keys))
+        print(f"wrote docs/{name}")
 
 
 if __name__ == "__main__":
