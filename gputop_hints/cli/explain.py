@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import re
+import shutil
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -113,10 +114,27 @@ def explain_main(argv: Sequence[str]) -> int:
             f"## {info.rule}\n\n**{info.title}**\n\n{info.sentence}\n\n"
             f"(The full guide, {GUIDE}, is not part of this installation.)\n"
         )
+    elif _terminal(sys.stdout):
+        # Drawn for a person at a terminal; piped, the Markdown as it is.
+        from gputop_hints.tui.markdown_out import print_markdown
+
+        # The guide is this project's own text: its styling goes to the terminal as it is
+        # (the CLI's VisibleStream would show Rich's escapes as text).
+        terminal = getattr(sys.stdout, "inner", sys.stdout)
+        print_markdown(section, terminal, shutil.get_terminal_size((100, 24)).columns)
+        terminal.flush()
     else:
         sys.stdout.write(section)
     sys.stdout.flush()
     return EXIT_OK
+
+
+def _terminal(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
 
 
 def print_rule_list() -> None:

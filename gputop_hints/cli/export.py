@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 DEFAULT_PORT = 9842
 DEFAULT_BIND = "127.0.0.1"
 MISSING_CLIENT = (
-    "gputop-hints export: needs prometheus_client, which is not installed: "
-    "install gputop-hints[export] (pip install 'gputop-hints[export]')"
+    "gputop-hints export: needs prometheus_client, which is not installed: install the "
+    "'export' extra -- from a clone of the repository: pip install '.[export]'; from "
+    "PyPI: pip install 'gputop-hints[export]'"
 )
 
 

@@ -91,6 +91,9 @@ def report_main(argv: Sequence[str]) -> int:
         stream.close()
     sys.stdout.write(report_json_text(report) if args.json else report_text(report))
     sys.stdout.flush()
+    reason = report.fail_reason(args.fail_on)
+    if reason is not None:
+        print(f"gputop-hints report: {reason}", file=sys.stderr)
     return report.exit_code(args.fail_on)
 
 

@@ -57,7 +57,11 @@ def test_record_then_report_finds_the_starved_loader(starved_recording: Path) ->
 
 
 def test_report_fail_on_sets_the_exit_code(starved_recording: Path) -> None:
-    assert cli("report", str(starved_recording), "--fail-on", "warning").returncode == 1
+    failed = cli("report", str(starved_recording), "--fail-on", "warning")
+    assert failed.returncode == 1
+    # It says which finding met it (issue 44): an epilog's log should not need a re-run.
+    [line] = [x for x in failed.stderr.splitlines() if "--fail-on warning: met by" in x]
+    assert "input-starved" in line and "GPU" in line
     # The starved loader is a warning, never critical.
     assert cli("report", str(starved_recording), "--fail-on", "critical").returncode == 0
     assert cli("report", str(starved_recording)).returncode == 0

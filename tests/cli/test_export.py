@@ -53,4 +53,5 @@ def test_without_prometheus_client_it_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "prometheus_client", None)  # import fails, as if absent
     assert main(["export", "--demo"]) == 2
-    assert "install gputop-hints[export]" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "pip install '.[export]'" in err and "gputop-hints[export]" in err

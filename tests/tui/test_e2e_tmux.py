@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +122,19 @@ def test_on_a_busy_node_the_troubled_processes_come_first_at_80x24(tmux: Tmux) -
     assert re.search(r"GPU▲.* 1-\d+\s*$", screen, re.MULTILINE)
     tmux.keys("q")
     assert tmux.wait_until_exited() == 0
+
+
+def test_explain_draws_the_guide_on_a_terminal_and_prints_markdown_when_piped(
+    tmux: Tmux,
+) -> None:
+    """Issue 44: ``explain`` printed raw Markdown on a terminal. Drawn there (no ``**``,
+    no backticks, the heading as text); piped, the Markdown as it is, for a pager or grep."""
+    tmux.start([str(SCRIPT), "explain", "warm-up"], 100, 40)
+    assert tmux.wait_until_exited() == 0
+    screen = tmux.screen()
+    assert "Warm-up" in screen and "warm_up.max_age_s" in screen
+    assert "**" not in screen and "`" not in screen and "## " not in screen
+    piped = subprocess.run(
+        [str(SCRIPT), "explain", "warm-up"], capture_output=True, text=True, check=True
+    )
+    assert piped.stdout.startswith("## warm-up") and "**" in piped.stdout

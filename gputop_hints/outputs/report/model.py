@@ -147,6 +147,23 @@ class Report:
         worst = self.worst_severity()
         return EXIT_FINDINGS if worst is not None and worst >= level else EXIT_OK
 
+    def fail_reason(self, fail_on: str | None) -> str | None:
+        """Why ``--fail-on`` is met, in one line (None: it is not): the worst finding
+        that met it, where and when, and how many others did."""
+        if self.exit_code(fail_on) == EXIT_OK or fail_on is None:
+            return None
+        level = Severity[fail_on.upper()]
+        met = [ft for ft in self.findings if ft.worst >= level]
+        first = met[0]
+        others = f" (and {len(met) - 1} more)" if len(met) > 1 else ""
+        subject = first.finding.subject
+        where = f"GPU {subject.gpu_index}" + (f" pid {subject.pid}" if subject.pid else "")
+        rule = first.finding.rule + (f"/{first.finding.subtype}" if first.finding.subtype else "")
+        return (
+            f"--fail-on {fail_on}: met by {rule} ({first.worst.label}) on {where}, shown "
+            f"{first.seconds:.0f} s in {first.episodes} episode(s){others}"
+        )
+
     def share(self, seconds: float) -> float | None:
         """``seconds`` as a percentage of the sampled time (None when nothing was sampled)."""
         observed = self.observed_s
