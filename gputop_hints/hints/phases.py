@@ -25,7 +25,6 @@ of a day-long log and the live monitor's ring use the same code. No Textual here
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -351,6 +350,7 @@ class PhaseTracker:
     _started: bool = False
     _start_up_s: float = 0.0
     _run_start: float | None = None
+    _provisional: PhaseTracker | None = None
     settled_at: float | None = None
     """The time of the reading at which the start-up settled."""
     # the run: committed up to the last activity; readings since then are pending.
@@ -405,7 +405,9 @@ class PhaseTracker:
                 self._before.add(r)
                 return
             self._first_active_t = r.t
+            self._provisional = self._provisional_from(r.t)
         self._held.append(r)
+        self._feed_provisional(r)
         # Sustained: the newest active streak has lasted SUSTAIN_S over two readings.
         if active:
             if self._streak_start is None:
@@ -426,8 +428,32 @@ class PhaseTracker:
         elif expired:
             self._begin_run(self._first_active_t)
 
+    def _provisional_from(self, start: float) -> PhaseTracker:
+        """A tracker whose run began at ``start``, the first activity: what this one's
+        verdict is while its start-up is not settled (kept in step, O(1) a reading,
+        instead of copying the held readings at every question)."""
+        twin = PhaseTracker(self.gpu_index, self.interval_s)
+        twin._before.merge(self._before)
+        twin._started = True
+        twin._run_start = start
+        twin._first_active_t = start
+        twin._start_up_s = self._before.seconds
+        twin.first_t = self.first_t
+        return twin
+
+    def _feed_provisional(self, r: _Reading) -> None:
+        twin = self._provisional
+        if twin is None:
+            return
+        twin.readings = self.readings
+        twin.last_t = self.last_t
+        twin._vram_last = self._vram_last
+        twin._vram_total = self._vram_total
+        twin._in_run(r)
+
     def _begin_run(self, start: float) -> None:
         """The run begins at ``start``: what came before it is start-up."""
+        self._provisional = None
         held, self._held = self._held, []
         self._started = True
         self.settled_at = self.last_t
@@ -510,13 +536,11 @@ class PhaseTracker:
     # --- the result -------------------------------------------------------------------
 
     def _settled(self) -> PhaseTracker:
-        """This tracker, or -- still inside a start-up that never sustained -- a copy in
-        which that activity is the run (the trace so far ends there)."""
-        if self._started or self._first_active_t is None:
+        """This tracker, or -- still inside a start-up that never sustained -- its
+        provisional twin, in which the activity since the first is the run."""
+        if self._started or self._provisional is None:
             return self
-        settled = copy.deepcopy(self)
-        settled._begin_run(self._first_active_t)
-        return settled
+        return self._provisional
 
     def phases(self) -> Phases:
         return self._settled()._phases()
