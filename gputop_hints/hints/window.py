@@ -63,6 +63,12 @@ def median_of(values: Sequence[float]) -> float:
         return ordered[mid]
     return (ordered[mid - 1] + ordered[mid]) / 2
 
+def _any_throttle_reasons(snaps: list[Snapshot]) -> bool:
+    """Whether any GPU of ``snaps`` gives its throttle reasons (an nvidia-smi CSV
+    without the column gives none: one pass instead of one per GPU)."""
+    return any(g.throttle_reasons is not None for snap in snaps for g in snap.gpus)
+
+
 class Window:
     """The last ``window_s`` seconds of a history, with cached statistics."""
 
@@ -313,7 +319,9 @@ class Window:
 
     def throttle_fraction(self, index: int, reasons: frozenset[str]) -> tuple[float, set[str]]:
         """Share of window ticks with one of ``reasons`` active, and which were seen."""
-        snaps = list(self.history.snapshots)[-self.ticks :]
+        snaps = self.derived("snapshots", lambda: list(self.history.snapshots)[-self.ticks :])
+        if not self.derived("throttle-known", lambda: _any_throttle_reasons(snaps)):
+            return 0.0, set()  # a source without throttle reasons: no GPU has any
         hits = 0
         known = 0
         seen: set[str] = set()

@@ -10,12 +10,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+from pathlib import Path
 
 import pytest
 
-from gputop_hints.hints.window import Window
-from gputop_hints.history import History, PeakSeries, Series
+from gputop_hints.hints.phases import start_up_end
+from gputop_hints.hints.rules import signals
+from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import GIB, Window
+from gputop_hints.history import GpuHistory, History, PeakSeries, Series
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.files import open_stream
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -78,3 +83,88 @@ def test_process_sm_mean_and_peak_match_their_lists(scenario: str) -> None:
                 assert win.process_sm_peak(proc) == (max(values) if values else None)
                 checked += values is not None
     assert checked > 0 or scenario == "starved-no-process-util"
+
+
+def _start_up_from_lists(win: Window, t: Thresholds, gh: GpuHistory) -> int | None:
+    """signals._start_up_readings as it was written before its shortcuts: from the
+    window's lists."""
+    sm = gh.sm_percent.last(win.ticks)
+    vram = gh.vram_used_bytes.last(win.ticks)
+    times = [ts or 0.0 for ts in win.history.timestamps.last(len(sm))]
+    floor = t.low_utilization.context_vram_gib * GIB
+    for i in range(len(vram) - 1, -1, -1):
+        v = vram[i]
+        if v is not None and v < floor:
+            begin = i + 1
+            if begin >= len(sm):
+                return None
+            k = start_up_end(times[begin:], sm[begin:], win.interval_s)
+            return None if k is None else begin + k
+    start = signals._first_run_start(win, gh)
+    if start is None:
+        return None
+    return sum(1 for ts in times if ts < start)
+
+
+def _in_use_bytes_from_lists(win: Window, t: Thresholds, index: int) -> float:
+    """signals._in_use_bytes before its shortcut: a walk back over the ring's lists."""
+    c = t.low_utilization
+    model, context = c.in_use_vram_gib * GIB, c.context_vram_gib * GIB
+    vram = win.history.gpus[index].vram_used_bytes.last()
+    times = win.history.timestamps.last(len(vram))
+    since = None
+    for i in range(len(vram) - 1, -1, -1):
+        v = vram[i]
+        if v is None:
+            continue
+        if v < context:
+            break
+        since = times[i]
+    if since is None or not times or times[-1] is None:
+        return model
+    return context if times[-1] - since >= t.warm_up.max_age_s else model
+
+
+def test_gpu_level_of_an_imported_log_matches_its_lists(tmp_path: Path) -> None:
+    """The level low-utilization and input-starved judge a log's GPU by -- readings of
+    the job's run while it holds memory -- is what the window's lists give, through
+    jobs ending (VRAM under a CUDA context), unknown readings and a context held long."""
+    rng = random.Random(7)
+    path = tmp_path / "gpu.csv"
+    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
+    for i in range(900):
+        stamp = f"2025/01/15 10:{i // 120:02d}:{i // 2 % 60:02d}.{500 * (i % 2):03d}"
+        job = i % 300 >= 40  # a job every 150 s, 20 s with nothing loaded between
+        sm0 = rng.choice((0, 0, 97, 100)) if job and i % 300 > 70 else 0
+        used0 = "[N/A]" if rng.random() < 0.05 else (30000 + rng.randrange(50) if job else 100)
+        used1 = 400 if i > 30 else 100  # a bare CUDA context, held past any start-up
+        lines.append(f"{stamp}, 0, {sm0} %, {used0} MiB, 81920 MiB")
+        lines.append(f"{stamp}, 1, {rng.choice((0, 30, 60))} %, {used1} MiB, 81920 MiB")
+    path.write_text("\n".join(lines) + "\n")
+    t = Thresholds.defaults()
+    stream = open_stream(path)
+    history: History | None = None
+    compared = 0
+    try:
+        for snap in stream:
+            if history is None:
+                history = History(window_s=300.0, interval_s=snap.interval_s)
+            history.append(snap)
+            win = signals.level_window(Window(history, 10.0), t)
+            for index in (0, 1):
+                gh = history.gpus[index]
+                in_use = _in_use_bytes_from_lists(win, t, index)
+                assert signals.in_use_bytes(win, t, index) == in_use
+                start_up = _start_up_from_lists(win, t, gh)
+                level = signals.gpu_level(win, t, index)
+                if start_up is None:
+                    assert level is None
+                    continue
+                n = win.ticks - start_up
+                sm, vram = gh.sm_percent.last(n), gh.vram_used_bytes.last(n)
+                want = signals.in_use_level(sm, vram, in_use)
+                assert (level and (level[0], level[2])) == (want and (want[0], want[2]))
+                compared += want is not None
+    finally:
+        stream.close()
+    assert compared > 500

@@ -355,3 +355,46 @@ def test_rules_with_equal_time_are_listed_by_name_whatever_order_they_came_in(
         section = text.split("Time in each finding", 1)[1].split("\n\n", 1)[0]
         texts.append([line.split()[0] for line in section.splitlines()[1:]])
     assert texts[0] == texts[1] == ["idle-holding-vram", "input-starved", "small-batch"]
+
+
+def _vram_by_gpu(path: Path) -> dict[int, tuple[float, list[float]]]:
+    """Per GPU index: memory.total and the memory.used readings (MiB), read with the
+    csv module from an nvidia-smi --query-gpu CSV (a repeated header row skipped)."""
+    import csv
+
+    with path.open(newline="") as f:
+        rows = [[cell.strip() for cell in row] for row in csv.reader(f) if row]
+    head = rows[0]
+    col = {name.split(" [")[0]: i for i, name in enumerate(head)}
+    out: dict[int, tuple[float, list[float]]] = {}
+    for row in rows[1:]:
+        if row == head:
+            continue
+        total = float(row[col["memory.total"]].removesuffix(" MiB"))
+        used = float(row[col["memory.used"]].removesuffix(" MiB"))
+        out.setdefault(int(row[col["index"]]), (total, []))[1].append(used)
+    return out
+
+
+@pytest.mark.parametrize("name", ["nvsmi_full_2gpu.csv", "nvsmi_no_timestamp_4gpu.csv"])
+def test_imported_log_with_memory_total_reports_vram_percent(name: str) -> None:
+    from gputop_hints.sources.files import open_stream
+
+    path = _FIXTURES / name
+    expected = _vram_by_gpu(path)
+    stream = open_stream(path)
+    try:
+        report = build_report(stream)
+    finally:
+        stream.close()
+    gpus = {g["index"]: g for g in report_json(report)["gpus"]}
+    assert sorted(gpus) == sorted(expected)
+    text = report_text(report)
+    for index, (total_mib, used_mib) in expected.items():
+        g = gpus[index]
+        shares = [u / total_mib * 100.0 for u in used_mib]
+        assert g["vram_total_bytes"] == int(total_mib) * 2**20
+        assert g["vram_used_percent"]["samples"] == len(used_mib)
+        assert g["vram_used_percent"]["mean"] == pytest.approx(sum(shares) / len(shares))
+        assert g["vram_used_percent"]["max"] == pytest.approx(max(shares))
+        assert f"({max(used_mib) / total_mib * 100:.0f}%)" in text

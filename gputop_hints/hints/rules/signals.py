@@ -248,18 +248,22 @@ def stalled_duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | No
 def _duty_cycle(win: Window, t: Thresholds, index: int) -> DutyCycle | None:
     c = t.input_starved
     gh = win.history.gpus.get(index)
-    values = gh.sm_percent.known(win.ticks) if gh else []
-    gaps = win.gpu_gaps(index, c.gap_sm_below_percent, c.min_gap_s)
+    start_up = 0
     if gh is not None and win.latest.imported:
         # Judged within the job's run (hints.phases): the idle before its first sustained
         # activity -- start-up, or the stretch before the job with nothing loaded -- is a
         # transition, and one idle->busy switch beside one pause is no sawtooth.
-        start_up = _start_up_readings(win, t, gh)
-        if start_up is None:
+        found = _start_up_readings(win, t, gh)
+        if found is None:
             return None
-        if start_up:
-            values = [v for v in gh.sm_percent.last(win.ticks)[start_up:] if v is not None]
-            gaps = idle_gaps(values, win.interval_s, c.gap_sm_below_percent, c.min_gap_s, False)
+        start_up = found
+    if start_up:
+        assert gh is not None
+        values = [v for v in gh.sm_percent.last(win.ticks)[start_up:] if v is not None]
+        gaps = idle_gaps(values, win.interval_s, c.gap_sm_below_percent, c.min_gap_s, False)
+    else:
+        values = gh.sm_percent.known(win.ticks) if gh else []
+        gaps = win.gpu_gaps(index, c.gap_sm_below_percent, c.min_gap_s)
     if not values or gaps is None:
         return None
     if gaps.count < c.min_gaps or gaps.fraction < c.min_gap_fraction:
@@ -290,23 +294,36 @@ pattern is deterministic, not noise): the window's span judges them instead."""
 
 
 def in_use_level(
-    sm: list[float | None], vram: list[float | None], in_use_bytes: float | None
+    sm: list[float | None],
+    vram: list[float | None],
+    in_use_bytes: float | None,
+    with_error: bool = True,
 ) -> tuple[float, float, int] | None:
     """(mean, standard error, readings) of the SM readings taken while the GPU was in use
     (``in_use_bytes`` None: every reading): the stretches of an imported log between jobs,
-    nothing loaded, are not the job's level."""
+    nothing loaded, are not the job's level. ``with_error``: see :func:`_level_of`."""
     values = [
         s
         for s, v in zip(sm, vram, strict=True)
         if s is not None and (in_use_bytes is None or v is None or v >= in_use_bytes)
     ]
+    return _level_of(values, with_error)
+
+
+def _level_of(values: list[float], with_error: bool) -> tuple[float, float, int] | None:
+    """(mean, standard error, count) of ``values``; None for none. Without
+    ``with_error`` the standard error of two or more readings is not worked out (0.0,
+    as :func:`_plain_level` gives it): readings closer than INDEPENDENT_INTERVAL_S are
+    judged by the window's span, never by it."""
     n = len(values)
     if n == 0:
         return None
     mean = math.fsum(values) / n
     if n < 2:
         return mean, math.inf, n
-    var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
+    if not with_error:
+        return mean, 0.0, n
+    var = math.fsum([(v - mean) ** 2 for v in values]) / (n - 1)
     return mean, math.sqrt(var / n), n
 
 
@@ -326,7 +343,14 @@ def level_window(win: Window, t: Thresholds) -> Window:
 
 def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int] | None:
     """(mean SM, standard error, readings) of GPU ``index`` over ``win`` (a level window),
-    counting only the readings taken while it was in use; None without readings."""
+    counting only the readings taken while it was in use; None without readings. The
+    standard error only where readings are INDEPENDENT_INTERVAL_S apart (0.0 closer:
+    such readings are judged by the window's span). Once per window: low-utilization
+    and input-starved both ask it of every GPU each tick."""
+    return win.derived(("gpu-level", id(t), index), lambda: _gpu_level(win, t, index))
+
+
+def _gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int] | None:
     gh = win.history.gpus.get(index)
     if gh is None:
         return None
@@ -337,7 +361,15 @@ def gpu_level(win: Window, t: Thresholds, index: int) -> tuple[float, float, int
     if win.interval_s < INDEPENDENT_INTERVAL_S and in_use is None and not start_up:
         return _plain_level(win, index)
     n = win.ticks - start_up
-    return in_use_level(gh.sm_percent.last(n), gh.vram_used_bytes.last(n), in_use)
+    lowest = gh.vram_used_bytes.min()  # the ring's, cached: its window's when lower
+    if lowest is not None and in_use is not None and lowest < in_use:
+        lowest = gh.vram_used_bytes.min(n)
+    independent = win.interval_s >= INDEPENDENT_INTERVAL_S
+    if in_use is None or lowest is None or lowest >= in_use:
+        # Every reading in use (an unknown VRAM counts as in use): the SM series' own
+        # known readings, cached on it, instead of a filtered copy.
+        return _level_of(gh.sm_percent.known(n), independent)
+    return in_use_level(gh.sm_percent.last(n), gh.vram_used_bytes.last(n), in_use, independent)
 
 
 def in_use_bytes(win: Window, t: Thresholds, index: int) -> float:
@@ -359,7 +391,18 @@ def _in_use_bytes(win: Window, t: Thresholds, index: int) -> float:
     gh = win.history.gpus.get(index)
     if gh is None or context >= model:
         return model
-    vram = gh.vram_used_bytes.last()
+    series = gh.vram_used_bytes
+    lowest = series.min()
+    if lowest is None:
+        return model  # no VRAM reading at all
+    if lowest >= context and not series.any_unknown():
+        # Held since the ring's first reading (the loop below would walk all of it).
+        times = win.history.timestamps.last(len(series))
+        since = times[0] if times else None
+        if since is None or times[-1] is None:
+            return model
+        return context if times[-1] - since >= t.warm_up.max_age_s else model
+    vram = series.last()
     times = win.history.timestamps.last(len(vram))
     since = None
     for i in range(len(vram) - 1, -1, -1):
@@ -382,23 +425,40 @@ def _start_up_readings(win: Window, t: Thresholds, gh: GpuHistory) -> int | None
     followed from there, beyond the ring: :func:`_first_run_start`), or after the last
     reading with nothing loaded (VRAM under ``context_vram_gib``, less than a CUDA
     context: the previous job gone). None while the GPU has run nothing since the job
-    began, or holds nothing now."""
-    sm = gh.sm_percent.last(win.ticks)
-    vram = gh.vram_used_bytes.last(win.ticks)
-    times = [ts or 0.0 for ts in win.history.timestamps.last(len(sm))]
+    began, or holds nothing now. Once per window (gpu_level and the duty cycle ask)."""
+    return win.derived(("start-up", id(t), gh.index), lambda: _count_start_up(win, t, gh))
+
+
+def _count_start_up(win: Window, t: Thresholds, gh: GpuHistory) -> int | None:
+    n = win.ticks
     floor = t.low_utilization.context_vram_gib * GIB
-    for i in range(len(vram) - 1, -1, -1):
-        v = vram[i]
-        if v is not None and v < floor:
-            begin = i + 1
-            if begin >= len(sm):
-                return None
-            k = start_up_end(times[begin:], sm[begin:], win.interval_s)
-            return None if k is None else begin + k
+    # Minima cached on the series: the ring's (in_use_bytes asks it too) rules out most
+    # ticks, the window's the rest; the readings are copied only when one is low.
+    lowest = gh.vram_used_bytes.min()
+    if lowest is not None and lowest < floor:
+        lowest = gh.vram_used_bytes.min(n)
+    if lowest is not None and lowest < floor:
+        sm = gh.sm_percent.last(n)
+        vram = gh.vram_used_bytes.last(n)
+        times = [ts or 0.0 for ts in win.history.timestamps.last(len(sm))]
+        for i in range(len(vram) - 1, -1, -1):
+            v = vram[i]
+            if v is not None and v < floor:
+                begin = i + 1
+                if begin >= len(sm):
+                    return None
+                k = start_up_end(times[begin:], sm[begin:], win.interval_s)
+                return None if k is None else begin + k
     start = _first_run_start(win, gh)
     if start is None:
         return None
-    return sum(1 for ts in times if ts < start)
+    stamps = win.history.timestamps
+    count = min(n, len(gh.sm_percent))
+    if not stamps.any_unknown():
+        first = stamps.min(count)
+        if first is None or first >= start:
+            return 0  # the whole window after the run's start: nothing to count
+    return sum(1 for ts in stamps.last(count) if (ts or 0.0) < start)
 
 
 def _first_run_start(win: Window, gh: GpuHistory) -> float | None:

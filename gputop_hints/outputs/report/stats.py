@@ -182,7 +182,9 @@ class GpuStats:
 
 class GpuTable:
     """Statistics of every GPU, taken from the GPU samples of each tick, named and
-    sized from the recording header's ``gpus`` where the file has one."""
+    sized from the recording header's ``gpus`` where the file has one; an imported
+    log has no such header, so there a GPU's VRAM total is its samples' (nvidia-smi's
+    ``memory.total``, the first one given), which gives its VRAM used a percent."""
 
     def __init__(self, listed: Any) -> None:
         self._header_gpus = {
@@ -205,6 +207,10 @@ class GpuTable:
             pass  # a malformed GPU column: the rest of the tick still counts
 
     def _add_gpu(self, g: GpuSample, seen: dict[str, bool]) -> None:
+        if g.vram_total_bytes:
+            st = self._stats_for(g.index)
+            if not st.vram_total_bytes:
+                st.vram_total_bytes = g.vram_total_bytes
         st = self._count(
             g.index,
             (g.sm_percent, g.memory_access_percent, g.vram_used_bytes),
