@@ -65,6 +65,7 @@ from gputop_hints.tui.themes import DEFAULT_THEME, ThemeSet, choose_theme, load_
 from gputop_hints.tui.tty_driver import TerminalDriver
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
+from gputop_hints.tui.widgets.filter_bar import FilterBar
 from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, panel_height
@@ -218,6 +219,8 @@ class GputopApp(PlaybackControls):
         yield self.gpu_area
         yield self.cpu_panel
         yield self.process_table
+        self.filter_bar = FilterBar()
+        yield self.filter_bar
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -598,18 +601,17 @@ class GputopApp(PlaybackControls):
     def action_filter(self) -> None:
         """``/`` (``f`` in replay, where ``/`` seeks): show only processes whose command
         line holds a text."""
-        from gputop_hints.tui.screens.line_prompt import FilterPrompt, LinePrompt
-
-        if isinstance(self.screen, MainScreen) and not isinstance(self.screen, LinePrompt):
-            self.push_screen(FilterPrompt(self.process_table.search), self._search_for)
+        if isinstance(self.screen, MainScreen) and not self.filter_bar.display:
+            # A line under the table, which follows each key (a dialog blanked the screen).
+            table = self.process_table
+            self.filter_bar.open(
+                table.search,
+                lambda text: table.set_filter(user=table.user, search=text),
+                lambda: table.focus() and None,
+            )
 
     def action_live_filter(self) -> None:
         self.action_filter()
-
-    def _search_for(self, text: str | None) -> None:
-        if text is not None:
-            table = self.process_table
-            table.set_filter(user=table.user, search=text)
 
     def action_cycle_user(self) -> None:
         """``u``: everyone's processes, then only yours, then each other user's in turn."""

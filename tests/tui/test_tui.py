@@ -615,3 +615,26 @@ async def test_idle_ticks_do_not_remount_widgets() -> None:
         feed(app, source, 5)
         await pilot.pause()
         assert list(app.query(GpuPanel)) == panels
+
+
+async def test_the_slash_filter_follows_each_key_and_esc_puts_the_list_back() -> None:
+    """Issue 44: the table blanked while the filter was typed. It shows the matching
+    rows under the prompt as each key comes; Esc puts back what was shown before."""
+    app, source = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 4)
+        await pilot.pause()
+        table = app.query_one(ProcessTable)
+        everyone = list(table.rows)
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"serve")
+        await pilot.pause()
+        assert app.filter_bar.display and app.filter_bar.has_focus  # still typing
+        shown = [p for p in everyone if "serve" in (p.command or "").casefold()]
+        assert shown and table.rows == shown
+        text = screen_text(app)
+        assert "serve.py" in text and "train.py" not in text.split("COMMAND", 1)[1]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert table.search == "" and table.rows == everyone

@@ -1,4 +1,5 @@
-"""A one-line prompt at the bottom of the screen: the replay's seek, the table's filter."""
+"""A one-line prompt at the bottom of the screen: the replay's seek (the table's filter
+is a bar on the main screen: widgets/filter_bar.py)."""
 
 from __future__ import annotations
 
@@ -60,14 +61,3 @@ class LinePrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-class FilterPrompt(LinePrompt):
-    """Asks for the text a process's command line must hold ("" shows all)."""
-
-    def __init__(self, current: str) -> None:
-        super().__init__(
-            "Show only processes whose command line holds (Enter on empty: all)",
-            "e.g. train.py, vllm, --rank",
-            current,
-        )
