@@ -607,8 +607,11 @@ class GputopApp(PlaybackControls):
             self.filter_bar.open(
                 table.search,
                 lambda text: table.set_filter(user=table.user, search=text),
-                lambda: table.focus() and None,
+                self._focus_table,
             )
+
+    def _focus_table(self) -> None:
+        self.process_table.focus()
 
     def action_live_filter(self) -> None:
         self.action_filter()
