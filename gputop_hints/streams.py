@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import bz2
 import contextlib
-import gzip
 import io
 import lzma
 import os
 import stat
 import threading
 import weakref
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from gputop_hints.model import (
     ALL_METRICS,
@@ -74,6 +74,7 @@ __all__ = [
     "open_maybe_gzip",
     "read_positions",
     "require_regular_file",
+    "stream_cut",
     "tick_count",
     "tick_views",
 ]
@@ -327,37 +328,112 @@ def compressed_unread(first_bytes: bytes) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _damaged_xz_as_oserror() -> Iterator[None]:
-    try:
-        yield
-    except lzma.LZMAError as exc:
-        raise OSError(f"damaged xz data: {exc}") from None
+_UNPACK_CHUNK = 64 * 1024
+"""Compressed bytes read from disk at a time."""
 
 
-class _XzReader(lzma.LZMAFile):
-    """An xz file's bytes; owns ``raw`` (closed with it, as ``gzip.open`` does) and
-    reports damaged data as OSError, as the gzip and bzip2 readers do."""
+def _new_decompressor(kind: str) -> Any:
+    """zlib's, lzma's or bz2's decompressor (zlib's type is not public at run time)."""
+    if kind == "gzip":
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    return bz2.BZ2Decompressor()
 
-    def __init__(self, raw: io.BufferedReader) -> None:
-        super().__init__(raw)
+
+class _Unpacked(io.RawIOBase):
+    """A gzip, xz or bzip2 file's bytes, unpacked as they are read.
+
+    A stream that ends before its end marker -- a writer killed mid-file (SIGKILL,
+    the OOM killer, a job's time limit) after a sync flush each tick -- ends where
+    its bytes do instead of failing: everything before the cut is read, and
+    :attr:`cut` says where it ended. Damaged data is an ``OSError``. Several
+    members (``cat a.gz b.gz``) read as one; what follows a whole member and is not
+    another (gzip's zero padding, trailing junk) ends the file, as ``xz`` does."""
+
+    def __init__(self, raw: io.BufferedReader, kind: str) -> None:
+        super().__init__()
         self._raw = raw
+        self.kind = kind
+        self._decompressor = _new_decompressor(kind)
+        self._input = b""
+        self._fed = False
+        """Whether the current member has been given any bytes (an unfed one can end)."""
+        self._members = 0
+        self._done = False
+        self._left = b""
+        """What a cut stream still held when its bytes ran out, handed out in pieces."""
+        self.unpacked = 0
+        """Bytes unpacked so far."""
+        self.cut: str | None = None
+        """Where a stream that ended early stopped, for the user; None until then."""
 
-    def read(self, size: int | None = -1) -> bytes:
-        with _damaged_xz_as_oserror():
-            return super().read(-1 if size is None else size)
+    def readable(self) -> bool:
+        return True
 
-    def read1(self, size: int = -1) -> bytes:
-        with _damaged_xz_as_oserror():
-            return super().read1(size)
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        data = self._next(len(buffer))
+        buffer[: len(data)] = data
+        self.unpacked += len(data)
+        return len(data)
 
-    def peek(self, size: int = -1) -> bytes:
-        with _damaged_xz_as_oserror():
-            return super().peek(size)
+    def _next(self, size: int) -> bytes:
+        if self._left:
+            out, self._left = self._left[:size], self._left[size:]
+            return out
+        while not self._done and size > 0:
+            decompressor = self._decompressor
+            if decompressor.eof:
+                self._members += 1
+                self._input = decompressor.unused_data + self._input
+                self._decompressor = decompressor = _new_decompressor(self.kind)
+                self._fed = False
+            wants_input = self.kind == "gzip" or decompressor.needs_input
+            if not self._input and wants_input:
+                self._input = self._raw.read(_UNPACK_CHUNK)
+                if not self._input:
+                    self._done = True
+                    if self._fed:
+                        self._note_cut()
+                        self._left = self._rest(decompressor)
+                    break
+            if self._members and not self._fed:
+                self._input = self._input.lstrip(b"\x00")  # gzip's padding
+                if not self._input:
+                    continue
+            try:
+                out = cast(bytes, decompressor.decompress(self._input, size))
+            except (zlib.error, lzma.LZMAError, OSError, EOFError) as exc:
+                if self._members and not self._fed:
+                    self._done = True  # junk after a whole stream: the file ends there
+                    return b""
+                raise OSError(f"damaged {self.kind} data: {exc}") from None
+            self._fed = True
+            # A zlib stream hands back what it did not take; the others keep it, and
+            # any bytes after the stream's end wait in unused_data for the next member.
+            self._input = decompressor.unconsumed_tail if self.kind == "gzip" else b""
+            if out:
+                return out
+        if self._left:
+            return self._next(size)
+        return b""
 
-    def readline(self, size: int | None = -1) -> bytes:
-        with _damaged_xz_as_oserror():
-            return super().readline(size)
+    def _rest(self, decompressor: Any) -> bytes:
+        """What a cut zlib stream still holds of the bytes it was given."""
+        if self.kind == "gzip":
+            with contextlib.suppress(zlib.error):
+                return cast(bytes, decompressor.flush())
+        return b""
+
+    def _note_cut(self) -> None:
+        try:
+            size = os.fstat(self._raw.fileno()).st_size
+        except (OSError, ValueError):
+            size = self._raw.tell()
+        self.cut = (
+            f"the {self.kind} stream ends early, at byte {size:,} of the file (its writer "
+            "was stopped before it closed it)"
+        )
 
     def close(self) -> None:
         try:
@@ -366,43 +442,39 @@ class _XzReader(lzma.LZMAFile):
             self._raw.close()
 
 
-class _Bz2Reader(bz2.BZ2File):
-    """A bzip2 file's bytes; owns ``raw`` (its errors are OSError and EOFError already)."""
+class UnpackedReader(io.BufferedReader):
+    """A compressed file's bytes, buffered; :attr:`cut` says where a stream that
+    ended early stopped (see :class:`_Unpacked`)."""
 
-    def __init__(self, raw: io.BufferedReader) -> None:
-        super().__init__(raw)
-        self._raw = raw
+    @property
+    def cut(self) -> str | None:
+        raw = self.raw
+        return raw.cut if isinstance(raw, _Unpacked) else None
 
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
+
+def stream_cut(reader: object) -> str | None:
+    """Where the compressed stream ``reader`` reads (from :func:`open_maybe_gzip`)
+    ended early, once read to its end; None for a whole or an uncompressed one."""
+    return reader.cut if isinstance(reader, UnpackedReader) else None
 
 
 def open_maybe_gzip(
     path: str | os.PathLike[str],
-) -> tuple[io.BufferedReader | gzip.GzipFile, bool]:
+) -> tuple[io.BufferedReader, bool]:
     """The file's bytes, decompressed when it starts with gzip's, xz's or bzip2's magic
     bytes (whatever its name); and whether it did.
 
-    The returned reader owns the raw file: closing it closes both, so no descriptor
-    is left to the garbage collector."""
+    A compressed stream cut short reads up to its cut and then ends (see
+    :func:`stream_cut`). The returned reader owns the raw file: closing it closes
+    both, so no descriptor is left to the garbage collector."""
     with open(path, "rb") as probe:
         kind = compression_of(probe.read(6))
-    if kind == "gzip":
-        gz = gzip.GzipFile(path, "rb")
-        # Progress is counted in bytes on disk: the compressed file the GzipFile opened.
-        _track(os.fspath(path), cast(io.BufferedReader, gz.fileobj))
-        return gz, True
-    if kind is not None:
-        raw = open(path, "rb")  # noqa: SIM115 -- owned by the reader returned
-        _track(os.fspath(path), raw)
-        reader = _XzReader(raw) if kind == "xz" else _Bz2Reader(raw)
-        return cast(io.BufferedReader, reader), True
-    plain = open(path, "rb")  # noqa: SIM115 -- the caller closes it
-    _track(os.fspath(path), plain)
-    return plain, False
+    raw = open(path, "rb")  # noqa: SIM115 -- owned by the reader returned
+    # Progress is counted in bytes on disk: the compressed file itself.
+    _track(os.fspath(path), raw)
+    if kind is None:
+        return raw, False
+    return UnpackedReader(_Unpacked(raw, kind)), True
 
 
 _open_files: list[tuple[str, weakref.ref[io.BufferedReader]]] = []

@@ -67,10 +67,20 @@ EXIT_READER_GONE = 141
 """The reader of standard output went away: 128 + SIGPIPE, what ``yes | head`` reports."""
 
 
+EXIT_NO_OUTPUT = 2
+"""Standard output closed (``>&-``) for a command whose work is what it prints."""
+
+WITHOUT_OUTPUT = ("export", "record")
+"""Subcommands whose work is not their standard output: they run with it closed."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``gputop-hints`` with ``argv`` (default: the process's); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     streams = (sys.stdout, sys.stderr)
+    stdout_closed = sys.stdout is None
+    if stdout_closed:
+        _stand_in_for_closed_stdout()
     # Output and error messages quote process names, file names, CSV headers and
     # arguments: shown, never obeyed. (JSON escapes control characters itself.)
     if sys.stdout is not None and not isinstance(sys.stdout, VisibleStream):
@@ -78,6 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stderr is not None and not isinstance(sys.stderr, VisibleStream):
         sys.stderr = VisibleStream(sys.stderr)
     args = _subcommand_first(args)
+    if stdout_closed and not (args and args[0] in WITHOUT_OUTPUT):
+        print(
+            "gputop-hints: standard output is closed (>&-): nothing to print to; "
+            "send it to a file or a pipe ('record -o FILE' records without it)",
+            file=sys.stderr,
+        )
+        _restore_streams(*streams)
+        return EXIT_NO_OUTPUT
     try:
         if args and args[0] in SUBCOMMANDS:
             with collections_paused():  # start-up imports (cli/gc_tuning.py)
@@ -128,6 +146,23 @@ def _restore_streams(stdout: TextIO | None, stderr: TextIO | None) -> None:
             with contextlib.suppress(OSError, ValueError):
                 current.flush()
             setattr(sys, name, original)
+
+
+def _stand_in_for_closed_stdout() -> None:
+    """Standard output closed (``gputop-hints record -o X >&-``): descriptor 1 is
+    pointed at /dev/null and Python given a ``sys.stdout`` on it.
+
+    Left closed, the next file opened (the recording) would get descriptor 1 and
+    receive whatever is written to standard output; and nvitop calls
+    ``sys.stdout.isatty()`` when imported, a traceback on ``None``."""
+    try:
+        os.fstat(1)
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        if devnull != 1:
+            os.dup2(devnull, 1)
+            os.close(devnull)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 -- lives as long as the process
 
 
 def _discard_standard_output() -> None:

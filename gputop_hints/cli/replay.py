@@ -51,7 +51,7 @@ def replay_main(argv: Sequence[str]) -> int:
     if not 1 <= args.speed <= 64:
         parser.error(f"--speed {args.speed:g} is outside 1-64")
     from gputop_hints.hints.config import load
-    from gputop_hints.sources.replay import ReplaySource
+    from gputop_hints.sources.replay import ReplayEmpty, ReplaySource
 
     try:
         thresholds = load(args.config)
@@ -61,6 +61,12 @@ def replay_main(argv: Sequence[str]) -> int:
         source = ReplaySource(
             args.file[0] if is_recording else (lambda: open_input(args)), speed=args.speed
         )
+    except ReplayEmpty:
+        # As report says of it: nothing is wrong with an empty recording (a recorder
+        # stopped before its first tick), there is only nothing to show.
+        detail = f" ({probe.info.detail})" if probe.info.detail else ""
+        print(f"{' '.join(args.file)}: no samples{detail}: nothing to replay.")
+        return 0
     except input_errors() as exc:
         return usage_error(exc)
     reason = terminal_unusable()

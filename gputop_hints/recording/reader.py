@@ -44,6 +44,7 @@ from gputop_hints.streams import (
     compression_of,
     open_maybe_gzip,
     require_regular_file,
+    stream_cut,
 )
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -204,6 +205,10 @@ class RecordingStream:
                     self._note(line_no + 1, f"compressed stream cut short ({exc})")
                     return
                 if not line:
+                    cut = stream_cut(f)
+                    if cut is not None:
+                        self.truncated = True
+                        self.counters.found["stream_cut"] = f"{cut}: read up to line {line_no}"
                     return
                 line_no += 1
                 if not line.endswith(b"\n"):

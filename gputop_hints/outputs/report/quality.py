@@ -93,7 +93,10 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
             f"{counters.bad_lines} malformed line(s) skipped, the first at line "
             f"{counters.first_bad_line}: {counters.first_bad_reason}."
         )
-    if truncated:
+    cut = counters.found.get("stream_cut")
+    if isinstance(cut, str):
+        notes.append(f"{cut}.")
+    elif truncated:
         notes.append(
             "the file ends mid-line: the recorder was killed while writing (last tick lost)."
         )

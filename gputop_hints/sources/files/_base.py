@@ -56,6 +56,8 @@ class ImportedStream:
         self._source = source
         try:
             yield from self._reader(source)
+            if source.cut is not None:
+                self.counters.found["stream_cut"] = source.cut
         finally:
             source.close()
             if self._source is source:

@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gputop_hints.sources.files._prefix import LineView
-from gputop_hints.streams import compressed_unread, open_maybe_gzip, require_regular_file
+from gputop_hints.streams import (
+    compressed_unread,
+    open_maybe_gzip,
+    require_regular_file,
+    stream_cut,
+)
 
 HEAD_BYTES = 64 * 1024
 """How much of a file the format sniffers look at."""
@@ -77,6 +82,8 @@ class TextSource:
         self.on_bad_line = on_bad_line
         self.error: str | None = None
         """Why reading stopped early (truncated gzip...), None when it reached the end."""
+        self.cut: str | None = None
+        """Where a compressed stream cut short ended, once read to there."""
         binary, self.gzipped = open_maybe_gzip(path)
         self._binary = binary
         try:
@@ -96,6 +103,8 @@ class TextSource:
         except (EOFError, OSError, zlib.error, UnicodeError) as exc:
             self.error = f"could not read the start of the file: {exc}"
             return []
+        if len(text) < max_chars:
+            self._ended(0)
         lines = text.split("\n")  # line ends are already "\n" (universal newlines)
         if lines and lines[-1] == "":
             lines.pop()
@@ -119,6 +128,7 @@ class TextSource:
                     self.on_bad_line(number + 1, f"unreadable: {exc}")
                 return
             if not line:
+                self._ended(number)
                 return
             number += 1
             if line[-1] == "\n":
@@ -164,8 +174,17 @@ class TextSource:
                     self.on_bad_line(0, f"unreadable: {exc}")
                 return
             if not piece:
+                self._ended(0)
                 return
             yield piece
+
+    def _ended(self, line_number: int) -> None:
+        """At the end of the text: a compressed stream cut short (a writer killed
+        mid-file) was read up to its cut; :attr:`cut` says where it ended."""
+        cut = stream_cut(self._binary)
+        if cut is not None:
+            where = f"line {line_number}" if line_number else "there"
+            self.cut = self.error = f"{cut}: read up to {where}"
 
     def close(self) -> None:
         with contextlib.suppress(OSError, EOFError, zlib.error):
@@ -184,6 +203,8 @@ class Head:
         self.size = require_regular_file(path)
         self.gzipped = False
         self.error: str | None = None
+        self.cut: str | None = None
+        """Where a compressed stream cut short within the head ended."""
         source = TextSource(path)
         self.gzipped = source.gzipped
         self.encoding = source.encoding
@@ -192,6 +213,7 @@ class Head:
             # endless line (16 GB of NULs, a sparse file) costs no more than any other.
             raw = source.head(max_bytes)
             self.error = source.error
+            self.cut = source.cut
         finally:
             source.close()
         self._raw = "\n".join(raw)

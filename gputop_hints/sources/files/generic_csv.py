@@ -54,6 +54,11 @@ def _delimiter(line: str) -> str:
     return best if counts[best] else ","
 
 
+def _line_number(head: Head, line: str) -> int:
+    """The 1-based number of ``line`` in the head (its first nonblank line)."""
+    return next((n for n, text in enumerate(head.lines, start=1) if text == line), 1)
+
+
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
     lines = head.nonblank
     if not lines:
@@ -115,8 +120,10 @@ def sniff(head: Head, mapping: Mapping[str, str] | None) -> CsvPlan | str:
             constant_size(str(s)) is not None for s in (mapping or {}).values()
         )
         if not has_const:
+            # Never the header itself: a file that is no log (/etc/shadow) has secrets there.
             return (
-                f"no column names a GPU metric (header: {', '.join(header)[:120]}); "
+                f"line {_line_number(head, first)}, read as the header of {ncols} column(s), "
+                "names no GPU metric (expected names like utilization.gpu or memory.used); "
                 "name them with --map sm=COL,vram_used=COL"
             )
     plan = CsvPlan(columns, ncols, header, delimiter=delimiter, notes=notes)

@@ -112,6 +112,8 @@ def open_stream(
         )
     if not head.nonblank:
         why = "empty file" if head.size == 0 else "no text in the file"
+        if head.cut is not None:
+            why = f"{head.cut.removesuffix(': read up to there')}, before any whole text"
         raise UnrecognisedFormat(f"{p}: {why}")
     # A prefix on every line first: a generic reader would take the stamped lines
     # as they are (a CSV header whose first column is "Jan 15 10:00:00 timestamp").

@@ -69,7 +69,7 @@ PLAUSIBLE: dict[str, tuple[float, float]] = {
     "pcie_tx_bytes_per_s": (0.0, 1e12),
     "pcie_generation": (1, 8),
     "pcie_width": (1, 64),
-    "temperature_c": (-60.0, 150.0),
+    "temperature_c": (0.0, 150.0),  # unsigned in NVML: -1 is a wrapper's "no sensor"
     "power_watts": (0.0, 5000.0),
     "power_limit_watts": (1.0, 5000.0),
     "sm_clock_mhz": (1, 10_000),
@@ -78,7 +78,8 @@ PLAUSIBLE: dict[str, tuple[float, float]] = {
 }
 """What a reading can physically be. Outside it, it is not a reading: NVML returns
 ``0xFFFFFFFF`` (4294967295) for "not available" from some calls on some boards and
-drivers, and a failed call can leave garbage in the out-parameter. Such values are
+drivers, a failed call can leave garbage in the out-parameter, and NVML's answers are
+unsigned (a negative temperature is something between it and us). Such values are
 unknown (None), never shown as 4294967295 °C, and named in ``GpuSample.implausible``
 (``--json``: ``implausible``) so the user can see NVML misbehaved."""
 

@@ -16,6 +16,7 @@ a query Prometheus rejects (its own error text).
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import os
@@ -105,11 +106,13 @@ class PrometheusClient:
         if data.get("resultType") != "vector":
             raise PrometheusError(f"{self.url}: {expr!r} is not an instant vector query")
         out = []
-        for item in data.get("result") or ():
+        for item in self._items(data):
             value = item.get("value") or (None, None)
+            if not isinstance(value, list | tuple) or len(value) != 2:
+                raise self._malformed("a value that is not a [time, value] pair")
             t, v = _number(value[0]), _number(value[1])
             points = ((t, v),) if t is not None and v is not None else ()
-            out.append(Series(dict(item.get("metric") or {}), points))
+            out.append(Series(self._labels(item), points))
         return out
 
     def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
@@ -124,14 +127,38 @@ class PrometheusClient:
         }
         data = self._get("/api/v1/query_range", params)
         out = []
-        for item in data.get("result") or ():
+        for item in self._items(data):
             points = []
-            for t_text, v_text in item.get("values") or ():
-                t, v = _number(t_text), _number(v_text)
+            values = item.get("values") or ()
+            if not isinstance(values, list):
+                raise self._malformed("'values' that are not a list")
+            for pair in values:
+                if not isinstance(pair, list) or len(pair) != 2:
+                    raise self._malformed("a value that is not a [time, value] pair")
+                t, v = _number(pair[0]), _number(pair[1])
                 if t is not None and v is not None:
                     points.append((t, v))
-            out.append(Series(dict(item.get("metric") or {}), tuple(points)))
+            out.append(Series(self._labels(item), tuple(points)))
         return out
+
+    def _items(self, data: dict[str, Any]) -> list[dict[str, Any]]:
+        """The answer's result series, each checked to be an object."""
+        result = data.get("result") or []
+        if not isinstance(result, list) or not all(isinstance(i, dict) for i in result):
+            raise self._malformed("a result that is not a list of series objects")
+        return result
+
+    def _labels(self, item: dict[str, Any]) -> dict[str, str]:
+        metric = item.get("metric") or {}
+        if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+            raise self._malformed("a series whose labels are not an object of strings")
+        return metric
+
+    def _malformed(self, what: str) -> PrometheusError:
+        return PrometheusError(
+            f"Prometheus at {self.url} answered 'success' with {what}: "
+            "is it Prometheus's HTTP API, or a proxy in front of it?"
+        )
 
     def _get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -143,6 +170,16 @@ class PrometheusClient:
                 body = response.read()
         except urllib.error.HTTPError as exc:
             raise PrometheusError(self._http_error(exc)) from None
+        except http.client.IncompleteRead as exc:
+            raise PrometheusError(
+                f"Prometheus at {self.url} cut its answer short ({len(exc.partial)} bytes "
+                "came of it): the server or a proxy between closed the connection"
+            ) from None
+        except http.client.HTTPException as exc:
+            raise PrometheusError(
+                f"{self.url} did not answer in HTTP ({type(exc).__name__}): is it "
+                "Prometheus's base URL, and the port its web server listens on?"
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise PrometheusError(
@@ -161,7 +198,7 @@ class PrometheusClient:
             return f"Prometheus at {self.url} refused the query (HTTP {exc.code}): {how}"
         try:
             detail = json.loads(exc.read()).get("error") or ""
-        except (ValueError, AttributeError, OSError):
+        except (ValueError, AttributeError, OSError, RecursionError, http.client.HTTPException):
             detail = ""
         return f"Prometheus at {self.url} answered HTTP {exc.code}" + (
             f": {detail}" if detail else ""
@@ -170,7 +207,7 @@ class PrometheusClient:
     def _data(self, body: bytes) -> dict[str, Any]:
         try:
             answer = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested too deep
             answer = None
         if not isinstance(answer, dict) or "status" not in answer:
             raise PrometheusError(
