@@ -82,6 +82,15 @@ NOT_WORKING_POWER_SHARE = 0.4
 """Busy at under this share of the limit: kernels resident but doing little
 (utilization-overstated's power_share_below)."""
 
+THERMAL_TARGET_C = 83.0
+"""GPU Boost's default target temperature on NVIDIA boards (``nvidia-smi -q``'s "GPU
+Target Temperature", 83 C on most GeForce and workstation cards; data-centre cards
+slow down in the mid-80s to 90s, "GPU Slowdown Temp"): a busy card held here trades
+clock for heat."""
+
+HOT_SHARE = 0.5
+"""... for at least this share of its busy readings (and ten of them): most of the run."""
+
 HANG_MIN_S = 600.0
 """A busy stretch at least this long (and of ten readings) with its memory frozen to the
 MiB while the card cools is a hang suspect: a job's allocator moves its footprint with
@@ -129,6 +138,7 @@ class Kind(str, Enum):
     BUSY = "busy"
     BUSY_POWER_CAPPED = "busy-power-capped"
     BUSY_NOT_WORKING = "busy-not-working"
+    BUSY_HOT = "busy-hot"
     NO_READINGS = "no-readings"
 
 
@@ -147,6 +157,10 @@ class _Span:
     active: int = 0
     idle: int = 0
     busy: int = 0
+    busy_warm: int = 0
+    """Busy readings with a temperature known ..."""
+    busy_hot: int = 0
+    """... and at or above THERMAL_TARGET_C."""
     vram_max: float | None = None
     power_n: int = 0
     power_share_sum: float = 0.0
@@ -168,6 +182,9 @@ class _Span:
                 self.idle += 1
             if r.sm >= BUSY_PERCENT:
                 self.busy += 1
+                if r.temperature is not None:
+                    self.busy_warm += 1
+                    self.busy_hot += r.temperature >= THERMAL_TARGET_C
         if r.vram is not None:
             self.vram_max = r.vram if self.vram_max is None else max(self.vram_max, r.vram)
         if r.power is not None and r.power_limit:
@@ -188,6 +205,8 @@ class _Span:
         self.active += other.active
         self.idle += other.idle
         self.busy += other.busy
+        self.busy_warm += other.busy_warm
+        self.busy_hot += other.busy_hot
         if other.vram_max is not None:
             self.vram_max = (
                 other.vram_max if self.vram_max is None else max(self.vram_max, other.vram_max)
@@ -274,6 +293,8 @@ class Phases:
     teardown_vram_bytes: float | None
     idle_stretches: int
     idle_stretch_s: float
+    free_s: float = 0.0
+    """Time after the run began with nothing loaded and no kernel: no job on the GPU."""
     """Idle stretches inside the run (pauses, the gaps between jobs), and their time."""
 
 
@@ -321,6 +342,7 @@ class Verdict:
                 else int(p.teardown_vram_bytes),
                 "idle_stretches": p.idle_stretches,
                 "idle_stretch_s": round(p.idle_stretch_s, 1),
+                "free_s": round(p.free_s, 1),
             },
         }
 
@@ -362,6 +384,8 @@ class PhaseTracker:
     _streak_start: float | None = None
     _idle_stretches: int = 0
     _idle_stretch_s: float = 0.0
+    _free: _Span = field(default_factory=_Span)
+    """Readings in the run with nothing loaded and no kernel: no job on the GPU."""
     # busy but not working: the current busy run and the worst hang-like one.
     _busy: _BusyRun | None = None
     hang: Hang | None = None
@@ -472,6 +496,11 @@ class PhaseTracker:
     def _in_run(self, r: _Reading) -> None:
         active = r.sm is not None and r.sm >= ACTIVE_PERCENT
         self._track_busy(r)
+        if not active and r.vram is not None and r.vram < IN_USE_BYTES:
+            # Nothing loaded and nothing running: no job holds the GPU (between two runs,
+            # after the last). Free time, said apart -- not a job's idleness.
+            self._free.add(r)
+            return
         if not active:
             self._pending.add(r)
             self._pending_idle_run += 1
@@ -561,6 +590,7 @@ class PhaseTracker:
             teardown_vram_bytes=self._vram_last if teardown > 0 else None,
             idle_stretches=self._idle_stretches,
             idle_stretch_s=self._idle_stretch_s,
+            free_s=self._free.seconds,
         )
 
     @property
@@ -610,6 +640,7 @@ class PhaseTracker:
         everything.merge(self._before)
         everything.merge(self._run)
         everything.merge(self._pending)
+        everything.merge(self._free)
         vram = everything.vram_max
         i = self.gpu_index
         if self.readings == 0 or everything.sm_n == 0:
@@ -687,6 +718,22 @@ class PhaseTracker:
                     f"GPU {i}: utilization {sm:.0f} % over the run at {power * 100:.0f} % of its "
                     "power limit: kernels are resident but do little work (light kernels, "
                     "transfers, a spin-wait)." + around,
+                    phases,
+                    run,
+                    vram,
+                )
+            if run.busy_warm >= 10 and run.busy_hot >= HOT_SHARE * run.busy_warm:
+                return self._make(
+                    Kind.BUSY_HOT,
+                    "warning",
+                    f"busy {sm:.0f}%, hot: throttling?",
+                    f"GPU {i}: busy ({sm:.0f} % over the run) with {run.busy_hot} of its "
+                    f"{run.busy_warm} busy readings at {THERMAL_TARGET_C:g} C or more: at the "
+                    "temperature where GPU Boost starts to trade clocks for heat, for most of "
+                    "the run -- a throttling suspect. Less certain without a clock or "
+                    "throttle-reason column (nvidia-smi --query-gpu=clocks.sm,"
+                    "clocks_event_reasons.active tells); check the airflow, the fan curve "
+                    "and the room." + around,
                     phases,
                     run,
                     vram,
@@ -794,6 +841,8 @@ def _phase_words(p: Phases) -> str:
             f"{p.idle_stretches} idle stretch{'es' if p.idle_stretches > 1 else ''} "
             f"({_duration(p.idle_stretch_s)}) inside it"
         )
+    if p.free_s > 0:
+        parts.append(f"{_duration(p.free_s)} with nothing loaded (no job on it)")
     if p.teardown_s > 0:
         held = p.teardown_vram_bytes
         parts.append(

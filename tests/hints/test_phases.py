@@ -129,3 +129,28 @@ def test_busy_with_frozen_memory_on_a_cooling_card_is_a_hang_suspect() -> None:
     # ... or holding its temperature: busy.
     warm = track([100.0] * n, interval_s=10.0, vram_gib=12.0, temperature=[75.0] * n)
     assert warm.verdict().kind is Kind.BUSY
+
+
+def test_busy_at_the_thermal_target_for_most_of_the_run_is_a_throttling_suspect() -> None:
+    n = 200
+    hot = track([98.0] * n, temperature=[85.0] * n).verdict()
+    assert hot.kind is Kind.BUSY_HOT and hot.severity == "warning"
+    assert "200 of its 200 busy readings" in hot.summary
+    cool = track([98.0] * n, temperature=[60.0] * n).verdict()
+    assert cool.kind is Kind.BUSY
+    # Hot in a third of the run: a warm afternoon, not a card held at its ceiling.
+    mixed = [85.0 if i % 3 == 0 else 70.0 for i in range(n)]
+    assert track([98.0] * n, temperature=mixed).verdict().kind is Kind.BUSY
+
+
+def test_time_with_nothing_loaded_between_jobs_is_no_jobs_idleness() -> None:
+    # Three short runs at 90 % on an H100, nothing loaded (0 MiB) between them.
+    sm = ([0.0] * 60 + [90.0] * 60) * 3
+    vram = ([0.0] * 60 + [10.0] * 60) * 3
+    verdict = track(sm, interval_s=2.0, vram_gib=vram).verdict()
+    assert verdict.kind is Kind.BUSY and verdict.sm_mean == pytest.approx(90.0)
+    assert verdict.phases.free_s == pytest.approx(2 * 60 * 2.0)
+    assert "with nothing loaded (no job on it)" in verdict.summary
+    # The same idle readings with the memory still held are the job's: under-used.
+    held = track(sm, interval_s=2.0, vram_gib=10.0).verdict()
+    assert held.kind is Kind.UNDER_USED_BURSTY
