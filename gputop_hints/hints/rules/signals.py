@@ -152,6 +152,10 @@ class Straggling:
     time while its peers spin in the all-reduce; False: its own trace has gaps (SM below)."""
     own: float = 0.0
     """This rank's value of the compared quantity."""
+    steady: bool = False
+    """True: found by its gaps -- its trace has next to no idle gaps while every peer's
+    has them (they wait for it; it never waits). ``own`` and ``peers_median`` are then
+    the share of time in idle gaps, %."""
 
 
 def stragglers(win: Window, t: Thresholds) -> list[Straggling]:
@@ -184,6 +188,8 @@ def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
                 out.append(
                     Straggling(index, ranks[index].pid, sm, median, others, user, command, own=sm)
                 )
+        if not out and len(known) >= 3:
+            out.extend(_steady_pace_setter(win, t, ranks, known, user, command))
         if out or not known or min(known.values()) < c.all_busy_sm_percent:
             continue
         power = {i: s for i in known if (s := power_share(win, i)) is not None}
@@ -208,6 +214,52 @@ def _stragglers_uncached(win: Window, t: Thresholds) -> list[Straggling]:
                     )
                 )
     return out
+
+
+STEADY_GAP_SHARE = 0.05
+"""A rank with under this share of its time in idle gaps never waits (the rule of three's
+5 %, as for idle): beside peers that all wait, it is the one they wait for."""
+
+
+def _steady_pace_setter(
+    win: Window,
+    t: Thresholds,
+    ranks: dict[int, GpuProcess],
+    known: dict[int, float],
+    user: str | None,
+    command: str,
+) -> list[Straggling]:
+    """The third signature (issue 41): every rank but one idles in gaps -- each step
+    they wait at the collective for it, the GPU idle where the wait blocks on the host
+    -- and that one runs without a gap. Its SM % can be the lowest or in the middle
+    (a slower step at a steady level); what marks it is that it never waits."""
+    c = t.input_starved
+    gaps = {}
+    for index in known:
+        g = win.gpu_gaps(index, c.gap_sm_below_percent, c.min_gap_s)
+        if g is None:
+            return []
+        gaps[index] = g.fraction
+    steady = [i for i, f in gaps.items() if f < STEADY_GAP_SHARE]
+    if len(steady) != 1:
+        return []
+    index = steady[0]
+    peers = {i: f for i, f in gaps.items() if i != index}
+    if min(peers.values()) < c.min_gap_fraction:
+        return []
+    return [
+        Straggling(
+            index,
+            ranks[index].pid,
+            known[index],
+            median_of(list(peers.values())) * 100,
+            sorted(peers),
+            user,
+            command,
+            own=gaps[index] * 100,
+            steady=True,
+        )
+    ]
 
 
 # low-utilization: a bimodal duty cycle, the input-stall signature

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Severity, Subject
-from gputop_hints.hints.rules.signals import stragglers
+from gputop_hints.hints.rules.signals import STEADY_GAP_SHARE, stragglers
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
@@ -45,7 +45,32 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         index, median, peers = s.gpu_index, s.peers_median, s.peers
         gpus = ", ".join(map(str, peers))
         job = f"({s.user or 'n/a'}: {s.command[:40]})"
-        if s.never_waits:
+        if s.steady:
+            label = "straggler: never waits (gaps)"
+            summary = (
+                f"Every other rank of the job {job} -- GPUs {gpus} -- idles in gaps a median "
+                f"{median:.0f} % of the time, while GPU {index} runs without a gap ({s.own:.0f} "
+                f"% in gaps, at {s.sm_mean:.0f} % SM): each step they wait at the collective "
+                "for this rank, which never waits -- it sets the pace."
+            )
+            evidence = (
+                Evidence(
+                    "time in idle gaps", s.own, f"< {STEADY_GAP_SHARE * 100:g} % (never waits)"
+                ),
+                Evidence(
+                    f"peers' median time in idle gaps (GPUs {gpus})",
+                    median,
+                    f">= {t.input_starved.min_gap_fraction * 100:g} % on every peer",
+                ),
+                Evidence("SM % (mean)", s.sm_mean, "for context", met=None),
+            )
+            advice = (
+                "This rank gets more work per step, or does it slower: uneven shards or "
+                "sample sizes (DistributedSampler, length-grouped batches), an uneven model "
+                "split, fewer loader workers or cores on its node.",
+                "Check this rank's GPU: throttling or a slower board sets the pace just the same.",
+            )
+        elif s.never_waits:
             label = "straggler: never waits"
             summary = (
                 f"Every rank of the job {job} reads busy, but GPU {index} draws {s.own:.0f} % of "
