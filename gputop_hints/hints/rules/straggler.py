@@ -53,7 +53,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 f"% in gaps, at {s.sm_mean:.0f} % SM): each step they wait at the collective "
                 "for this rank, which never waits -- it sets the pace."
             )
-            evidence = (
+            evidence: tuple[Evidence, ...] = (
                 Evidence(
                     "time in idle gaps", s.own, f"< {STEADY_GAP_SHARE * 100:g} % (never waits)"
                 ),
@@ -78,7 +78,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 "step spinning in the all-reduce (busy at low power) waiting for this rank, "
                 "which never waits -- it sets the pace."
             )
-            evidence: tuple[Evidence, ...] = (
+            evidence = (
                 Evidence(
                     "power / limit (mean)",
                     s.own,
