@@ -693,6 +693,19 @@ def _diagnose(loader: _Loader, gaps: Gaps, t: Thresholds) -> _Diagnosis:
     return _more_workers(loader)
 
 
+def _workers_why(loader: _Loader) -> str:
+    """Why the advice names its number of workers: the cores but one, or the cap."""
+    cores = loader.allowed_cores
+    if loader.suggested_workers < cores - 1:
+        return (
+            f"{cores} cores are allowed, but past {loader.suggested_workers} workers each "
+            "added one mostly holds another copy of the dataset and its prefetched batches "
+            "(the cap: input_starved.max_suggested_workers); raise it if the loader still "
+            "cannot keep up"
+        )
+    return f"{cores} cores are allowed, one stays with the main process"
+
+
 def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
     """The main process loads every batch itself: no worker is busy, it is pegged."""
     n = loader.suggested_workers
@@ -703,8 +716,7 @@ def _num_workers_0(loader: _Loader, gaps: Gaps, main_cpu: float) -> _Diagnosis:
         f"process is at {main_cpu:.0f} % of a core and no worker is busy: the batches "
         "are most likely loaded in the training process itself.",
         (
-            f"Set DataLoader(num_workers={n}) -- {loader.allowed_cores} cores are allowed, one "
-            "stays with the main process.",
+            f"Set DataLoader(num_workers={n}) -- {_workers_why(loader)}.",
             "Add pin_memory=True and persistent_workers=True; prefetch_factor=2-4 keeps "
             "batches queued.",
         ),
@@ -726,8 +738,8 @@ def _filled_num_workers_0(loader: _Loader, shared: _Shared, sm: float) -> _Diagn
         "likely because it loads every batch itself. Steps too small to fill the GPU "
         "(kernel launches setting the pace) would look the same from here.",
         (
-            f"Set DataLoader(num_workers={n}) -- {loader.allowed_cores} cores are allowed, one "
-            "stays with the main process; pin_memory=True and persistent_workers=True.",
+            f"Set DataLoader(num_workers={n}) -- {_workers_why(loader)}; pin_memory=True "
+            "and persistent_workers=True.",
             "If it already loads nothing per step, its steps are launch-bound: a larger batch, "
             "torch.compile(mode='reduce-overhead') or CUDA graphs.",
             "Compare its step time with the other tenants stopped: the share it gets alone "

@@ -547,3 +547,15 @@ def test_an_idle_tick_of_its_own_leaves_it_to_its_own_trace() -> None:
         [Tick((G(0, 93.0, samples=(93.0,) * 6),), tuple(ps), H()) for ps in ticks]
     )
     assert not [f for f in apply(RULE, run.history) if f.subject.pid == 4100]
+
+
+def test_the_num_workers_advice_says_why_its_number() -> None:
+    """Issue 44: 'num_workers=16 -- 32 cores are allowed, one stays with the main process'
+    did not add up. Under the cap the cores decide; past it, the advice names the cap."""
+    few = one_gpu(SAWTOOTH, [PEGGED], host=H(cores=8))
+    [f] = [f for f in apply(RULE, few) if f.subtype == "num-workers-0"]
+    assert "num_workers=7) -- 8 cores are allowed, one stays with the main process" in f.advice[0]
+    many = one_gpu(SAWTOOTH, [PEGGED], host=H(cores=32))
+    [f] = [f for f in apply(RULE, many) if f.subtype == "num-workers-0"]
+    assert "num_workers=16) -- 32 cores are allowed, but past 16 workers" in f.advice[0]
+    assert "max_suggested_workers" in f.advice[0]
