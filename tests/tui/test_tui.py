@@ -207,7 +207,10 @@ def test_reverse_turns_the_order_round_and_unknown_still_sorts_last() -> None:
         GpuProcess(pid=3, gpu_index=0, sm_percent=90.0),
         GpuProcess(pid=4, gpu_index=0, sm_percent=10.0),
     ]
-    assert [p.pid for p in sort_processes(procs, "sm", reverse=True)] == [2, 4, 3, 1]
+    # The whole order turned round, ties included (pids 2 and 4 at 10 %): r always moves
+    # something, even when every value is alike; the unknown stays last.
+    assert [p.pid for p in sort_processes(procs, "sm")] == [3, 2, 4, 1]
+    assert [p.pid for p in sort_processes(procs, "sm", reverse=True)] == [4, 2, 3, 1]
     assert [p.pid for p in sort_processes(procs, "pid", reverse=True)] == [4, 3, 2, 1]
 
 

@@ -424,3 +424,22 @@ async def test_a_gpu_level_warning_is_on_one_process_and_dim_on_its_bystanders()
             break
         else:
             pytest.fail("no GPU with a GPU-level warning and several bare processes")
+
+
+def test_r_turns_the_worst_first_order_round_even_when_every_hint_is_alike() -> None:
+    """Issue 44: with every hint a warning, ``r`` reversed only the (equal) severities and
+    nothing moved. It turns the whole order round, ties included; unknowns stay last."""
+    from gputop_hints.tui.widgets.process_columns import sort_processes
+
+    source = DemoSource("mixed", gpus=8, processes=64, seed=0)
+    procs = source.sample().processes
+    warned = {
+        p.key: Finding(
+            "small-batch", Subject(p.gpu_index, p.pid), Severity.WARNING, "x", "y", (), ()
+        )
+        for p in procs[:6]
+    }
+    ahead = sort_processes(procs, "hint", warned)
+    back = sort_processes(procs, "hint", warned, reverse=True)
+    assert [p.key for p in back[:6]] == [p.key for p in reversed(ahead[:6])]
+    assert {p.key for p in back[6:]} == {p.key for p in ahead[6:]}  # the rest: no hint

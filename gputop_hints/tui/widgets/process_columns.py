@@ -195,7 +195,8 @@ def sort_processes(
 ) -> list[GpuProcess]:
     """Processes ordered by column ``key``; unknown values always sort last.
 
-    ``reverse`` (``r``) turns the column's own order round; unknowns stay last.
+    ``reverse`` (``r``) turns the column's own order round, ties included; unknowns
+    stay last.
     Ties fall back to (GPU, PID) so the order never shuffles between ticks.
     ``job_first``: the attached job's processes (``in_job``) come before the
     others, each group in that order.
@@ -213,7 +214,11 @@ def sort_processes(
         else:
             known.append((value, proc))
     known.sort(key=lambda item: (item[1].gpu_index, item[1].pid))
-    known.sort(key=lambda item: item[0], reverse=column.descending != reverse)
+    known.sort(key=lambda item: item[0], reverse=column.descending)
+    if reverse:
+        # The whole order turned round, ties too: with every hint a warning, reversing
+        # only the values would change nothing on screen (issue 44).
+        known.reverse()
     unknown.sort(key=lambda proc: (proc.gpu_index, proc.pid))
     ordered = [proc for _, proc in known] + unknown
     if job_first:
