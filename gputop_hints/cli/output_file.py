@@ -1,10 +1,11 @@
 """Where ``gputop-hints record -o FILE`` may write, checked before anything is written.
 
-A recorder pointed at the wrong path must not destroy a file: an existing FILE
-(or, with ``--max-bytes``, a rotated part ``FILE.1`` ... ``FILE.<keep>`` that
-rotation would replace) is overwritten only when it is empty or already a
-recording -- replacing or rotating a recording is what the user asked for --
-or when ``--force`` says so. Pipes, devices and directories are refused even
+A recorder pointed at the wrong path must not destroy a file: an existing FILE is
+overwritten only when it is empty or when ``--force`` says so -- an earlier
+recording too (``record -o run.jsonl.gz`` run twice lost the first run without a
+word); a rotated part ``FILE.1`` ... ``FILE.<keep>`` that ``--max-bytes`` rotation
+would replace may be a recording (rotating recordings is what the user asked for),
+anything else only with ``--force``. Pipes, devices and directories are refused even
 with ``--force``: the writer needs a regular file it can seek in. Missing
 directories are created, and the user is told, so a typo in a path does not
 silently grow a tree. While a recorder runs it holds an exclusive lock on FILE
@@ -38,11 +39,12 @@ def check_output(path: Path, *, force: bool, rotation_keep: int = 0) -> None:
     ``rotation_keep`` is ``--keep`` when ``--max-bytes`` is given (rotation then
     replaces ``FILE.1`` ... ``FILE.<keep>``), else 0.
     """
-    for target in (path, *rotated_parts(path, rotation_keep)):
-        _check_one(target, force=force)
+    _check_one(path, force=force, recording_ok=False)
+    for target in rotated_parts(path, rotation_keep):
+        _check_one(target, force=force, recording_ok=True)
 
 
-def _check_one(path: Path, *, force: bool) -> None:
+def _check_one(path: Path, *, force: bool, recording_ok: bool) -> None:
     try:
         info = path.stat()
     except OSError:
@@ -61,6 +63,11 @@ def _check_one(path: Path, *, force: bool) -> None:
         raise OutputRefused(
             f"{path} exists and is not a gputop-hints recording; refusing to overwrite it "
             "(choose another name, or add --force to replace it)"
+        )
+    if not recording_ok:
+        raise OutputRefused(
+            f"{path} is an earlier recording ({info.st_size:,} bytes); refusing to replace "
+            "it (choose another name, or add --force to replace it)"
         )
 
 

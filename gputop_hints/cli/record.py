@@ -50,7 +50,8 @@ def build_record_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="replace FILE (and, with --max-bytes, FILE.1 ...) even if it is not a recording",
+        help="replace FILE even if it is an earlier recording or not a recording at all "
+        "(and, with --max-bytes, FILE.1 ... even if they are not recordings)",
     )
     parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
     parser.add_argument(

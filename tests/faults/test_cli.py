@@ -135,12 +135,18 @@ def test_record_force_replaces_a_file_that_is_not_a_recording(tmp_path: Path) ->
     assert len(list(open_recording(notes))) == 2
 
 
-def test_record_replaces_an_earlier_recording_without_asking(tmp_path: Path) -> None:
-    """record -o RUN twice: the second run replaces the first recording, exit 0 (as documented)."""
+def test_record_keeps_an_earlier_recording_unless_forced(tmp_path: Path) -> None:
+    """record -o RUN twice: the second is refused, exit 2, the first run intact (issue 44:
+    it was replaced without a word); with --force it is replaced, exit 0."""
     run = tmp_path / "run.jsonl.gz"
     assert run_cli("record", "-o", str(run), "--demo", "--duration", "3").returncode == 0
     again = run_cli("record", "-o", str(run), "--demo", "--duration", "2")
-    assert again.returncode == 0, again.stderr
+    assert again.returncode == 2, again.stderr
+    assert "earlier recording" in again.stderr and "--force" in again.stderr
+    assert "Traceback" not in again.stderr
+    assert len(list(open_recording(run))) == 3
+    forced = run_cli("record", "-o", str(run), "--force", "--demo", "--duration", "2")
+    assert forced.returncode == 0, forced.stderr
     assert len(list(open_recording(run))) == 2
 
 
