@@ -48,6 +48,34 @@ where the GPU gives no profiling: utilization counts any kernel as busy, so what
 suggests, SM activity would have measured."""
 
 
+COMPUTE_BOUND = "compute-bound"
+
+
+def _not_healthy_beside_a_warning(visible: list[Finding]) -> list[Finding]:
+    """A GPU whose process has a warning of its own is not called healthy in its header:
+    compute-bound then says the GPU is busy and points at the process (issue 44: a header
+    said "compute-bound: healthy" beside its only process's "tensor cores idle")."""
+    warned: dict[int, Finding] = {}
+    for f in visible:
+        if f.subject.pid is not None and f.severity >= Severity.WARNING:
+            warned.setdefault(f.subject.gpu_index, f)
+    if not warned:
+        return visible
+    out = []
+    for f in visible:
+        other = warned.get(f.subject.gpu_index)
+        if f.rule == COMPUTE_BOUND and f.subject.pid is None and other is not None:
+            f = dataclasses.replace(
+                f,
+                label=f"busy; see pid {other.subject.pid}",
+                summary=f.summary
+                + f" Busy is not healthy here: pid {other.subject.pid} on this GPU has "
+                f"'{other.label}' ({other.rule}).",
+            )
+        out.append(f)
+    return out
+
+
 def _profiled(win: Window, index: int) -> bool:
     return win.gpu_profiling_mean(index, "sm_active_percent") is not None
 
@@ -143,6 +171,7 @@ class HintEngine:
                 del self._tracks[key]
 
         visible = [t.finding.with_start(t.first_true) for t in self._tracks.values() if t.active]
+        visible = _not_healthy_beside_a_warning(visible)
         visible.sort(key=lambda f: (-f.severity, f.subject.gpu_index, f.subject.pid or -1, f.rule))
         self.active = tuple(visible)
         self.last_cost_s = time.perf_counter() - started

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 
 from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.findings import Severity
 from gputop_hints.hints.rules import compute_bound, vram_near_limit
 from tests.hints.windows import (
     PEGGED,
@@ -143,3 +144,23 @@ def test_a_finding_the_data_now_contradicts_goes_at_once() -> None:
     engine, run = HintEngine(THRESHOLDS, rules=(compute_bound.SPEC,)), Run()
     _visible(engine, run, [working] * 10)
     assert all(_visible(engine, run, [Tick((G(sm=50.0, power=320.0),))] * 12))
+
+
+def test_a_gpu_is_not_called_healthy_beside_its_process_warning() -> None:
+    """Issue 44: a GPU header said "compute-bound: healthy" while its only process said
+    "! tensor cores idle". On the gpm demo, GPU 1 runs FP32 with idle tensor cores: its
+    compute-bound names the process instead; GPU 0 (bf16, nothing to warn) stays healthy."""
+    from gputop_hints.hints.diagnoser import Diagnoser
+    from gputop_hints.sources.demo import DemoSource
+
+    source = DemoSource("gpm", seed=0)
+    diagnoser = Diagnoser(interval_s=1.0)
+    for _ in range(40):
+        found = diagnoser.feed(source.sample())
+    by = {(f.rule, f.subject.gpu_index, f.subject.pid): f for f in found}
+    warned = by[("tensor-cores-idle", 1, 4200)]
+    assert warned.severity >= Severity.WARNING
+    gpu1 = by[("compute-bound", 1, None)]
+    assert gpu1.label == "busy; see pid 4200"
+    assert "tensor cores idle" in gpu1.summary
+    assert by[("compute-bound", 0, None)].label == "compute-bound: healthy"
