@@ -32,13 +32,15 @@ import sys
 import threading
 from typing import Any
 
-from textual import _time
+from textual import _time, events
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers import linux_driver
 from textual.drivers.linux_driver import LinuxDriver
+from textual.message import Message
 
 from gputop_hints.tui import first_frame, partial_output
+from gputop_hints.tui.input_decoding import MAX_TERMINAL_CELLS
 from gputop_hints.tui.textual_version import textual_major
 
 TEXTUAL_MAJOR = 8
@@ -140,6 +142,53 @@ class _HangUpSafeFile:
         return getattr(self._stream, name)
 
 
+def within_bounds(message: Message) -> bool:
+    """Whether a message from the parser is one a terminal could send: a size, a mouse
+    position or a cursor position within :data:`MAX_TERMINAL_CELLS` either way."""
+    if isinstance(message, events.Resize):
+        width, height = message.size
+        return 0 <= width <= MAX_TERMINAL_CELLS and 0 <= height <= MAX_TERMINAL_CELLS
+    if isinstance(message, (events.MouseEvent, events.CursorPosition)):
+        return abs(message.x) <= MAX_TERMINAL_CELLS and abs(message.y) <= MAX_TERMINAL_CELLS
+    return True
+
+
+class BoundedParser(XTermParser):
+    """Textual's input parser, for input nobody vouches for.
+
+    The decoder drops absurd escape sequences (:mod:`.input_decoding`), but Textual's
+    parser reads sequences more loosely than a terminal writes them: text after an
+    unknown sequence joins it (``ESC[48;1:a`` then ``;99999999999;1;1t`` reads as a
+    window size). Here a sequence the parser chokes on is dropped with whatever it
+    held -- a fresh parser goes on -- and a size or position past any terminal's is
+    not passed on; a crash of the input thread would end the monitor."""
+
+    def __init__(self, debug: bool = False) -> None:
+        self._debug_parser = debug
+        super().__init__(debug)
+
+    def _restart(self) -> None:
+        XTermParser.__init__(self, self._debug_parser)
+
+    def feed(self, data: str) -> list[Message]:
+        try:
+            messages = list(super().feed(data))
+        except ParseError:
+            raise
+        except Exception:  # any parser bug: drop the sequence, not the app
+            self._restart()
+            return []
+        return [m for m in messages if within_bounds(m)]
+
+    def tick(self) -> list[Message]:
+        try:
+            messages = list(super().tick())
+        except Exception:  # as in feed
+            self._restart()
+            return []
+        return [m for m in messages if within_bounds(m)]
+
+
 class TerminalDriver(LinuxDriver):
     """Textual's Linux driver, drawing on /dev/tty when standard error is not a terminal."""
 
@@ -177,13 +226,23 @@ class TerminalDriver(LinuxDriver):
         selector.register(wake, selectors.EVENT_READ)
         fileno = self.fileno
         is_terminal = self._input_is_terminal
-        parser = XTermParser(self._debug)
+        parser = BoundedParser(self._debug)
         # Looked up now, as Textual's loop does: input_decoding may have replaced it.
-        decode = linux_driver.getincrementaldecoder("utf-8")().decode  # type: ignore[attr-defined]
+        decoder = linux_driver.getincrementaldecoder("utf-8")()  # type: ignore[attr-defined]
+        decode = decoder.decode
+
+        def holding() -> bool:
+            """A sequence cut at the end of a read waits in the decoder (input_decoding)."""
+            return bool(getattr(decoder, "holding", False))
 
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> bool:
             """Feed what arrived; False once the terminal has hung up."""
             keys = [key for key, mask in events if mask & selectors.EVENT_READ]
+            if holding() and all(key.fd != fileno for key in keys):
+                # Nothing more came to complete it: the parser has it as it is.
+                tail = getattr(decoder, "release", str)()
+                for message in parser.feed(tail) if tail else ():
+                    self.process_message(message)
             for i, key in enumerate(keys):
                 if key.fd == wake:
                     with contextlib.suppress(OSError):
@@ -208,7 +267,10 @@ class TerminalDriver(LinuxDriver):
 
         try:
             while not self.exit_event.is_set():
-                if not process(selector.select(input_timeout(parser, _time.get_time()))):
+                timeout = input_timeout(parser, _time.get_time())
+                if holding():
+                    timeout = POLL_S if timeout is None else min(timeout, POLL_S)
+                if not process(selector.select(timeout)):
                     hang_up()
                     return
             if fileno in selector.get_map():
