@@ -104,7 +104,14 @@ class GputopApp(PlaybackControls):
     ENABLE_COMMAND_PALETTE = False
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(k.keys, k.action, k.description, show=k.show, key_display=k.display)
+        Binding(
+            k.keys,
+            k.action,
+            k.description,
+            show=k.show,
+            key_display=k.display,
+            priority=k.priority,
+        )
         for k in KEYS
     ]
     """From the one key table (tui.keys), which ``--help`` also lists."""
@@ -388,6 +395,12 @@ class GputopApp(PlaybackControls):
             # Not the main thread, or a platform without them: keep the defaults.
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(number, self._exit_on_signal, number)
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit as on SIGINT, exit status 130 (the terminal is in raw mode, so
+        the key comes here, not as a signal). Textual's own binding only said which key
+        quits, its markup printed as it was."""
+        self._exit_on_signal(signal.SIGINT)
 
     def _exit_on_signal(self, number: signal.Signals) -> None:
         # The sampler must not post more ticks to an app that is leaving.

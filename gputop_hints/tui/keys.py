@@ -26,10 +26,15 @@ class Key:
     help: str | None = None
     """What ``--help`` says it does (None: not listed there, e.g. a second key for an
     action already listed)."""
+    priority: bool = False
+    """Checked before the screens' and widgets' own bindings (Textual's screens bind
+    Ctrl+C to copy)."""
 
 
 KEYS: tuple[Key, ...] = (
     Key("q", "quit", "Quit", help="quit"),
+    # As in top, htop and nvitop; 130, what a shell reports for an interrupted program.
+    Key("ctrl+c", "interrupt", "Quit", show=False, priority=True),
     Key("question_mark", "help", "Help", display="?", help="help"),
     Key("p", "toggle_pause", "Pause", help="pause"),
     Key("s", "cycle_sort", "Sort", help="sort (worst first, then GPU, VRAM, ...)"),
@@ -72,7 +77,7 @@ def help_lines(width: int = 79) -> list[str]:
     replay = [f"{_shown(k)} {k.help}" for k in KEYS if k.help and k.replay]
     text = [
         "keys in the monitor: " + ", ".join(live) + "; arrows/Enter open a process, Esc "
-        "back; Ctrl-Z suspends (fg resumes).",
+        "back; Ctrl-C quits with exit status 130; Ctrl-Z suspends (fg resumes).",
         "keys in replay, besides: " + ", ".join(replay) + ".",
     ]
     return [line for paragraph in text for line in textwrap.wrap(paragraph, width)]
