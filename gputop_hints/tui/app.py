@@ -36,6 +36,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from rich.console import RenderableType
 from textual import events
 from textual.app import AutopilotCallbackType, ComposeResult
 from textual.binding import Binding, BindingType
@@ -401,6 +402,14 @@ class GputopApp(PlaybackControls):
         the key comes here, not as a signal). Textual's own binding only said which key
         quits, its markup printed as it was."""
         self._exit_on_signal(signal.SIGINT)
+
+    def panic(self, *renderables: RenderableType) -> None:
+        """Textual's exit for a crash outside a message handler -- its input thread's, for
+        one -- left exit status 0, as if the user had quit: a crash is 1 here, as it is
+        for an exception in a handler."""
+        if self.return_code is None:
+            self._return_code = 1
+        super().panic(*renderables)
 
     def _exit_on_signal(self, number: signal.Signals) -> None:
         # The sampler must not post more ticks to an app that is leaving.

@@ -18,7 +18,9 @@ import pytest
 from textual import events
 from textual.message import Message
 
+from gputop_hints.sources.demo import DemoSource
 from gputop_hints.tui import input_decoding
+from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.tty_driver import BoundedParser
 from tests.support.tmux_harness import SCRIPT, Tmux, tmux_session
 
@@ -171,6 +173,17 @@ def test_ordinary_sequences_pass_the_bounds_untouched() -> None:
     )
     assert decoder.decode(ordinary.encode()) == ordinary
     assert getattr(decoder, "release", str)() == ""
+
+
+async def test_a_crash_of_the_input_thread_ends_with_exit_status_1() -> None:
+    """The input thread crashing (what an escape Textual chokes on did): exit status 1, not 0.
+
+    Textual's driver answers a crash of its input thread with ``App.panic``, which
+    left the return code unset: the monitor's exit status was 0, as after ``q``."""
+    app = GputopApp(DemoSource("healthy", gpus=1, processes=2, seed=0), autostart=False)
+    async with app.run_test(size=(100, 30)):
+        app.panic("the input thread raised")  # what the driver calls (later, on the loop)
+    assert app.return_code == 1
 
 
 @pytest.fixture
