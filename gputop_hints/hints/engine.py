@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
@@ -49,6 +49,38 @@ suggests, SM activity would have measured."""
 
 
 COMPUTE_BOUND = "compute-bound"
+
+
+@dataclass(frozen=True)
+class ActivitySeed:
+    """What the engine remembers beyond its window -- when each GPU and process last ran
+    a kernel, since when each process's VRAM has held its level -- as of some tick."""
+
+    gpu_active_at: dict[int, float]
+    process_active_at: dict[tuple[int, int], float]
+    vram_steady_since: dict[tuple[int, int], tuple[float, float, float]]
+
+
+def activity_seed(
+    snapshots: Iterable[Snapshot], thresholds: Thresholds | None = None
+) -> ActivitySeed | None:
+    """The engine's long-lived records after ``snapshots`` (a recording read up to the
+    point a replay jumps to, perhaps one tick in k): its own trackers run over them, no
+    rule. None without snapshots."""
+    engine = HintEngine(thresholds)
+    history: History | None = None
+    for snap in snapshots:
+        if history is None:
+            history = History(window_s=4 * max(snap.interval_s, 1.0), interval_s=snap.interval_s)
+        history.append(snap)
+        engine._track_gpu_activity(history)
+    if history is None:
+        return None
+    return ActivitySeed(
+        dict(engine._gpu_active_at),
+        dict(engine._process_active_at),
+        dict(engine._vram_steady_since),
+    )
 
 
 def _not_healthy_beside_a_warning(visible: list[Finding]) -> list[Finding]:
@@ -268,6 +300,14 @@ class HintEngine:
                 break
             run += 1
         return max(ph.first_seen, snap.timestamp - run * snap.interval_s)
+
+    def seed(self, seed: ActivitySeed) -> None:
+        """Take the long-lived records a replay built from the recording before the point
+        it jumped to (see :func:`activity_seed`): idle spells that began before the
+        pre-roll window are then measured from their real start, as the report does."""
+        self._gpu_active_at.update(seed.gpu_active_at)
+        self._process_active_at.update(seed.process_active_at)
+        self._vram_steady_since.update(seed.vram_steady_since)
 
     def for_process(self, pid: int, gpu_index: int) -> tuple[Finding, ...]:
         """Visible findings about one process, worst first."""

@@ -27,7 +27,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 
@@ -36,6 +36,13 @@ from gputop_hints.sampling.sampler import MIN_INTERVAL_S
 from gputop_hints.sources.replay import MAX_SPEED, MIN_SPEED, ReplaySource
 
 log = logging.getLogger(__name__)
+
+SEED_LOOKBACK_S = 6 * 3600.0
+"""How far before a seek's pre-roll the hints' long-lived records are rebuilt: an idle
+spell older than this reads as this long (the report reads the whole file)."""
+SEED_TICKS = 2000
+"""... from at most this many ticks, evenly spaced: a seek into a day-long recording
+decodes 2000 ticks, not 86,400 (an activity between two of them can be missed)."""
 
 MIN_REFRESH_S = MIN_INTERVAL_S
 """The shortest time between two screen refreshes during replay."""
@@ -51,6 +58,9 @@ class ReplayBatch:
     before taking ``snapshots`` (which then begin with the pre-roll window)."""
     at_end: bool
     """The last tick of the recording has been played; playback paused itself."""
+    seed: object | None = None
+    """With ``restart``: what the hints remember beyond their window, built from the
+    recording before the pre-roll (``seed_from``); the UI hands it to the engine."""
 
 
 def refresh_plan(interval_s: float, speed: float) -> tuple[int, float]:
@@ -97,8 +107,10 @@ class ReplayPlayer:
         preroll_s: float,
         on_error: Callable[[BaseException], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        seed_from: Callable[[Iterable[Snapshot]], object | None] | None = None,
     ) -> None:
         self.source = source
+        self._seed_from = seed_from
         self.preroll_s = preroll_s
         self._on_batch = on_batch
         self._on_error = on_error
@@ -239,7 +251,15 @@ class ReplayPlayer:
             target = source.end_time if source.end_time is not None else math.inf
         else:
             target = command.timestamp
-        source.seek(target - self.preroll_s)
+        seed = None
+        start = target - self.preroll_s
+        if self._seed_from is not None and start > source.start_time:
+            # Idle spells that began before the pre-roll are measured from their start,
+            # as the report measures them: the hints' long-lived records are rebuilt from
+            # up to SEED_LOOKBACK_S before it, SEED_TICKS ticks at most.
+            begin = max(source.start_time, start - SEED_LOOKBACK_S)
+            seed = self._seed_from(source.scan(begin, start, SEED_TICKS))
+        source.seek(start)
         window: deque[Snapshot] = deque(
             maxlen=max(2, math.ceil(self.preroll_s / source.interval_s) + 1)
         )
@@ -248,4 +268,6 @@ class ReplayPlayer:
             window.append(snapshot)
             if snapshot.timestamp >= target or source.at_end:
                 break
-        self._hand_over(ReplayBatch(tuple(window), restart=True, at_end=source.at_end))
+        self._hand_over(
+            ReplayBatch(tuple(window), restart=True, at_end=source.at_end, seed=seed)
+        )

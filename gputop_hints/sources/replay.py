@@ -195,6 +195,27 @@ class ReplaySource:
                 self._pending = last  # past the end: stay on the last tick
                 self.end_time = last[0]
 
+    def scan(self, start: float, end: float, most: int) -> Iterator[Snapshot]:
+        """The recorded snapshots from ``start`` up to (not including) ``end``: about
+        ``most`` of them, evenly spaced in time (the ticks between are skipped
+        undecoded); the source is left at ``end``. For a seek: what came before the
+        pre-roll window, read for the hints' long-lived records."""
+        self.seek(start)
+        step = max(0.0, (end - start) / max(1, most))
+        due = start
+        while True:
+            with self._lock:
+                entry = self._peek()
+                if entry is None or entry[0] >= end:
+                    return
+                self._pending = None
+            if entry[0] < due:
+                continue
+            due = entry[0] + step
+            snap = _decode(entry[1])
+            if snap is not None:
+                yield self._as_replay(snap)
+
     def seek_start(self) -> None:
         self.seek(-math.inf)
 

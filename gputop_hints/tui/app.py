@@ -46,7 +46,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from gputop_hints.hints.diagnoser import Diagnoser
-from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.engine import ActivitySeed, HintEngine, activity_seed
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
@@ -283,11 +283,13 @@ class GputopApp(PlaybackControls):
         if self.replay is not None:
             from gputop_hints.sampling.replay_player import ReplayPlayer
 
+            thresholds = self.diagnoser.thresholds
             self.player = ReplayPlayer(
                 self.replay,
                 self._on_replay_batch,
                 preroll_s=self.window_s,
                 on_error=self._on_sample_error,
+                seed_from=lambda snaps: activity_seed(snaps, thresholds),
             )
             self.player.pause(self.paused)
             self.player.start()
@@ -328,6 +330,8 @@ class GputopApp(PlaybackControls):
             with self.batch_update():
                 if batch.restart:
                     self.restart_history()
+                    if isinstance(batch.seed, ActivitySeed):
+                        self.diagnoser.engine.seed(batch.seed)
                 self.replay_ended = batch.at_end
                 if batch.at_end and not self.paused:
                     self.set_paused(True)

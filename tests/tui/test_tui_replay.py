@@ -381,3 +381,32 @@ async def test_a_compressed_replay_says_how_far_into_the_file_it_has_read(
         await pilot.press("G")
         await wait_for(pilot, lambda: "(read " not in header_text(app), "the end to be known")
         assert "→ ?" not in header_text(app)
+
+
+async def test_after_a_jump_an_old_idle_spell_reads_as_the_report_reads_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 44: after G (or a / seek) a process idle for an hour read "idle 2 min" --
+    the pre-roll window was all the hints had -- while report said 1 h and critical. The
+    hints' long-lived records are rebuilt from the recording before the pre-roll."""
+    from gputop_hints.outputs.report import build_report
+    from gputop_hints.recording.reader import open_recording
+
+    path = tmp_path / "idle.jsonl"
+    ticks = 900  # 15 minutes of a forgotten notebook holding 40 GiB
+    write_recording(path, ticks=ticks, scenario="idle-vram", gpus=1, processes=1)
+    report = build_report(open_recording(path), hint_stride=1)
+    [reported] = [f for f in report.findings if f.finding.rule == "idle-holding-vram"]
+    assert reported.worst.label == "critical"
+    app = replay_app(path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: app.snapshot is not None, "the first tick")
+        await pilot.press("G")
+        await wait_for(pilot, lambda: position(app) == START + ticks, "the end")
+        [shown] = [f for f in app.findings if f.rule == "idle-holding-vram"]
+        idle = next(e.value for e in shown.evidence if e.metric.startswith("no kernel"))
+        # The whole spell, not the 30 s pre-roll: the report's figure at its last tick.
+        assert idle is not None and idle > 10 * WINDOW_S
+        last = reported.evidence["no kernel of its own for"].high
+        assert idle == pytest.approx(last, abs=5)
+        assert shown.severity.label == "critical"
