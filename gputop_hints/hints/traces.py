@@ -66,24 +66,30 @@ def idle_gaps(
     if not values:
         return None
     total = len(values) * period_s
+    # The idle readings' positions (a comprehension, in C's loop), then their runs: a
+    # busy trace has few, and every reading is looked at once instead of twice.
+    idle_at = [i for i, v in enumerate(values) if v < below]
+    if not idle_at:
+        # No reading idle: no gap (the common busy case).
+        return Gaps(fraction=0.0, count=0, peak_percent=max(values), fine=fine)
+    n = len(values)
     idle = 0.0
     count = 0
-    start = -1
-    for i, v in enumerate([*values, math.inf]):
-        if v < below:
-            if start < 0:
-                start = i
+    start = prev = idle_at[0]
+    for i in [*idle_at[1:], n + 1]:
+        if i == prev + 1:
+            prev = i
             continue
-        if start >= 0:
-            length = (i - start) * period_s
-            if start > 0:
-                length += max(0.0, 100.0 - values[start - 1]) / 100.0 * period_s
-            if i < len(values):
-                length += max(0.0, 100.0 - v) / 100.0 * period_s
-            if length >= min_gap_s - 1e-9:
-                idle += length
-                count += 1
-        start = -1
+        end = prev + 1
+        length = (end - start) * period_s
+        if start > 0:
+            length += max(0.0, 100.0 - values[start - 1]) / 100.0 * period_s
+        if end < n:
+            length += max(0.0, 100.0 - values[end]) / 100.0 * period_s
+        if length >= min_gap_s - 1e-9:
+            idle += length
+            count += 1
+        start = prev = i
     return Gaps(
         fraction=min(1.0, idle / total) if total > 0 else 0.0,
         count=count,
