@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.units import MIB
 
 GIB = 2**30
@@ -419,6 +419,18 @@ class PhaseTracker:
             self._start_up(r)
             return
         self._in_run(r)
+
+    def add_sample(self, t: float, g: GpuSample) -> None:
+        """Take in one GPU reading at time ``t`` (what :meth:`add` takes, from a sample)."""
+        self.add(
+            t,
+            g.sm_percent,
+            g.vram_used_bytes,
+            g.power_watts,
+            g.power_limit_watts,
+            g.temperature_c,
+            g.vram_total_bytes,
+        )
 
     # --- start-up ---------------------------------------------------------------------
 
@@ -924,15 +936,7 @@ class GpuVerdicts:
             tracker = self._trackers.get(g.index)
             if tracker is None:
                 tracker = self._trackers[g.index] = PhaseTracker(g.index, interval)
-            tracker.add(
-                snapshot.timestamp,
-                g.sm_percent,
-                g.vram_used_bytes,
-                g.power_watts,
-                g.power_limit_watts,
-                g.temperature_c,
-                g.vram_total_bytes,
-            )
+            tracker.add_sample(snapshot.timestamp, g)
 
     def of(self, index: int) -> Verdict | None:
         """GPU ``index``'s verdict (None: no readings of it yet)."""

@@ -395,28 +395,39 @@ def rule_tables() -> list[tuple[RuleSpec, list[Case]]]:
 # --- a multi-GPU job ---------------------------------------------------------------------
 
 
+def ddp_ticks(
+    traces: Sequence[Sequence[float]], commands: Sequence[str], users: Sequence[str] | None = None
+) -> list[Tick]:
+    """GPUs 0..n-1, each with one rank (pid 100+i) holding 30 GiB, GPU i's SM % a tick
+    from ``traces[i]``."""
+    users = users or ["alice"] * len(traces)
+    procs = tuple(
+        P(
+            pid=100 + i,
+            gpu=i,
+            vram_gib=30.0,
+            cpu=60.0,
+            workers=(W(50.0),) * 4,
+            user=users[i],
+            command=commands[i],
+        )
+        for i in range(len(traces))
+    )
+    return [
+        Tick(
+            tuple(G(index=i, sm=trace[k], vram_gib=31.0) for i, trace in enumerate(traces)),
+            procs,
+            H(cores=32),
+        )
+        for k in range(len(traces[0]))
+    ]
+
+
 def ddp(
     sms: Sequence[float], commands: Sequence[str], users: Sequence[str] | None = None
 ) -> History:
     """GPUs 0..n-1, each with one rank (pid 100+i) holding 30 GiB, at the given SM %."""
-    users = users or ["alice"] * len(sms)
-    tick = Tick(
-        tuple(G(index=i, sm=sm, vram_gib=31.0) for i, sm in enumerate(sms)),
-        tuple(
-            P(
-                pid=100 + i,
-                gpu=i,
-                vram_gib=30.0,
-                cpu=60.0,
-                workers=(W(50.0),) * 4,
-                user=users[i],
-                command=commands[i],
-            )
-            for i in range(len(sms))
-        ),
-        H(cores=32),
-    )
-    return Run().feed([tick] * 12).history
+    return Run().feed(ddp_ticks([[sm] * 12 for sm in sms], commands, users)).history
 
 
 TORCHRUN = "torchrun --nproc-per-node 4 train.py --config big.yaml"

@@ -328,15 +328,7 @@ class _Phases:
         except (IndexError, KeyError, TypeError, ValueError):
             return
         for g in samples:
-            self._tracker(g.index, None).add(
-                t,
-                g.sm_percent,
-                g.vram_used_bytes,
-                g.power_watts,
-                g.power_limit_watts,
-                g.temperature_c,
-                g.vram_total_bytes,
-            )
+            self._tracker(g.index, None).add_sample(t, g)
 
     def after_last_activity(self, index: int, t: float) -> bool:
         tracker = self.trackers.get(index)

@@ -15,11 +15,11 @@ from tests.hints.windows import (
     P,
     Run,
     Tick,
-    W,
     apply,
     case,
     check_case,
     ddp,
+    ddp_ticks,
 )
 
 RULE = straggler.SPEC
@@ -100,42 +100,19 @@ def test_one_process_on_several_gpus_is_no_job_of_ranks() -> None:
     assert apply(RULE, Run().feed([tick] * 12).history) == []
 
 
-def _ddp_traces(traces: list[list[float]]) -> list[Tick]:
-    """``ddp``'s job, each GPU's SM % a trace (one value a tick)."""
-    n = len(traces[0])
-    return [
-        Tick(
-            tuple(G(index=i, sm=trace[k], vram_gib=31.0) for i, trace in enumerate(traces)),
-            tuple(
-                P(
-                    pid=100 + i,
-                    gpu=i,
-                    vram_gib=30.0,
-                    cpu=60.0,
-                    workers=(W(50.0),) * 4,
-                    user="alice",
-                    command=TORCHRUN,
-                )
-                for i in range(len(traces))
-            ),
-            H(cores=32),
-        )
-        for k in range(n)
-    ]
-
-
 def test_the_one_rank_that_never_waits_is_named_by_its_gaps() -> None:
     """Issue 41: three ranks sawtooth around 70 % -- each step they idle at the
     collective, waiting -- while one runs a steady 55 % without a gap. Its SM % is not
     25 points below theirs, and not all read busy: only its missing gaps mark it."""
     saw = [95.0, 95.0, 95.0, 0.0] * 4  # 71 %, a quarter of the time in gaps
     steady = [55.0] * 16
-    history = Run().feed(_ddp_traces([saw, saw, steady, saw])).history
+    history = Run().feed(ddp_ticks([saw, saw, steady, saw], [TORCHRUN] * 4)).history
     [found] = apply(RULE, history)
     assert found.subject == Subject(2, 102)
     assert found.label == "straggler: never waits (gaps)"
     assert "never waits" in found.summary and "GPUs 0, 1, 3" in found.summary
     # All four steady: no pace-setter to name.
-    assert apply(RULE, Run().feed(_ddp_traces([steady] * 4)).history) == []
+    assert apply(RULE, Run().feed(ddp_ticks([steady] * 4, [TORCHRUN] * 4)).history) == []
     # Two steady ranks: which one the others wait for cannot be told.
-    assert apply(RULE, Run().feed(_ddp_traces([saw, steady, steady, saw])).history) == []
+    two = ddp_ticks([saw, steady, steady, saw], [TORCHRUN] * 4)
+    assert apply(RULE, Run().feed(two).history) == []
