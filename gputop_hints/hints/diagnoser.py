@@ -61,6 +61,7 @@ class Diagnoser:
         window_s: float | None = None,
         hysteresis: bool = True,
         rules: Sequence[RuleSpec] = ALL_RULES,
+        verdicts: bool = True,
     ) -> None:
         """``window_s``: how much history to keep; None (the default) keeps what
         the rules read (:func:`history_window_s`). ``hysteresis=False`` shows every
@@ -73,8 +74,10 @@ class Diagnoser:
         self.engine = HintEngine(self.thresholds, rules=rules, hysteresis=hysteresis)
         self.findings: tuple[Finding, ...] = ()
         """The findings visible after the latest evaluation, worst first."""
+        self._with_verdicts = verdicts
         self.verdicts = GpuVerdicts()
-        """Each GPU's verdict over every tick fed (hints.phases)."""
+        """Each GPU's verdict over every tick fed (hints.phases); not fed with
+        ``verdicts=False`` (a report keeps its own, over every tick of the file)."""
 
     @classmethod
     def one_off(
@@ -106,7 +109,8 @@ class Diagnoser:
                 history_span_s(self.window_s, snapshot.interval_s), snapshot.interval_s
             )
         self.history.append(snapshot)
-        self.verdicts.add(snapshot)
+        if self._with_verdicts:
+            self.verdicts.add(snapshot)
 
     def evaluate(self) -> tuple[Finding, ...]:
         """Run the rules on the newest window; return (and keep) the visible findings."""

@@ -348,7 +348,8 @@ class HintEngine:
         return out
 
     def worst_for_process(self, pid: int, gpu_index: int) -> Finding | None:
-        """The inline column's finding: the process's worst, else its GPU's worst warning."""
+        """The process's worst finding, else its GPU's worst warning (the HINT column asks
+        :meth:`inline_for_processes`, which puts a GPU's warning on one process only)."""
         own = self.for_process(pid, gpu_index)
         if own:
             return own[0]

@@ -150,8 +150,6 @@ class _Span:
     seconds: float = 0.0
     """The time its readings stand for (each its spacing from the one before, a gap in
     the log capped at GAP_FACTOR spacings)."""
-    start: float | None = None
-    end: float | None = None
     sm_n: int = 0
     sm_sum: float = 0.0
     active: int = 0
@@ -170,9 +168,6 @@ class _Span:
     def add(self, r: _Reading) -> None:
         self.n += 1
         self.seconds += r.seconds
-        if self.start is None:
-            self.start = r.t
-        self.end = r.t
         if r.sm is not None:
             self.sm_n += 1
             self.sm_sum += r.sm
@@ -198,8 +193,6 @@ class _Span:
             return
         self.n += other.n
         self.seconds += other.seconds
-        self.start = other.start if self.start is None else self.start
-        self.end = other.end
         self.sm_n += other.sm_n
         self.sm_sum += other.sm_sum
         self.active += other.active
@@ -259,9 +252,6 @@ class _BusyRun:
     peak_c: float | None
     last_c: float | None
     power_seen: bool
-
-    def seconds(self, end: float) -> float:
-        return end - self.start
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,7 +523,7 @@ class PhaseTracker:
         busy = r.sm is not None and r.sm >= 90.0
         run = self._busy
         if not busy:
-            self._close_busy(r.t)
+            self._busy = None
             return
         if run is None:
             self._busy = _BusyRun(
@@ -555,11 +545,8 @@ class PhaseTracker:
         run.power_seen = run.power_seen or r.power is not None
         self._judge_hang(run, r.t)
 
-    def _close_busy(self, t: float) -> None:
-        self._busy = None
-
     def _judge_hang(self, run: _BusyRun, t: float) -> None:
-        seconds = run.seconds(t) + self.interval_s
+        seconds = t - run.start + self.interval_s
         if (
             (self.hang is None or seconds > self.hang.seconds)
             and run.frozen
@@ -881,23 +868,6 @@ def _mib(value: float) -> str:
     return f"{value / MIB:.0f} MiB" if value < GIB else _gib(value)
 
 
-LEVEL_RULES = frozenset(
-    {
-        "input-starved",
-        "low-utilization",
-        "small-batch",
-        "simulation-bound",
-        "compute-bound",
-        "memory-bound",
-        "utilization-overstated",
-        "tensor-cores-idle",
-    }
-)
-"""Rules that judge a GPU's level or duty cycle over a window: a window reaching across
-the end of a run into the idle after it reads a run that is no longer there. In a report
-their time after a GPU's last activity is its teardown's, not theirs."""
-
-
 def start_up_end(
     times: Sequence[float], sm: Sequence[float | None], interval_s: float
 ) -> int | None:
@@ -908,9 +878,9 @@ def start_up_end(
     tracker = PhaseTracker(-1, interval_or_one(interval_s))
     for t, value in zip(times, sm, strict=True):
         tracker.add(t, value)
-        if tracker._started:
+        if tracker.settled:
             break
-    start = tracker._run_start if tracker._started else tracker._first_active_t
+    start = tracker.run_start if tracker.settled else tracker.first_active_t
     if start is None:
         return None
     for i, t in enumerate(times):

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALL_RULES",
     "ANCHORS",
+    "LEVEL_RULES",
     "LOW_UTILIZATION",
     "LOW_UTILIZATION_EXPLAINED_BY",
     "RULES_BY_ID",
@@ -110,3 +111,7 @@ ANCHORS: dict[str, str] = {spec.id: spec.anchor for spec in ALL_RULES}
 def hysteresis_for(rule: str, t: Thresholds) -> tuple[float, float]:
     """(raise_after_s, clear_after_s) of the rule with id ``rule``."""
     return RULES_BY_ID[rule].hysteresis(t)
+
+
+LEVEL_RULES: frozenset[str] = frozenset(spec.id for spec in ALL_RULES if spec.judges_level)
+"""Rules that judge a GPU's level or duty cycle over a window (``RuleSpec.judges_level``)."""

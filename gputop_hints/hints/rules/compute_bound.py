@@ -127,4 +127,5 @@ SPEC = RuleSpec(
     subject="gpu",
     needs=(METRIC_SM,),
     contradicted=lambda win, t, subject: spinning_without_work(win, t, subject.gpu_index),
+    judges_level=True,
 )

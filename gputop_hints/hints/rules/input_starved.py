@@ -856,4 +856,5 @@ SPEC = RuleSpec(
     needs=(METRIC_SM,),
     cause_needs=(METRIC_PROCESSES, METRIC_HOST_CPU),
     explains_low_utilization=True,
+    judges_level=True,
 )

@@ -156,4 +156,5 @@ SPEC = RuleSpec(
     ),
     subject="gpu",
     needs=(METRIC_SM,),
+    judges_level=True,
 )

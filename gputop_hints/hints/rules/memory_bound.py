@@ -154,4 +154,5 @@ SPEC = RuleSpec(
     ),
     subject="gpu",
     needs=(METRIC_SM, METRIC_MEMORY_ACCESS),
+    judges_level=True,
 )

@@ -148,4 +148,5 @@ SPEC = RuleSpec(
     subject="process",
     needs=(METRIC_SM, METRIC_PROCESSES, METRIC_HOST_CPU),
     explains_low_utilization=True,
+    judges_level=True,
 )

@@ -69,6 +69,10 @@ class RuleSpec:
     explains_low_utilization: bool = False
     """True when its finding on a GPU (or a process on it) already says why that GPU is
     underused, so the engine drops the vaguer low-utilization finding there."""
+    judges_level: bool = False
+    """True when it judges a GPU's level or duty cycle over a window: a window reaching
+    from the end of a run into the idle after it reads a run that is over, so a report
+    gives that time to the GPU's teardown, not to its GPU-level finding (hints.phases)."""
 
     @property
     def thresholds(self) -> str:

@@ -111,4 +111,5 @@ SPEC = RuleSpec(
     subject="process",
     needs=(METRIC_VRAM, METRIC_PROCESSES),
     needs_profiling=True,
+    judges_level=True,
 )

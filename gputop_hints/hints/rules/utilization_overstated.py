@@ -144,4 +144,5 @@ SPEC = RuleSpec(
     ),
     subject="gpu",
     needs=(METRIC_SM, METRIC_POWER),
+    judges_level=True,
 )

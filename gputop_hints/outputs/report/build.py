@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from gputop_hints.hints.diagnoser import Diagnoser
-from gputop_hints.hints.phases import LEVEL_RULES, PhaseTracker, Verdict, interval_or_one
-from gputop_hints.hints.rules import ALL_RULES, RULE_NEEDS
+from gputop_hints.hints.phases import PhaseTracker, Verdict, interval_or_one
+from gputop_hints.hints.rules import ALL_RULES, LEVEL_RULES, RULE_NEEDS, hysteresis_for
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report.model import FindingTime, Report
@@ -103,7 +103,7 @@ def build_report(
     gpus = GpuTable(info.header.get("gpus"))
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
     processes = ProcessTable()
-    phases = _Phases(info.header.get("gpus"), info.interval_s)
+    phases = _Phases(gpus.header_records, info.interval_s)
     for i, tick in enumerate(views):
         timeline.add(tick.timestamp)
         gpus.add(tick, metrics.seen)
@@ -290,12 +290,8 @@ class _Phases:
     at the end, and -- while the report runs -- whether a tick lies after the GPU's last
     activity so far (time that the end of the log may make its teardown)."""
 
-    def __init__(self, listed: Any, interval_s: float | None) -> None:
-        self._static = {
-            int(g["index"]): g
-            for g in (listed if isinstance(listed, list) else ())
-            if isinstance(g, dict) and isinstance(g.get("index"), int)
-        }
+    def __init__(self, static: dict[int, Any], interval_s: float | None) -> None:
+        self._static = static
         self._interval_s = interval_s
         self.trackers: dict[int, PhaseTracker] = {}
 
@@ -364,7 +360,7 @@ class _HintsAsIfLive:
         self.stride = stride
         window_ticks = max(1, round(thresholds.general.window_s / (interval_s or 1.0)))
         self._burst_from = max(0, stride - window_ticks)
-        self._diagnoser = Diagnoser(thresholds, interval_s=interval_s or 1.0)
+        self._diagnoser = Diagnoser(thresholds, interval_s=interval_s or 1.0, verdicts=False)
         self.times: dict[tuple[str, Any], FindingTime] = {}
         self.rule_seconds: dict[str, float] = {}
         self.evaluations = 0
@@ -417,7 +413,7 @@ class _HintsAsIfLive:
                 settled_at = phases.settled_at(gpu)
                 if new_episode:
                     ft.early_episode = settled_at is None
-                hold = _clear_after_s(self._thresholds, f.rule)
+                hold = hysteresis_for(f.rule, self._thresholds)[1]
                 if settled_at is None or (
                     ft.early_episode and snap.timestamp <= settled_at + hold
                 ):
@@ -494,13 +490,6 @@ class _HintsAsIfLive:
     def findings(self) -> list[FindingTime]:
         """Every finding shown, worst first, then longest, then earliest."""
         return sorted(self.times.values(), key=lambda ft: (-ft.worst, -ft.seconds, ft.first_seen))
-
-
-def _clear_after_s(thresholds: Thresholds, rule: str) -> float:
-    """How long the engine keeps showing ``rule``'s finding after its condition clears."""
-    section = getattr(thresholds, rule.replace("-", "_"), None)
-    hysteresis = getattr(section, "hysteresis", None)
-    return float(getattr(hysteresis, "clear_after_s", 0.0) or 0.0)
 
 
 def _assemble(

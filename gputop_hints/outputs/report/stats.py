@@ -194,6 +194,11 @@ class GpuTable:
         }
         self.gpus: dict[int, GpuStats] = {}
 
+    @property
+    def header_records(self) -> dict[int, Any]:
+        """Each GPU's static record from the recording's header (name, totals, limits)."""
+        return self._header_gpus
+
     def add(self, tick: TickView, seen: dict[str, bool]) -> None:
         """Count one tick's GPUs; mark in ``seen`` each metric that has a value."""
         if tick.__class__ is LazyTick:
