@@ -297,6 +297,9 @@ class Verdict:
     severity: str
     """"info" or "warning" (the Severity name: this module stays below the engine)."""
     label: str
+    """Short, and steady while the verdict holds (the figures are in ``summary``): the GPU
+    panel's title shows it every tick, and a label whose percentage moved would be
+    redrawn each time."""
     summary: str
     phases: Phases
     sm_mean: float | None
@@ -713,7 +716,7 @@ class PhaseTracker:
                 return self._make(
                     Kind.BUSY_NOT_WORKING,
                     "warning",
-                    f"busy {sm:.0f}%, {power * 100:.0f}% power",
+                    "busy, low power",
                     f"GPU {i}: utilization {sm:.0f} % over the run at {power * 100:.0f} % of its "
                     "power limit: kernels are resident but do little work (light kernels, "
                     "transfers, a spin-wait)." + around,
@@ -725,7 +728,7 @@ class PhaseTracker:
                 return self._make(
                     Kind.BUSY_HOT,
                     "warning",
-                    f"busy {sm:.0f}%, hot: throttling?",
+                    "busy, hot: throttling?",
                     f"GPU {i}: busy ({sm:.0f} % over the run) with {run.busy_hot} of its "
                     f"{run.busy_warm} busy readings at {THERMAL_TARGET_C:g} C or more: at the "
                     "temperature where GPU Boost starts to trade clocks for heat, for most of "
@@ -742,7 +745,7 @@ class PhaseTracker:
                 return self._make(
                     Kind.BUSY_POWER_CAPPED,
                     "info",
-                    f"busy {sm:.0f}%, at power cap",
+                    "busy, at power cap",
                     f"GPU {i}: busy ({sm:.0f} % over the run), its busy readings at a median "
                     f"{capped * 100:.0f} % of its power limit: the limit sets its clocks "
                     "(power-limited), as designed for a card run flat out -- not a fault; "
@@ -754,7 +757,7 @@ class PhaseTracker:
             return self._make(
                 Kind.BUSY,
                 "info",
-                f"busy {sm:.0f}%",
+                "busy",
                 f"GPU {i}: busy, {sm:.0f} % over the run ({busy * 100:.0f} % of readings at "
                 f"{BUSY_PERCENT:g} % or more)." + around,
                 phases,
@@ -768,7 +771,7 @@ class PhaseTracker:
             return self._make(
                 Kind.UNDER_USED_BURSTY,
                 severity,
-                f"mostly idle ({sm:.0f}%)",
+                "mostly idle",
                 f"GPU {i}: mostly idle -- {idle * 100:.0f} % of the run's readings under "
                 f"{ACTIVE_PERCENT:g} %, a mean of {sm:.0f} %, its work in bursts between "
                 "(waiting on input, requests or host-side steps)." + around,
@@ -780,7 +783,7 @@ class PhaseTracker:
             return self._make(
                 Kind.UNDER_USED_BURSTY,
                 severity,
-                f"under-used {sm:.0f}%, bursty",
+                "under-used, bursty",
                 f"GPU {i}: under-used, {sm:.0f} % over the run, in bursts -- "
                 f"{idle * 100:.0f} % of readings idle, {busy * 100:.0f} % at "
                 f"{BUSY_PERCENT:g} % or more: the GPU waits between bursts of work (input, "
@@ -792,7 +795,7 @@ class PhaseTracker:
         return self._make(
             Kind.UNDER_USED_STEADY,
             severity,
-            f"under-used {sm:.0f}%, steady",
+            "under-used, steady",
             f"GPU {i}: under-used, a steady {sm:.0f} % over the run ({idle * 100:.0f} % of "
             "readings idle): each step keeps it busy only part of the time -- a small "
             "batch or model, or per-step host work." + around,
