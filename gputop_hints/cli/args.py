@@ -11,7 +11,7 @@ import math
 import sys
 from collections.abc import Callable
 
-from gputop_hints.sampling.sampler import MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S, MAX_INTERVAL_S, MIN_INTERVAL_S
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -119,7 +119,7 @@ def slurm_job_id(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default 1)"
+INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default {DEFAULT_INTERVAL_S:g})"
 
 
 # --- argument groups ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gputop_hints.cli.args import (
+    DEFAULT_INTERVAL_S,
     EXIT_OK,
     EXIT_USAGE,
     INTERVAL_HELP,
@@ -61,8 +62,7 @@ def build_export_parser() -> argparse.ArgumentParser:
         type=count(0, 65535),
         default=DEFAULT_PORT,
         metavar="N",
-        help=f"TCP port to listen on (default {DEFAULT_PORT}; 0: any free port, printed "
-        "on stderr)",
+        help=f"TCP port to listen on (default {DEFAULT_PORT}; 0: any free port, printed on stderr)",
     )
     parser.add_argument(
         "--bind",
@@ -74,7 +74,9 @@ def build_export_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate")
     parser.add_argument("--tls-key", metavar="PEM", help="the private key of --tls-cert")
-    parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
+    parser.add_argument(
+        "--interval", type=interval, default=DEFAULT_INTERVAL_S, metavar="S", help=INTERVAL_HELP
+    )
     parser.add_argument(
         "--max-processes",
         type=at_least(0),

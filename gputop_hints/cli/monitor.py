@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputop_hints.cli.args import (
+    DEFAULT_INTERVAL_S,
     EXIT_OK,
     INTERVAL_HELP,
     add_config_arg,
@@ -95,7 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_source_args(parser)
 
     timing = parser.add_argument_group("sampling")
-    timing.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
+    timing.add_argument(
+        "--interval", type=interval, default=DEFAULT_INTERVAL_S, metavar="S", help=INTERVAL_HELP
+    )
     timing.add_argument(
         "--window",
         type=positive,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop_hints.cli.args import (
+    DEFAULT_INTERVAL_S,
     EXIT_OK,
     EXIT_USAGE,
     INTERVAL_HELP,
@@ -53,7 +54,9 @@ def build_record_parser() -> argparse.ArgumentParser:
         help="replace FILE even if it is an earlier recording or not a recording at all "
         "(and, with --max-bytes, FILE.1 ... even if they are not recordings)",
     )
-    parser.add_argument("--interval", type=interval, default=1.0, metavar="S", help=INTERVAL_HELP)
+    parser.add_argument(
+        "--interval", type=interval, default=DEFAULT_INTERVAL_S, metavar="S", help=INTERVAL_HELP
+    )
     parser.add_argument(
         "--duration", type=positive, metavar="S", help="stop after S seconds (default: never)"
     )

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S = 0.25
 MAX_INTERVAL_S = 60.0
+DEFAULT_INTERVAL_S = 1.0
+"""The live monitor's, the recorder's and the exporter's interval when none is given."""
 
 
 class Sampler:

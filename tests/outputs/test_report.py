@@ -16,6 +16,7 @@ from gputop_hints.model import Snapshot
 from gputop_hints.outputs.report import (
     PercentStats,
     RateStats,
+    Report,
     build_report,
     choose_hint_stride,
     report_json,
@@ -274,6 +275,36 @@ def test_auto_stride_scales_with_size() -> None:
     assert choose_hint_stride(86_400, 73) == 127
     assert choose_hint_stride(86_400, 3) == 6
     assert choose_hint_stride(0, 10) == 1
+    # polled every 100 ms: judged once a second of log time, as live by default
+    assert choose_hint_stride(600, 9, interval_s=0.1) == 10
+    assert choose_hint_stride(600, 9, interval_s=2.0) == 1
+    assert choose_hint_stride(86_400, 73, interval_s=0.1) == 127  # the budget, if coarser
+
+
+def test_a_log_polled_ten_times_a_second_is_judged_once_a_second() -> None:
+    """An 8-GPU ``-lms 100`` log: the hints run on ~1 s of log time, not every 0.1 s
+    poll, and find what they find at every poll -- the same rules on the same GPUs."""
+    from gputop_hints.sources.files import open_stream
+
+    path = _FIXTURES / "nvsmi_noindex_8gpu_lms100_short.csv"
+
+    def findings(stride: int | None) -> tuple[Report, set[tuple[str, int | None, str]]]:
+        stream = open_stream(path)
+        try:
+            report = build_report(stream, hint_stride=stride)
+        finally:
+            stream.close()
+        seen = {
+            (f.finding.rule, f.finding.subject.gpu_index, f.worst.name) for f in report.findings
+        }
+        return report, seen
+
+    every, seen_every = findings(1)
+    auto, seen_auto = findings(None)
+    assert every.hint_stride == 1
+    assert auto.hint_stride > 1 and auto.hint_evaluations < every.hint_evaluations
+    assert seen_auto == seen_every
+    assert "once a second of log time" in " ".join(report_text(auto).split())
 
 
 _FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
@@ -304,8 +335,11 @@ def test_small_imported_logs_run_the_hints_on_every_tick() -> None:
             report = build_report(stream)
         finally:
             stream.close()
-        assert report.hint_stride == 1, path.name
-        assert report.hint_evaluations == report.samples, path.name
+        # Every tick, except that a log polled faster than once a second is judged
+        # about once a second of log time (HINT_CADENCE_S).
+        if report.interval_s is None or report.interval_s >= 1.0:
+            assert report.hint_stride == 1, path.name
+        assert report.hint_evaluations == report.samples // report.hint_stride, path.name
 
 
 def test_long_imported_log_gets_a_stride_from_its_estimated_length(

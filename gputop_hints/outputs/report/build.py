@@ -38,6 +38,7 @@ from gputop_hints.outputs.report.stats import GpuTable, ProcessTable
 from gputop_hints.recording.format import G_INDEX, G_POWER, G_SM, G_TEMPERATURE, G_VRAM_USED
 from gputop_hints.recording.lazy import LazyTick
 from gputop_hints.recording.reader import open_recording
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 from gputop_hints.streams import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
@@ -65,11 +66,28 @@ report near 20 s on 2 cores; every tick on files under ~11 min at that size or
 ~4.6 h on one GPU with a few processes."""
 
 
-def choose_hint_stride(ticks: int, entities: int, budget: int = HINT_BUDGET) -> int:
-    """Evaluate the hints every k-th tick so that ticks / k * entities stays near ``budget``."""
+HINT_CADENCE_S = DEFAULT_INTERVAL_S
+"""The hints are evaluated at most once per this many seconds of log time: the live
+monitor's default interval, the cadence the rules' windows, hysteresis and advice are
+stated at. A log polled faster (``nvidia-smi -lms 100``) keeps every reading in the
+windows, but a rule asked ten times a second would only cost ten times as much -- each
+evaluation reads a window ten times as long in readings -- for finding times finer
+than anything they are stated in. Times in findings stay exact to within one cadence
+per episode."""
+
+
+def choose_hint_stride(
+    ticks: int, entities: int, budget: int = HINT_BUDGET, interval_s: float | None = None
+) -> int:
+    """Evaluate the hints every k-th tick so that ticks / k * entities stays near
+    ``budget``, and no more often than once per :data:`HINT_CADENCE_S` of log time for
+    ticks ``interval_s`` apart."""
+    cadence = 1
+    if interval_s is not None and 0 < interval_s < HINT_CADENCE_S:
+        cadence = max(1, math.floor(HINT_CADENCE_S / interval_s + 1e-9))
     if ticks <= 0:
-        return 1
-    return max(1, math.ceil(ticks * max(1, entities) / budget))
+        return cadence
+    return max(cadence, math.ceil(ticks * max(1, entities) / budget))
 
 
 def build_report(
@@ -150,7 +168,7 @@ def _auto_stride(stream: SnapshotStream) -> int:
         return 1
     first = next((s for s in (t.snapshot() for t in tick_views(stream)) if s is not None), None)
     entities = 0 if first is None else len(first.processes) + len(first.gpus)
-    return choose_hint_stride(count, entities + 1)
+    return choose_hint_stride(count, entities + 1, interval_s=stream.info.interval_s)
 
 
 PROBE_MIN_TICKS = 256
@@ -194,7 +212,16 @@ def _probe_stride(
         count = len(held)
     first = next((s for s in (t.snapshot() for t in held) if s is not None), None)
     entities = 0 if first is None else len(first.processes) + len(first.gpus)
-    return choose_hint_stride(count, entities + 1, HINT_BUDGET), itertools.chain(held, views)
+    stride = choose_hint_stride(count, entities + 1, HINT_BUDGET, _held_interval(held))
+    return stride, itertools.chain(held, views)
+
+
+def _held_interval(held: list[TickView]) -> float | None:
+    """The median spacing of the probed ticks (None under two distinct stamps): a log's
+    own polling period, whatever its header says."""
+    stamps = sorted(t.timestamp for t in held)
+    steps = sorted(b - a for a, b in itertools.pairwise(stamps) if b > a)
+    return steps[len(steps) // 2] if steps else None
 
 
 # --- the steps of the pass ------------------------------------------------------------------
@@ -414,9 +441,7 @@ class _HintsAsIfLive:
                 if new_episode:
                     ft.early_episode = settled_at is None
                 hold = hysteresis_for(f.rule, self._thresholds)[1]
-                if settled_at is None or (
-                    ft.early_episode and snap.timestamp <= settled_at + hold
-                ):
+                if settled_at is None or (ft.early_episode and snap.timestamp <= settled_at + hold):
                     ft.early.append((snap.timestamp, credit, new_episode))
             if tail and phases is not None:
                 ft.hold_tail(phases.last_activity(f.subject.gpu_index), credit, new_episode)

@@ -105,9 +105,14 @@ def quality_notes(report: Report, *, subsecond: bool, backwards: int, truncated:
         for metric in report.missing
     )
     if report.hint_stride > 1:
+        k = report.hint_stride
+        step = f"{k} ticks"
+        if report.interval_s:
+            step += f" ({duration_text(k * report.interval_s)} of log time)"
         notes.append(
-            f"hints evaluated every {report.hint_stride} ticks ({report.hint_evaluations} "
-            "evaluations) to keep the report fast: time in each finding is counted in steps "
-            f"of {report.hint_stride} ticks, and an episode shorter than that may be missed."
+            f"hints evaluated every {step}, {report.hint_evaluations} evaluations: at most "
+            "once a second of log time (the cadence the rules are stated at) and few enough "
+            "to keep the report fast; time in each finding is counted in steps of "
+            f"{k} ticks, and an episode shorter than that may be missed."
         )
     return notes
