@@ -119,7 +119,8 @@ def slurm_job_id(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-INTERVAL_HELP = f"seconds between samples ({MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}, default {DEFAULT_INTERVAL_S:g})"
+_RANGE = f"{MIN_INTERVAL_S:g}-{MAX_INTERVAL_S:g}"
+INTERVAL_HELP = f"seconds between samples ({_RANGE}, default {DEFAULT_INTERVAL_S:g})"
 
 
 # --- argument groups ---------------------------------------------------------------------

@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gputop_hints.cli.args import (
-    DEFAULT_INTERVAL_S,
     EXIT_OK,
     EXIT_USAGE,
     INTERVAL_HELP,
@@ -36,6 +35,7 @@ from gputop_hints.cli.args import (
 )
 from gputop_hints.cli.inputs import open_source, print_scenarios
 from gputop_hints.model import JobInfo
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 
 if TYPE_CHECKING:
     from gputop_hints.model import Snapshot

@@ -17,7 +17,6 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputop_hints.cli.args import (
-    DEFAULT_INTERVAL_S,
     EXIT_OK,
     INTERVAL_HELP,
     add_config_arg,
@@ -31,6 +30,7 @@ from gputop_hints.cli.args import (
 from gputop_hints.cli.gc_tuning import collections_paused, tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
 from gputop_hints.history import DEFAULT_WINDOW_S
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 from gputop_hints.tui.keys import help_lines
 
 if TYPE_CHECKING:

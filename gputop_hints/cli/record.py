@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gputop_hints.cli.args import (
-    DEFAULT_INTERVAL_S,
     EXIT_OK,
     EXIT_USAGE,
     INTERVAL_HELP,
@@ -31,6 +30,7 @@ from gputop_hints.cli.output_file import (
     create_missing_directories,
     lock_output,
 )
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 
 
 def build_record_parser() -> argparse.ArgumentParser:

@@ -288,7 +288,7 @@ def test_a_log_polled_ten_times_a_second_is_judged_once_a_second() -> None:
 
     path = _FIXTURES / "nvsmi_noindex_8gpu_lms100_short.csv"
 
-    def findings(stride: int | None) -> tuple[Report, set[tuple[str, int | None, str]]]:
+    def findings(stride: int | None) -> tuple[Report, set[tuple[str, int, str]]]:
         stream = open_stream(path)
         try:
             report = build_report(stream, hint_stride=stride)
