@@ -193,7 +193,7 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
         return cached[2]
     has_gpu_column = any(col.role == "gpu" for col in columns)
     has_date_column = any(col.role == "date" for col in columns)
-    steps: list[tuple[int, str, int, _CellReader | None, Column]] = []
+    steps: list[_Step] = []
     for col in columns:
         role = col.role
         reader: _CellReader | None = None
