@@ -137,7 +137,13 @@ _TIME, _DATE, _GPU, _IDENT, _FIELD, _OTHER = range(6)
 """How :func:`parse_row` reads a column (see :func:`_column_plan`)."""
 
 _CellReader = Callable[[str], Any]
-_Step = tuple[int, str, int, "_CellReader | None", Column]
+_Step = tuple[int, str, int, "_CellReader | None", Column, dict[str, Any]]
+"""(position, role, how it is read, its reader, the column, the values its reader
+gave lately by cell text)."""
+_CELL_VALUES = 512
+"""A column's values remembered by their cell's text (cleared when full): a log repeats
+a handful of utilizations and sizes, and a reader is a pure function of the cell."""
+_UNREAD = object()
 _Memo = dict[
     object,
     tuple[dict[str, Any], "int | str | None", list[tuple[str, str]], "str | None", Samples],
@@ -187,7 +193,7 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
         return cached[2]
     has_gpu_column = any(col.role == "gpu" for col in columns)
     has_date_column = any(col.role == "date" for col in columns)
-    steps: list[tuple[int, str, int, _CellReader | None, Column]] = []
+    steps: list[_Step] = []
     for col in columns:
         role = col.role
         reader: _CellReader | None = None
@@ -204,7 +210,7 @@ def _column_plan(columns: Sequence[Column]) -> _Plan:
         else:
             reader = _reader(col)
             kind = _OTHER if reader is None else _FIELD
-        steps.append((col.position, role, kind, reader, col))
+        steps.append((col.position, role, kind, reader, col, {}))
     times = [col.position for col in columns if col.role == "time"]
     others = [col.position for col in columns if col.role != "time"]
     rest: Callable[[Sequence[str]], object] = (
@@ -250,13 +256,19 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
     time_cell: str | None = None
     throttle: set[str] | None = None
     bad_cells: list[tuple[str, str]] = []
-    for position, role, kind, reader, col in steps:
+    for position, role, kind, reader, col, values in steps:
         if position >= ncells:
             continue
         cell = cells[position]
         try:
             if kind == _FIELD:
-                fields[role] = reader(cell)  # type: ignore[misc]
+                value = values.get(cell, _UNREAD)
+                if value is _UNREAD:
+                    value = reader(cell)  # type: ignore[misc]
+                    if len(values) >= _CELL_VALUES:
+                        values.clear()
+                    values[cell] = value
+                fields[role] = value
             elif kind == _TIME:
                 time_cell = cell
             elif kind == _DATE:

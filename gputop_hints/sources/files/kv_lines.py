@@ -27,6 +27,7 @@ skipped and counted (``header["other_lines"]``); a reading out of its range
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -172,10 +173,11 @@ _LETTER_SIZE = {"k": 2.0**10, "m": 2.0**20, "g": 2.0**30, "t": 2.0**40}
 """``30.1G``: sizes as PyTorch's and many scripts' messages write them (binary)."""
 
 
-def _value(
-    role: str, number: str, unit: str | None, name_unit: str | None
-) -> float | int | None:
-    """A reading in the model's units; raises ValueError when it cannot be this role's."""
+@functools.lru_cache(maxsize=4096)
+def _value(role: str, number: str, unit: str | None, name_unit: str | None) -> float | int | None:
+    """A reading in the model's units; raises ValueError when it cannot be this role's.
+    Remembered by its text (a log repeats a handful of utilizations and sizes; an
+    error is not remembered, so it is raised again)."""
     value = float(number)
     unit = (unit or "").lower().replace("°", "") or (name_unit or "").lower() or None
     if role in ("sm", "mem"):
