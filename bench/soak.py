@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,25 +62,25 @@ class Step:
 
 
 def plateau(steps: list[Step], band_mb: float) -> tuple[int, float] | None:
-    """(index of the first step from which every later RSS stays within ``band_mb`` of
-    it, RSS slope in MB/min from there on); None with fewer than two steps."""
-    if len(steps) < 2:
-        return None
-    start = len(steps) - 1
-    for i in range(len(steps)):
+    """(index of the first step from which every later RSS, at least two steps, stays
+    within ``band_mb`` of it; RSS slope in MB/min from there on), or None when RSS is
+    still moving at the end of the run (no such step)."""
+    for i in range(len(steps) - 1):
         base = steps[i].rss_mb
         if all(abs(s.rss_mb - base) <= band_mb for s in steps[i:]):
-            start = i
-            break
-    tail = steps[start:]
-    if len(tail) < 2:
-        return start, 0.0
-    xs = [s.minute for s in tail]
-    ys = [s.rss_mb for s in tail]
+            return i, slope_mb_per_min(steps[i:])
+    return None
+
+
+def slope_mb_per_min(steps: list[Step]) -> float:
+    """Least-squares slope of RSS over ``steps``, MB per minute (0 for fewer than two)."""
+    xs = [s.minute for s in steps]
+    ys = [s.rss_mb for s in steps]
+    if len(xs) < 2:
+        return 0.0
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     var = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
-    return start, slope
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var if var else 0.0
 
 
 class Churn:
@@ -135,8 +136,24 @@ def _follow_pids(fake: FakeNvml, gpus: int, pids_file: Path) -> None:
             continue
         seen = mtime
         pids = [int(line) for line in pids_file.read_text().split()]
-        for gpu, fresh in zip(fake.gpus, make_gpus(gpus, [pids[i::gpus] for i in range(gpus)])):
+        rebuilt = make_gpus(gpus, [pids[i::gpus] for i in range(gpus)])
+        for gpu, fresh in zip(fake.gpus, rebuilt, strict=True):
             gpu.processes = fresh.processes  # one assignment: a tick sees old or new list
+
+
+def _trace_growth(out: Path, first_s: float, every_s: float) -> None:
+    """Compare tracemalloc snapshots: the one at ``first_s`` against a new one every
+    ``every_s`` after it, the 25 lines that grew most written to ``out`` (a daemon
+    thread in the ``node`` launcher under ``--tracemalloc``)."""
+    time.sleep(first_s)
+    base = tracemalloc.take_snapshot()
+    started = time.monotonic()
+    while True:
+        time.sleep(every_s)
+        now = tracemalloc.take_snapshot()
+        lines = [f"growth since {first_s:g} s, {time.monotonic() - started + first_s:.0f} s in"]
+        lines += [str(stat) for stat in now.compare_to(base, "lineno")[:25]]
+        out.write_text("\n".join(lines) + "\n")
 
 
 def node(argv: list[str]) -> int:
@@ -146,12 +163,20 @@ def node(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="soak.py node")
     parser.add_argument("--gpus", type=int, required=True)
     parser.add_argument("--pids-file", type=Path, required=True)
+    parser.add_argument("--tracemalloc", type=Path, help="write what grew to this file")
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.tracemalloc is not None:
+        tracemalloc.start()
+        threading.Thread(
+            target=_trace_growth, args=(args.tracemalloc, 120.0, 60.0), daemon=True
+        ).start()
     pids = [int(line) for line in args.pids_file.read_text().split()]
     fake = FakeNvml(gpus_for(args.gpus, pids))
     fake.install()  # for the life of the process
-    threading.Thread(target=_follow_pids, args=(fake, args.gpus, args.pids_file), daemon=True).start()
+    threading.Thread(
+        target=_follow_pids, args=(fake, args.gpus, args.pids_file), daemon=True
+    ).start()
     from gputop_hints.cli import main as ours_main
 
     return ours_main(args.rest)
@@ -172,6 +197,8 @@ def soak(args: argparse.Namespace) -> list[Step]:
         churn = Churn(sleepers, pids_file)
         command = [sys.executable, str(Path(__file__).resolve()), "node", "--gpus", str(args.gpus)]
         command += ["--pids-file", str(pids_file)]
+        if args.tracemalloc is not None:
+            command += ["--tracemalloc", str(args.tracemalloc.resolve())]
     tmux = Tmux()
     steps: list[Step] = []
     try:
@@ -222,6 +249,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--demo", action="store_true", help="the demo, not the fake NVML")
     parser.add_argument("--size", default="160x50", help="terminal COLSxROWS (160x50)")
     parser.add_argument("--step-s", type=float, default=60.0, help="seconds per row (60)")
+    parser.add_argument(
+        "--tracemalloc",
+        type=Path,
+        help="fake NVML: trace allocations (slower) and write to this file, each minute "
+        "from minute 3, the 25 source lines that grew most since minute 2",
+    )
     parser.add_argument("--band-mb", type=float, default=2.0, help="plateau band, MB (2)")
     args = parser.parse_args(argv)
     if args.demo and args.churn:
@@ -236,7 +269,11 @@ def main(argv: list[str]) -> int:
     steps = soak(args)
     found = plateau(steps, args.band_mb)
     if found is None:
-        print("plateau: too few rows to tell")
+        last = steps[len(steps) * 2 // 3 :]
+        print(
+            f"plateau: none -- RSS still moving at the end ({slope_mb_per_min(last):+.3f} MB/min "
+            f"over the last {len(last)} row(s), band {args.band_mb:g} MB)"
+        )
         return 0
     start, slope = found
     at = steps[start]
