@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import getpass
 import os
+from collections.abc import Sequence
 
 import pytest
 
@@ -641,3 +642,47 @@ async def test_the_slash_filter_follows_each_key_and_esc_puts_the_list_back() ->
         await pilot.press("escape")
         await pilot.pause()
         assert table.search == "" and table.rows == everyone
+
+
+def _hand_over(app: GputopApp, snapshots: list[Snapshot]) -> None:
+    """What the sampler thread does at each tick, done for several ticks in a row."""
+    for snapshot in snapshots:
+        app._on_sample(snapshot)
+
+
+async def test_a_screen_behind_the_sampler_takes_the_waiting_ticks_in_one_repaint() -> None:
+    """Ticks that arrive while the app is busy wait together for one message: each goes
+    through the history, the screen repaints once for the newest, and no more than
+    MAX_ARRIVED wait (a slower screen used to queue a whole snapshot a tick, unbounded)."""
+    import threading
+
+    from gputop_hints.tui.app import MAX_ARRIVED
+
+    app, source = make_app(gpus=2, processes=4)
+    repaints: list[int] = []
+    ingest_many = app.ingest_many
+
+    def counted(snapshots: Sequence[Snapshot]) -> None:
+        repaints.append(len(snapshots))
+        ingest_many(snapshots)
+
+    app.ingest_many = counted  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.ingest(source.sample())
+        ticks = app.ticks_ingested
+        snaps = [source.sample() for _ in range(5)]
+        sampler = threading.Thread(target=_hand_over, args=(app, snaps))
+        sampler.start()
+        sampler.join()
+        await pilot.pause()
+        assert app.ticks_ingested == ticks + 5
+        assert repaints[-1] == 5 and len(repaints) == 2  # the first tick, then one for five
+        assert app.snapshot is snaps[-1]
+        many = [source.sample() for _ in range(MAX_ARRIVED + 7)]
+        sampler = threading.Thread(target=_hand_over, args=(app, many))
+        sampler.start()
+        sampler.join()
+        await pilot.pause()
+        assert app.ticks_dropped == 7
+        assert app.ticks_ingested == ticks + 5 + MAX_ARRIVED
+        assert app.snapshot is many[-1]
