@@ -265,7 +265,7 @@ def run_bench(bench: Bench, quick: bool) -> tuple[list[tuple[str, str, str]], st
 
 
 def block(rows: list[tuple[str, str, str]], before: str, after: str, quick: bool) -> str:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     head = (
         f"Measured {now} by `python bench/readme_figures.py{' --quick' if quick else ''}` on "
         f"{os.cpu_count()} cores, Python {platform.python_version()}; load average "

@@ -236,4 +236,13 @@ DEFAULTS: dict[str, Any] = {
             "clear_after_s": 5,
         },
     },
+    "host_device_sync": {
+        "share_above": 0.2,
+        "min_samples": 10,
+        "busy_sm_above_percent": 90,
+        "hysteresis": {
+            "raise_after_s": 0,
+            "clear_after_s": 30,
+        },
+    },
 }

@@ -24,6 +24,7 @@ from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s, vram_rise
 from gputop_hints.history import History
 from gputop_hints.model import GpuProcess, Snapshot
+from gputop_hints.stacks import StackReading
 
 
 @dataclass
@@ -140,6 +141,9 @@ class HintEngine:
         self._vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] = {}
         """Per process: (VRAM level, since when it has stayed there, how much it rose in the
         seconds before) -- what tells a pre-allocation from a caching allocator's growth."""
+        self._stacks: dict[int, tuple[float, StackReading]] = {}
+        """Per pid: the last stack reading (issue 45) and when it was taken (the
+        snapshots' clock); dropped when the pid leaves the snapshot."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
@@ -154,6 +158,7 @@ class HintEngine:
             gpu_active_at=self._gpu_active_at,
             process_active_at=self._process_active_at,
             vram_steady_since=self._vram_steady_since,
+            stacks=self._stacks,
         )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}
@@ -208,6 +213,15 @@ class HintEngine:
         self.active = tuple(visible)
         self.last_cost_s = time.perf_counter() - started
         return self.active
+
+    def set_stacks(self, reading: StackReading, at: float) -> None:
+        """Take a stack reading of ``reading.pid`` taken at ``at`` (the snapshots' clock):
+        the rules read it while it is fresh (``window.STACK_FRESH_S``)."""
+        self._stacks[reading.pid] = (at, reading)
+
+    def stacks_of(self, pid: int) -> tuple[float, StackReading] | None:
+        """The last stack reading of ``pid`` and when it was taken, if any."""
+        return self._stacks.get(pid)
 
     def _track_gpu_activity(self, history: History) -> None:
         """Remember when each GPU last ran kernels: idle spells can outlast the history ring."""
@@ -282,6 +296,10 @@ class HintEngine:
         for key in set(self._process_active_at) - keys:
             del self._process_active_at[key]
             self._vram_steady_since.pop(key, None)
+        if self._stacks:
+            pids = {pid for pid, _ in keys}
+            for pid in [p for p in self._stacks if p not in pids]:
+                del self._stacks[pid]
 
     def _last_active_in_ring(
         self, history: History, snap: Snapshot, key: tuple[int, int], reported: bool

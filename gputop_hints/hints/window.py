@@ -27,6 +27,7 @@ from gputop_hints.hints.traces import (
 )
 from gputop_hints.history import History, PeakSeries, ProcessHistory, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
+from gputop_hints.stacks import StackReading
 
 T = TypeVar("T")
 
@@ -69,6 +70,11 @@ def _any_throttle_reasons(snaps: list[Snapshot]) -> bool:
     return any(g.throttle_reasons is not None for snap in snaps for g in snap.gpus)
 
 
+STACK_FRESH_S = 600.0
+"""A stack reading older than this (ten minutes) no longer speaks for the process: a
+training loop changes phase (evaluation, checkpointing) on that scale."""
+
+
 class Window:
     """The last ``window_s`` seconds of a history, with cached statistics."""
 
@@ -81,6 +87,7 @@ class Window:
         gpu_active_at: dict[int, float] | None = None,
         process_active_at: dict[tuple[int, int], float] | None = None,
         vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] | None = None,
+        stacks: dict[int, tuple[float, StackReading]] | None = None,
     ) -> None:
         latest = history.latest
         if latest is None:
@@ -98,6 +105,8 @@ class Window:
         """Engine-kept time each process last ran kernels of its own (or was first seen)."""
         self.vram_steady_since = vram_steady_since
         """Engine-kept (level, since, rise) of each process's VRAM."""
+        self.stacks = stacks
+        """Engine-kept stack readings by pid, with when they were taken (issue 45)."""
         self._derived: dict[object, Any] = {}
         self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
@@ -337,6 +346,22 @@ class Window:
         return (hits / known if known else 0.0), seen
 
     # --- processes --------------------------------------------------------------
+
+    def stack_reading(
+        self, proc: GpuProcess, fresh_s: float = STACK_FRESH_S
+    ) -> StackReading | None:
+        """``proc``'s stack reading if one was taken in the last ``fresh_s`` seconds (by
+        the snapshots' clock) and has samples; None otherwise -- the rules then read
+        what they always read."""
+        if not self.stacks:
+            return None
+        got = self.stacks.get(proc.pid)
+        if got is None:
+            return None
+        at, reading = got
+        if reading.samples == 0 or self.now - at > fresh_s:
+            return None
+        return reading
 
     def processes(self) -> tuple[GpuProcess, ...]:
         return self.latest.processes

@@ -23,6 +23,9 @@ TABLES = rule_tables()
 
 
 def _all_findings() -> list[Finding]:
+    out: list[Finding] = []
+    for _, cases in TABLES:
+        out += [f for c in cases if c.stacks for f in shown(c.build(), c.stacks)]
     histories = [c.build() for _, cases in TABLES for c in cases]
     histories += [
         openad(OPENAD),
@@ -37,11 +40,10 @@ def _all_findings() -> list[Finding]:
     job_history = History(120.0, 1.0)
     job_history.extend(job_tick(float(t), foreign=40.0, sm=30.0) for t in range(20))
     histories.append(job_history)
-    out: list[Finding] = []
     for h in histories:
         out += shown(h)
     # the rule under test directly as well (shown() keeps one finding per rule and subject)
-    out += [f for rule, cases in TABLES for c in cases for f in apply(rule, c.build())]
+    out += [f for rule, cases in TABLES for c in cases for f in apply(rule, c.build(), c.stacks)]
     return out
 
 

@@ -41,6 +41,7 @@ from gputop_hints.model import (
     UtilizationSample,
     WorkerProcess,
 )
+from gputop_hints.stacks import StackReading
 
 GIB = 2**30
 MIB = 2**20
@@ -281,19 +282,26 @@ def one_gpu(
     return Run().feed(ticks).history
 
 
-def window(history: History) -> Window:
-    """The rules' window over the newest ticks (the default ``general.window_s``)."""
-    return Window(history, THRESHOLDS.general.window_s)
+def window(history: History, stacks: Sequence[StackReading] = ()) -> Window:
+    """The rules' window over the newest ticks (the default ``general.window_s``), with
+    ``stacks`` as stack readings taken at its newest tick."""
+    at = history.latest.timestamp if history.latest is not None else 0.0
+    readings = {r.pid: (at, r) for r in stacks}
+    return Window(history, THRESHOLDS.general.window_s, stacks=readings)
 
 
-def apply(rule: RuleSpec, history: History) -> list[Finding]:
+def apply(rule: RuleSpec, history: History, stacks: Sequence[StackReading] = ()) -> list[Finding]:
     """What one rule's check finds on this window."""
-    return rule.check(window(history), THRESHOLDS)
+    return rule.check(window(history, stacks), THRESHOLDS)
 
 
-def shown(history: History) -> list[Finding]:
+def shown(history: History, stacks: Sequence[StackReading] = ()) -> list[Finding]:
     """What the engine shows for this window, without hysteresis (a one-off evaluation)."""
-    return list(HintEngine(THRESHOLDS, hysteresis=False).update(history))
+    engine = HintEngine(THRESHOLDS, hysteresis=False)
+    at = history.latest.timestamp if history.latest is not None else 0.0
+    for reading in stacks:
+        engine.set_stacks(reading, at)
+    return list(engine.update(history))
 
 
 def evidence(finding: Finding, prefix: str) -> float | None:
@@ -343,6 +351,8 @@ class Case:
     """The rule's one finding, or None: it must find nothing."""
     engine: frozenset[str] | None = None
     """If given: exactly the rules the engine shows (no hysteresis) on this window."""
+    stacks: tuple[StackReading, ...] = ()
+    """Stack readings (py-spy, issue 45) taken at the window's newest tick."""
 
 
 def case(
@@ -350,14 +360,15 @@ def case(
     build: Callable[[], History],
     expect: Expect | None,
     engine: Sequence[str] | None = None,
+    stacks: Sequence[StackReading] = (),
 ) -> Case:
-    return Case(id, build, expect, None if engine is None else frozenset(engine))
+    return Case(id, build, expect, None if engine is None else frozenset(engine), tuple(stacks))
 
 
 def check_case(rule: RuleSpec, c: Case) -> None:
     """Run ``rule`` on the case's window and compare with what the case expects."""
     history = c.build()
-    found = apply(rule, history)
+    found = apply(rule, history, c.stacks)
     if c.expect is None:
         assert found == [], [f.label for f in found]
     else:
@@ -379,7 +390,7 @@ def check_case(rule: RuleSpec, c: Case) -> None:
             else:
                 assert got == pytest.approx(value, rel=1e-3, abs=0.05), prefix
     if c.engine is not None:
-        assert {f.rule for f in shown(history)} == c.engine
+        assert {f.rule for f in shown(history, c.stacks)} == c.engine
 
 
 def rule_tables() -> list[tuple[RuleSpec, list[Case]]]:

@@ -25,6 +25,7 @@ from gputop_hints.hints.rules import (
     compute_bound,
     cores_contended,
     cpu_offload,
+    host_device_sync,
     idle_holding_vram,
     input_starved,
     low_utilization,
@@ -85,6 +86,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     tensor_cores_idle.SPEC,
     uneven_nodes.SPEC,
     unused_gpu.SPEC,
+    host_device_sync.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 
