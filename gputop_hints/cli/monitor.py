@@ -135,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never send signals: the I/T/K keys (SIGINT/SIGTERM/SIGKILL) are off",
     )
+    out.add_argument(
+        "--no-stacks",
+        action="store_true",
+        help="never sample a process's stacks with py-spy (by default: when a warning "
+        "appears on it, when its detail view opens, and on w)",
+    )
     add_config_arg(parser)
     add_look_args(out)
     return parser
@@ -334,6 +340,7 @@ def run_tui(
             sampler=sampler,
             readonly=getattr(args, "readonly", False),  # replay has no --readonly: it never signals
             user=getattr(args, "user", None),
+            stacks=not getattr(args, "no_stacks", False),
         )
         app.exit_on_signals = True
         if stopping is not None:

@@ -48,18 +48,19 @@ from textual.screen import Screen
 
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.engine import ActivitySeed, HintEngine, activity_seed
-from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.sampling.sampler import Sampler
+from gputop_hints.sampling.stacks import StackResult, StackService
 from gputop_hints.sources import Source
 from gputop_hints.sources.live.signals import SignalResult, SignalTarget, refusal, send_signal
 from gputop_hints.text import visible, visible_lines
 from gputop_hints.tui import glyphs, input_decoding, partial_output
 from gputop_hints.tui.keys import KEYS
 from gputop_hints.tui.layout import choose_layout
-from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady
+from gputop_hints.tui.messages import ReplayBatchReady, SamplingFailed, SnapshotReady, StacksReady
 from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.main import MainScreen
@@ -75,6 +76,7 @@ from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_columns import SORT_KEYS
 from gputop_hints.tui.widgets.process_table import ProcessTable
+from gputop_hints.tui.widgets.where_it_waits import WORDS, StackState
 
 if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
     from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
@@ -139,6 +141,7 @@ class GputopApp(PlaybackControls):
         sampler: Sampler | None = None,
         readonly: bool = False,
         user: str | None = None,
+        stacks: bool = True,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
@@ -148,7 +151,9 @@ class GputopApp(PlaybackControls):
         CLI starts it before importing Textual); the app attaches to it on mount
         instead of starting its own. ``readonly`` (``--readonly``): the signal keys
         send nothing and say so. ``user`` (``--user``): only that user's processes
-        are listed at first (``u`` changes it)."""
+        are listed at first (``u`` changes it). ``stacks`` (off with ``--no-stacks``):
+        sample a process's stacks with py-spy when a warning first appears on it, when
+        its detail view opens and on ``w`` (live only; docs/stacks.md)."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -191,6 +196,15 @@ class GputopApp(PlaybackControls):
         self._arrived_lock = threading.Lock()
         self.ticks_dropped = 0
         """Ticks dropped because the screen fell more than MAX_ARRIVED ticks behind."""
+        self.stacks_off: str | None = (
+            "stack sampling is off (--no-stacks)"
+            if not stacks
+            else None
+            if source.kind == "live"
+            else "no stacks here: the processes are not on this machine (demo, replay, cluster)"
+        )
+        """Why stacks are never sampled in this run; None: they are, on request."""
+        self._stack_service: StackService | None = None
         self._layout_key: tuple[int, ...] | None = None
         self._patched_output = False
         self._last_error: str | None = None
@@ -458,6 +472,8 @@ class GputopApp(PlaybackControls):
         self._source_closed = True
         if self.player is not None:
             self.player.stop()
+        if self._stack_service is not None:
+            self._stack_service.close()
         if self.sampler is not None:
             # Closing the source wakes a tick waiting on a GPU that does not answer
             # (a hung NVML call): the quit does not wait out the tick's deadline.
@@ -486,6 +502,8 @@ class GputopApp(PlaybackControls):
         snapshot = snapshots[-1]
         self.snapshot = snapshot
         hints = engine.inline_for_processes(snapshot.processes)
+        if self.stacks_off is None and not self.paused:
+            self._stacks_for_warnings(engine.active)
         rank_findings = (
             {proc.key: engine.for_process(proc.pid, proc.gpu_index) for proc in snapshot.processes}
             if self.process_table.tree_view
@@ -529,7 +547,9 @@ class GputopApp(PlaybackControls):
             self._apply_layout()
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
-                screen.update_from(snapshot, history, self.paused, engine)
+                screen.update_from(
+                    snapshot, history, self.paused, engine, self.stack_state(screen.pid)
+                )
                 screen.query_one(HeaderBar).set_replay(self.header.replay)
         self.last_ingest_s = time.perf_counter() - started
 
@@ -787,6 +807,90 @@ class GputopApp(PlaybackControls):
         for widget in self.screen.query(StripWidget):
             widget.invalidate()
 
+    # --- stacks (issue 45) ---------------------------------------------------------
+
+    def request_stacks(self, pid: int, *, manual: bool) -> bool:
+        """Ask for ``pid``'s stacks (its main process and its busiest workers); False when
+        stacks are off here, the pid is not on screen, or the rate limits refuse it."""
+        if self.stacks_off is not None or self.snapshot is None:
+            return False
+        proc = next((p for p in self.snapshot.processes if p.pid == pid), None)
+        if proc is None:
+            return False
+        workers = [
+            w.pid for w in sorted(proc.workers, key=lambda w: -(w.cpu_percent or 0.0))
+        ]
+        if self._stack_service is None:
+            self._stack_service = StackService(self._on_stacks)
+        return self._stack_service.request(pid, workers, manual=manual)
+
+    def _on_stacks(self, result: StackResult) -> None:
+        """Runs on the stack thread: hand the result over, nothing else."""
+        self.post_message(StacksReady(result))
+
+    def on_stacks_ready(self, message: StacksReady) -> None:
+        result = message.result
+        at = self.snapshot.timestamp if self.snapshot is not None else result.at
+        self.engine.set_stacks(result.reading, at)
+        screen = self.screen
+        if isinstance(screen, ProcessDetailScreen) and screen.pid == result.pid:
+            screen.update_from(
+                self.snapshot, self.history, self.paused, self.engine, self.stack_state(result.pid)
+            )
+        elif result.manual:
+            top = result.reading.categories[0] if result.reading.categories else None
+            text = (
+                f"pid {result.pid}: {top.share * 100:.0f} % {WORDS.get(top.name, top.name)}"
+                if top is not None
+                else f"pid {result.pid}: not sampled ({result.reading.reason or 'no samples'})"
+            )
+            self.notify(visible(text), timeout=6)
+
+    def stack_state(self, pid: int) -> StackState:
+        """What the detail view's WHERE IT WAITS shows for ``pid`` now."""
+        if self.stacks_off is not None:
+            return StackState(disabled=self.stacks_off)
+        got = self.engine.stacks_of(pid)
+        sampling = self._stack_service is not None and self._stack_service.pending(pid)
+        if got is None:
+            return StackState(sampling=sampling)
+        at, reading = got
+        age = self.snapshot.timestamp - at if self.snapshot is not None else None
+        return StackState(reading, None if age is None else max(0.0, age), sampling)
+
+    def _stacks_for_warnings(self, active: Sequence[Finding]) -> None:
+        """A warning or worse on a process: ask for its stacks (rate-limited, so a node
+        of warned processes costs one sampling every half minute at most)."""
+        for finding in active:
+            pid = finding.subject.pid
+            if pid is not None and finding.severity >= Severity.WARNING:
+                self.request_stacks(pid, manual=False)
+        if self._stack_service is not None and self.snapshot is not None:
+            self._stack_service.forget({p.pid for p in self.snapshot.processes})
+
+    def action_where_it_waits(self) -> None:
+        """``w``: sample the selected (or the detail view's) process's stacks now."""
+        screen = self.screen
+        if self.stacks_off is not None:
+            self.notify(self.stacks_off, timeout=5)
+            return
+        if isinstance(screen, ProcessDetailScreen):
+            pid: int | None = screen.pid
+        else:
+            target = self.process_table.selected_target()
+            pid = target.pid if target is not None else None
+        if pid is None:
+            self.notify("No process selected.", timeout=3)
+            return
+        if self.request_stacks(pid, manual=True):
+            self.notify(f"pid {pid}: sampling its stacks with py-spy (~3 s)...", timeout=4)
+            if isinstance(screen, ProcessDetailScreen):
+                screen.update_from(
+                    self.snapshot, self.history, self.paused, self.engine, self.stack_state(pid)
+                )
+        else:
+            self.notify(f"pid {pid}: already being sampled, or not on screen.", timeout=4)
+
     def on_process_table_opened(self, message: ProcessTable.Opened) -> None:
         # Only from the table on screen: a second Enter read together with the first
         # asks again after the first detail screen is already up.
@@ -794,7 +898,13 @@ class GputopApp(PlaybackControls):
             return
         screen = ProcessDetailScreen(message.pid, message.gpu_index, self.interval_s)
         self.push_screen(screen)
+        self.request_stacks(message.pid, manual=True)
         screen.call_after_refresh(
-            screen.update_from, self.snapshot, self.history, self.paused, self.engine
+            screen.update_from,
+            self.snapshot,
+            self.history,
+            self.paused,
+            self.engine,
+            self.stack_state(message.pid),
         )
         screen.call_after_refresh(self.show_replay_status)

@@ -45,6 +45,7 @@ KEYS: tuple[Key, ...] = (
     Key("N", "cycle_node", "Node", show=False, help="one node (cluster view)"),
     Key("escape", "clear_filters", "Everyone", show=False),
     Key("t", "toggle_tree", "Tree", help="tree of launchers and workers"),
+    Key("w", "where_it_waits", "Where", show=False, help="where it waits (its stacks, py-spy)"),
     Key("c", "cycle_theme", "Theme", help="theme"),
     # Signals to the selected process, each after a confirmation (nvitop's keys).
     Key("I", "signal('SIGINT')", "Interrupt", show=False),

@@ -11,6 +11,7 @@ from gputop_hints.model import Snapshot
 
 if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
     from gputop_hints.sampling.replay_player import ReplayBatch
+    from gputop_hints.sampling.stacks import StackResult
 
 
 @dataclass
@@ -32,3 +33,10 @@ class ReplayBatchReady(Message):
     """The replay thread read recorded ticks: take them all, then repaint once."""
 
     batch: ReplayBatch
+
+
+@dataclass
+class StacksReady(Message):
+    """A stack sampling (py-spy) finished on the stack thread: hand it to the engine."""
+
+    result: StackResult

@@ -21,6 +21,7 @@ from gputop_hints.tui.widgets.footer import KeysFooter
 from gputop_hints.tui.widgets.header import HeaderBar
 from gputop_hints.tui.widgets.metric_sparkline import MetricSparkline
 from gputop_hints.tui.widgets.process_summary import ProcessSummary
+from gputop_hints.tui.widgets.where_it_waits import StackState, WhereItWaits
 from gputop_hints.tui.widgets.worker_list import WorkerList
 from gputop_hints.units import human_bytes, percent
 
@@ -46,6 +47,7 @@ class ProcessDetailScreen(Screen[None]):
         yield MetricSparkline("workers CPU %", "workers", id="spark-workers")
         yield MetricSparkline("VRAM", "vram", id="spark-vram")
         yield FindingsView(self.pid, self.gpu_index)
+        yield WhereItWaits()
         yield WorkerList()
         yield KeysFooter()
 
@@ -58,7 +60,14 @@ class ProcessDetailScreen(Screen[None]):
         history: History,
         paused: bool,
         engine: HintEngine | None = None,
+        stacks: StackState | None = None,
     ) -> None:
+        if stacks is not None:
+            where = self.query_one(WhereItWaits)
+            if where.state != stacks:
+                where.state = stacks
+                where.refresh(layout=True)
+                where.invalidate()
         if engine is not None:
             gpu = snapshot.gpu(self.gpu_index) if snapshot is not None else None
             self.query_one(FindingsView).set_findings(
