@@ -20,8 +20,15 @@ from gputop_hints.hints.rules import (
     LOW_UTILIZATION_EXPLAINED_BY,
     RuleSpec,
 )
+from gputop_hints.hints.stack_evidence import with_stack_evidence
 from gputop_hints.hints.thresholds import Thresholds
-from gputop_hints.hints.window import VRAM_STEADY_SHARE, Window, ring_idle_for_s, vram_rise
+from gputop_hints.hints.window import (
+    STACK_FRESH_S,
+    VRAM_STEADY_SHARE,
+    Window,
+    ring_idle_for_s,
+    vram_rise,
+)
 from gputop_hints.history import History
 from gputop_hints.model import GpuProcess, Snapshot
 from gputop_hints.stacks import StackReading
@@ -208,6 +215,8 @@ class HintEngine:
                 del self._tracks[key]
 
         visible = [t.finding.with_start(t.first_true) for t in self._tracks.values() if t.active]
+        if self._stacks:
+            visible = [self._with_stacks(f, now) for f in visible]
         visible = _not_healthy_beside_a_warning(visible)
         visible.sort(key=lambda f: (-f.severity, f.subject.gpu_index, f.subject.pid or -1, f.rule))
         self.active = tuple(visible)
@@ -218,6 +227,14 @@ class HintEngine:
         """Take a stack reading of ``reading.pid`` taken at ``at`` (the snapshots' clock):
         the rules read it while it is fresh (``window.STACK_FRESH_S``)."""
         self._stacks[reading.pid] = (at, reading)
+
+    def _with_stacks(self, finding: Finding, now: float) -> Finding:
+        """``finding`` with its process's fresh stack reading as evidence, if any."""
+        pid = finding.subject.pid
+        got = self._stacks.get(pid) if pid is not None else None
+        if got is None or now - got[0] > STACK_FRESH_S:
+            return finding
+        return with_stack_evidence(finding, got[1])
 
     def stacks_of(self, pid: int) -> tuple[float, StackReading] | None:
         """The last stack reading of ``pid`` and when it was taken, if any."""

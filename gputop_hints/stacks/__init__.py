@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from gputop_hints.stacks.classify import (
     CATEGORIES,
+    WORDS,
     Category,
     FrameCount,
     StackReading,
@@ -27,6 +28,7 @@ from gputop_hints.stacks.sampler import Frame, ProcessSamples, StackSamples, Thr
 __all__ = [
     "CATEGORIES",
     "INSTALL_REASON",
+    "WORDS",
     "Category",
     "Frame",
     "FrameCount",

@@ -46,6 +46,16 @@ CATEGORIES = (
     "other",
 )
 
+WORDS = {
+    "waiting-for-batch": "waiting for the next batch",
+    "loading-in-main": "loading batches itself",
+    "host-device-sync": "waiting on the GPU (sync)",
+    "collective-wait": "waiting on other ranks",
+    "python-launch": "launching work from Python",
+    "other": "elsewhere",
+}
+"""Each of :data:`CATEGORIES` in words, as the views and the findings write it."""
+
 TOP_FRAMES = 5
 _LINE_BYTES = 4 * 1024 * 1024
 """The most of a source file read to find one line (a generated file can be huge)."""

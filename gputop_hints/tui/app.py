@@ -56,6 +56,7 @@ from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sampling.stacks import StackResult, StackService
 from gputop_hints.sources import Source
 from gputop_hints.sources.live.signals import SignalResult, SignalTarget, refusal, send_signal
+from gputop_hints.stacks import WORDS
 from gputop_hints.text import visible, visible_lines
 from gputop_hints.tui import glyphs, input_decoding, partial_output
 from gputop_hints.tui.keys import KEYS
@@ -76,7 +77,7 @@ from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
 from gputop_hints.tui.widgets.process_columns import SORT_KEYS
 from gputop_hints.tui.widgets.process_table import ProcessTable
-from gputop_hints.tui.widgets.where_it_waits import WORDS, StackState
+from gputop_hints.tui.widgets.where_it_waits import StackState
 
 if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
     from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer

@@ -15,21 +15,11 @@ from rich.style import Style
 from textual.geometry import Size
 from textual.strip import Strip
 
-from gputop_hints.stacks import StackReading
+from gputop_hints.stacks import WORDS, StackReading
 from gputop_hints.tui.palette import Palette
 from gputop_hints.tui.render import Line
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.units import duration_text
-
-WORDS = {
-    "waiting-for-batch": "waiting for the next batch",
-    "loading-in-main": "loading batches itself",
-    "host-device-sync": "waiting on the GPU (sync)",
-    "collective-wait": "waiting on other ranks",
-    "python-launch": "launching work from Python",
-    "other": "elsewhere",
-}
-"""The categories of :data:`gputop_hints.stacks.CATEGORIES`, in words."""
 
 MAX_WORKERS_SHOWN = 3
 

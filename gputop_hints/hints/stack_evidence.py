@@ -1,0 +1,74 @@
+"""A process's own stack as evidence for the findings about it (issue 45).
+
+The rules decide from device and host metrics; a stack reading (py-spy,
+:mod:`gputop_hints.stacks`) taken while the process is warned on says where its main
+thread actually spent the time. For the rules whose cause a stack can show, it is
+added to the finding as one more evidence row -- *met* when the stack agrees with the
+finding (the cause is then confirmed, not just most likely), shown for context when it
+does not -- and, where it names code, as the first advice line (the frame to look at).
+The findings' conditions are unchanged: without a reading every rule reads as before.
+docs/hints.md, "Stacks as evidence", lists the pairs and why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gputop_hints.hints.findings import Evidence, Finding, Scope
+from gputop_hints.stacks import WORDS, StackReading
+
+CONFIRMS = 0.5
+"""A category holding at least half the main thread's samples is where it spends its
+time: the finding's cause is confirmed. Below, the row is context."""
+
+AGREES: dict[str, tuple[str, ...]] = {
+    "input-starved": ("waiting-for-batch", "loading-in-main"),
+    "small-batch": ("python-launch", "loading-in-main"),
+    "straggler": ("collective-wait",),
+    "collective-hang": ("collective-wait",),
+    "idle-holding-vram": ("collective-wait",),
+    "low-utilization": ("waiting-for-batch", "loading-in-main", "host-device-sync"),
+}
+"""Rule -> the categories of the main thread's samples that show its cause: a starved
+GPU's host waits for batches (workers) or builds them (num_workers=0); a launch-bound
+step issues small kernels from Python; a rank waits in a collective on its peers."""
+
+
+def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:
+    """``finding`` with what ``reading`` says of its cause, if it speaks to it."""
+    wanted = AGREES.get(finding.rule)
+    if wanted is None or not reading.samples or not reading.categories:
+        return finding
+    top = reading.categories[0]
+    best = max((reading.category(name) for name in wanted), key=_share, default=None)
+    shown = best if best is not None and best.share > 0 else top
+    confirmed = shown.name in wanted and shown.share >= CONFIRMS
+    frame = shown.top_frames[0].frame.where() if shown.top_frames else ""
+    metric = f"main thread {WORDS.get(shown.name, shown.name)} (py-spy, {reading.samples} samples)"
+    if frame:
+        metric += f" at {frame}"
+    row = Evidence(
+        metric,
+        shown.share * 100,
+        f">= {CONFIRMS * 100:g} confirms",
+        "%",
+        Scope.PROCESS,
+        met=True if confirmed else None,
+    )
+    advice = finding.advice
+    if confirmed and frame:
+        advice = (f"Its stack: {shown.share * 100:.0f} % of the time at {frame}.", *advice)
+    workers = [w for w in reading.workers if w.top_frames]
+    if confirmed and workers and shown.name == "waiting-for-batch":
+        w = workers[0]
+        advice = (
+            *advice[:1],
+            f"Its workers spend their busy time in {w.top_frames[0].frame.where()}: the "
+            "transform to make cheaper, or to give more workers.",
+            *advice[1:],
+        )
+    return dataclasses.replace(finding, evidence=(*finding.evidence, row), advice=advice)
+
+
+def _share(category: object) -> float:
+    return getattr(category, "share", -1.0)
