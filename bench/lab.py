@@ -8,7 +8,9 @@ the NVML boundary); the monitor's verdict on the trainer's pid is the worst find
 the last tick of the run. When that verdict's advice names a knob the lab has
 (``apply_advice``: num_workers, batch size, the augmentation's cost), the program runs
 again with it changed, and the table says whether utilization rose and the hint
-cleared. See docs/lab.md.
+cleared. Near the end of the first run the trainer's Python stacks are read with py-spy
+(``gputop_hints.stacks``): "where it waits" is the main thread's dominant category and its
+share (for a host-device sync, the line). See docs/lab.md.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pipelab.scenarios import BY_NAME, SCENARIOS, Scenario, apply_advice, apply_
 from pipelab.trainer import Config
 
 from gputop_hints.hints.findings import Finding, Severity
+from gputop_hints.stacks import StackReading
 
 
 @dataclass
@@ -68,7 +71,7 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
         return other if duration_s is None else replace(other, duration_s=duration_s)
 
     # The real command line watches the first run too: gputop-hints --once --json.
-    before = lab.run(config, hogs=hogs, job=job, tenant=tenant(), cli=True)
+    before = lab.run(config, hogs=hogs, job=job, tenant=tenant(), cli=True, stacks=True)
     loop = Loop(scenario, before, actionable(before.steady))
     if loop.verdict is None:
         return loop
@@ -83,6 +86,21 @@ def run_loop(lab: Lab, scenario: Scenario, duration_s: float | None = None) -> L
         replace(changed, board=lab.config().board), hogs=hogs, job=job, tenant=tenant()
     )
     return loop
+
+
+def where_it_waits(reading: StackReading | None) -> str:
+    """The main thread's dominant category and its share, e.g. ``loading-in-main 83 %``;
+    for a host-device sync with its file:line; why nothing, when nothing was read."""
+    if reading is None:
+        return "-"
+    if not reading.categories:
+        return f"- ({reading.reason or 'no samples'})"
+    top = reading.categories[0]
+    text = f"{top.name} {top.share * 100:.0f} %"
+    if top.name == "host-device-sync" and top.top_frames:
+        frame = top.top_frames[0].frame
+        text += f" ({Path(frame.file).name}:{frame.line})"
+    return text
 
 
 def foreign_text(loop: Loop) -> str:
@@ -112,6 +130,7 @@ def tenant_row(lp: Loop) -> tuple[str, ...]:
         "-",
         f"{after.utilization():.0f} %" if after else "-",
         f"(after: {late.rule_label})" if late else ("(after: -)" if after else "-"),
+        "-",
         "",
     )
 
@@ -119,7 +138,7 @@ def tenant_row(lp: Loop) -> tuple[str, ...]:
 def table(loops: list[Loop]) -> str:
     head = (
         "scenario", "verdict", "--once --json", "advice", "util", "applied", "util after",
-        "cleared", "host busy",
+        "cleared", "where it waits", "host busy",
     )  # fmt: skip
     rows: list[tuple[str, ...]] = [head]
     for lp in loops:
@@ -134,6 +153,7 @@ def table(loops: list[Loop]) -> str:
                 lp.step or "-",
                 f"{lp.after.utilization():.0f} %" if lp.after else "-",
                 {None: "-", True: "yes", False: "NO"}[lp.cleared],
+                where_it_waits(lp.before.stacks),
                 "/".join(
                     f"{r.host_busy_before:.0f} %" for r in (lp.before, lp.after) if r is not None
                 ),

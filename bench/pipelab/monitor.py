@@ -33,6 +33,7 @@ import psutil
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.sources.live.source import LiveSource
+from gputop_hints.stacks import StackReading, classify, sample
 from pipelab.board import DONE, EPOCH, READY, SAMPLE_S, STEPS, VRAM, Board, GpuQueue
 from pipelab.trainer import CLOSE_S, REFERENCE_ROUND_MS, Config, make_dataset, round_ms
 from tests.support.fake_nvml import GIB, FakeGpu, FakeNvml, FakeProc
@@ -95,6 +96,10 @@ class Run:
     cli: dict[str, Any] | None = None
     """With ``cli=True``: the JSON document ``gputop-hints --once --json`` printed,
     run in this process (the fake NVML is in-process) over the run's steady part."""
+    stacks: StackReading | None = None
+    """With ``stacks=True``: where the trainer's main thread waited, read with py-spy
+    (``gputop_hints.stacks.sample``) over the :data:`STACK_SAMPLES` samples before the
+    end of the run's duration, its workers with it."""
 
     def cli_verdict(self) -> str | None:
         """``rule/subtype`` of the worst warning-or-worse finding ``--once --json`` gave on
@@ -185,6 +190,7 @@ class Lab:
         job: bool = False,
         tenant: Config | None = None,
         cli: bool = False,
+        stacks: bool = False,
     ) -> Run:
         """Run the trainer under ``config`` for its duration, monitored; its findings.
 
@@ -195,7 +201,8 @@ class Lab:
         measured. ``tenant``: a second trainer, started at the same time, sharing the one
         simulated GPU (a :class:`~pipelab.board.GpuQueue`); its run is ``Run.tenant``.
         ``cli``: the real command line, ``gputop-hints --once --json``, watches too
-        (``Run.cli``), from the third second to the end of the configured duration."""
+        (``Run.cli``), from the third second to the end of the configured duration.
+        ``stacks``: the trainer's stacks are sampled near the end of the run (``Run.stacks``)."""
         configs = [config] if tenant is None else [config, tenant]
         if tenant is not None:
             self._runs += 1
@@ -211,7 +218,7 @@ class Lab:
                     (c, b, stack.enter_context(_trainer(c, b, job, epoch)))
                     for c, b in zip(configs, boards, strict=True)
                 ]
-                runs = _monitor(programs, interval_s, hogs=hogs, job=job, cli=cli)
+                runs = _monitor(programs, interval_s, hogs=hogs, job=job, cli=cli, stacks=stacks)
             for run in runs:
                 run.host_busy_before = host_busy
             if len(runs) > 1:
@@ -326,9 +333,11 @@ def _monitor(
     hogs: int = 0,
     job: bool = False,
     cli: bool = False,
+    stacks: bool = False,
 ) -> list[Run]:
     """Watch the programs (the first, and any tenant sharing its GPU) until they finish;
     one :class:`Run` each, with the findings on its own pid."""
+    stack_reader: _StackReader | None = None
     gpu, consumers = lab_gpu([proc.pid for _, _, proc in programs])
     runs = [Run(config, hogs=hogs) for config, _, _ in programs]
     first_board = programs[0][1]
@@ -369,6 +378,8 @@ def _monitor(
                 snap = source.sample()
                 fed = diagnoser.feed(snap)
                 at_s = time.time() - first_board.slots[EPOCH]
+                if stacks and stack_reader is None and at_s >= duration - STACK_LEAD_S:
+                    stack_reader = _StackReader(programs[0][2].pid)
                 foreign = None if snap.job is None else snap.job.foreign_cpu_percent
                 for run, consumer in zip(runs, consumers, strict=True):
                     pid = consumer.pid
@@ -384,6 +395,8 @@ def _monitor(
                             workers=0 if row is None else len(row.workers),
                         )
                     )
+            if stack_reader is not None:
+                runs[0].stacks = stack_reader.result()
             if watcher is not None:
                 doc = watcher.result()
                 for run, consumer in zip(runs, consumers, strict=True):
@@ -395,6 +408,36 @@ def _monitor(
         finally:
             source.close()
     return runs
+
+
+STACK_SAMPLES = 12
+STACK_PERIOD_S = 0.2
+STACK_LEAD_S = 3.5
+"""The trainer's stacks are read over its last seconds: 12 samples 0.2 s apart (2.4 s at
+py-spy's ~11 ms a dump, docs/stacks.md), started this long before its duration ends so
+that every sample falls in its loop, before its loader closes."""
+
+
+class _StackReader:
+    """``gputop_hints.stacks.sample`` of a trainer and its worker processes (its children
+    now), in a thread; :meth:`result` classifies what it read."""
+
+    def __init__(self, pid: int) -> None:
+        workers: list[int] = []
+        with suppress(psutil.Error):
+            workers = [c.pid for c in psutil.Process(pid).children()]
+        self._samples: Any = None
+        self._thread = threading.Thread(
+            target=self._read, args=(pid, workers), name="lab-stacks", daemon=True
+        )
+        self._thread.start()
+
+    def _read(self, pid: int, workers: list[int]) -> None:
+        self._samples = sample(pid, workers, samples=STACK_SAMPLES, period_s=STACK_PERIOD_S)
+
+    def result(self) -> StackReading | None:
+        self._thread.join(CLI_JOIN_S)
+        return None if self._samples is None else classify(self._samples)
 
 
 CLI_START_S = 3.0

@@ -88,6 +88,12 @@ SCENARIOS = (
         {"num_workers": 1, "batch_size": 8, "cpu_reps": 0, "sample_mib": 32, "direct_io": True},
     ),
     Scenario(
+        "sync-every-step",
+        "batch 32, 1 worker, no augmentation, a model of few large kernels (10 launches a "
+        "step); reads the loss with loss.item() every step",
+        {"num_workers": 1, "batch_size": 32, "cpu_reps": 0, "kernels": 10, "sync_item": True},
+    ),
+    Scenario(
         "second-tenant",
         "batch 32, loads in the training process, ~11 ms of augmentation per sample; "
         "another user's job (batch 32, 1 worker, no augmentation, blocking sync) on the same GPU",

@@ -95,6 +95,9 @@ class Config:
     pinned_gbps: float = 25.0
     blocking_sync: bool = False
     """Wait for a step by sleeping (``cudaDeviceScheduleBlockingSync``) instead of spinning."""
+    sync_item: bool = False
+    """Read the step's loss as a Python number every step (``loss_value = loss.item()``):
+    the host waits in :meth:`Loss.item` until the GPU's queued work is done."""
     sample_mib: float = 0.0
     """Each sample file's size on disk (0: the 48x48x3 image alone). The image is at the
     start of the file; the rest is the payload a real loader also reads (full-resolution
@@ -165,9 +168,7 @@ def load_sample(
     for r in range(y, y + CROP):  # crop (and flip), decode to floats, normalise
         line = raw[r * row + x * 3 : r * row + (x + CROP) * 3]
         if flip:
-            line = bytes(
-                line[k * 3 + c] for k in range(CROP - 1, -1, -1) for c in range(3)
-            )
+            line = bytes(line[k * 3 + c] for k in range(CROP - 1, -1, -1) for c in range(3))
         out.extend((v - 127.5) / 64.0 for v in line)
     n = len(out)
     for _ in range(reps):  # a 3-tap blur along the flattened image: the augmentation cost
@@ -252,8 +253,13 @@ class Loader:
                 p = ctx.Process(
                     target=_worker,
                     args=(
-                        self.files, cfg.cpu_reps, 100 + w, self._tasks, self._results,
-                        cfg.sample_mib > 0, cfg.direct_io,
+                        self.files,
+                        cfg.cpu_reps,
+                        100 + w,
+                        self._tasks,
+                        self._results,
+                        cfg.sample_mib > 0,
+                        cfg.direct_io,
                     ),
                     daemon=True,
                     name=f"pt_data_worker_{w}",
@@ -339,6 +345,22 @@ def spin_cpu(seconds: float) -> None:
         pass
 
 
+class Loss:
+    """A tensor-like loss on the simulated GPU: ready once the work queued before it
+    is (``ready_at``, the step's end)."""
+
+    def __init__(self, value: float, ready_at: float) -> None:
+        self.value, self.ready_at = value, ready_at
+
+    def item(self) -> float:
+        """The loss as a Python number. Like CUDA's ``Tensor.item()``: the host blocks
+        until the device queue has drained (spinning, CUDA's default sync), then copies
+        the value back."""
+        while time.time() < self.ready_at:
+            pass
+        return self.value
+
+
 def _shared_step(
     gpu: GpuQueue, board: Board, gpu_s: float, launch_s: float, kernel_tail_s: float
 ) -> float:
@@ -367,6 +389,7 @@ def train(cfg: Config) -> None:
         gpu_s = (cfg.kernels * cfg.kernel_us + cfg.batch_size * cfg.gpu_us_per_sample) / 1e6
         launch_s = cfg.kernels * cfg.launch_us / 1e6
         kernel_tail_s = cfg.kernel_us / 1e6  # the last kernel runs after its launch
+        running_loss = 0.0
         while time.time() < end:
             batch = loader.next_batch()
             copied = cfg.h2d_mib_per_sample * MIB * len(batch) or batch_bytes(batch)
@@ -392,8 +415,12 @@ def train(cfg: Config) -> None:
                 done = max(done, now + copy_s)
             if cfg.blocking_sync:
                 time.sleep(max(0.0, done - time.time()))
+            elif cfg.sync_item:
+                loss = Loss(1.0 / (1 + board.slots[STEPS]), done)
+                loss_value = loss.item()
+                running_loss += loss_value
             else:
-                spin_until(done)  # loss.item()
+                spin_until(done)  # the step's end: CUDA's spinning sync (queue depth one step)
             board.slots[STEPS] += 1
             board.slots[SAMPLES] += len(batch)
     finally:

@@ -3,7 +3,8 @@
 The interactive monitor is the default (:mod:`.monitor`); ``--once`` and
 ``--json`` print a summary and exit, for batch logs and scripts. Each
 subcommand has its module: :mod:`.record`, :mod:`.replay`, :mod:`.report`,
-:mod:`.config`, :mod:`.explain`; what they share is in :mod:`.args` and :mod:`.inputs`. Heavy
+:mod:`.config`, :mod:`.explain`, :mod:`.run`; what they share is in :mod:`.args` and
+:mod:`.inputs`. Heavy
 imports (Textual, nvitop, the importers) happen only inside the command that
 needs them, so the non-interactive paths stay light.
 
@@ -26,7 +27,7 @@ from typing import TextIO
 from gputop_hints.cli.gc_tuning import collections_paused
 from gputop_hints.text import VisibleStream
 
-SUBCOMMANDS = ("config", "explain", "export", "record", "replay", "report")
+SUBCOMMANDS = ("config", "explain", "export", "record", "replay", "report", "run")
 """Each is ``gputop_hints.cli.<name>.<name>_main``, imported only when it runs: the
 monitor's start-up does not load the recorder, the report or the explainer."""
 
@@ -58,6 +59,10 @@ def subcommand(name: str) -> Callable[[Sequence[str]], int]:
         from gputop_hints.cli.report import report_main
 
         return report_main
+    if name == "run":
+        from gputop_hints.cli.run import run_main
+
+        return run_main
     raise ValueError(f"no subcommand {name!r}")
 
 

@@ -1,0 +1,74 @@
+"""Where the lab's trainer waits, read from its own stacks by py-spy (issue 45): each
+scenario's stack evidence matches what its configuration makes the loop do.
+
+Real trainer and worker processes (bench/pipelab), sampled by ``gputop_hints.stacks``
+near the end of an 8 s run (bench/lab.py's "where it waits" column, docs/lab.md):
+loading in the main process with ``num_workers=0``, waiting for the one slow worker's
+batch, and blocked in ``loss.item()`` on the trainer's own line. About 30 s in all.
+Skipped (with the reason) only where py-spy is absent; CI installs it ([test] extra).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from lab import where_it_waits
+from pipelab.monitor import Lab
+from pipelab.scenarios import BY_NAME
+
+from gputop_hints.stacks import StackReading, find_py_spy
+
+pytestmark = pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is not installed")
+
+DURATION_S = 8.0
+TRAINER = Path(__file__).resolve().parents[2] / "bench" / "pipelab" / "trainer.py"
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    with Lab() as lab:
+        yield lab
+
+
+def _stacks(lab: Lab, name: str) -> StackReading:
+    config = replace(lab.config(**BY_NAME[name].settings), duration_s=DURATION_S)
+    reading = lab.run(config, stacks=True).stacks
+    assert reading is not None
+    assert reading.samples, reading.reason
+    return reading
+
+
+def _dominant(reading: StackReading) -> str:
+    return reading.categories[0].name
+
+
+def test_num_workers_0_loads_in_the_main_process(lab: Lab) -> None:
+    reading = _stacks(lab, "num-workers-0")
+    assert _dominant(reading) == "loading-in-main", where_it_waits(reading)
+    top = reading.categories[0].top_frames[0].frame
+    assert top.file == str(TRAINER), top
+    assert any(name in top.function for name in ("load_sample", "load_batch")), top
+
+
+def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
+    reading = _stacks(lab, "too-few-workers")
+    assert _dominant(reading) == "waiting-for-batch", where_it_waits(reading)
+    waiting = reading.categories[0].top_frames[0].frame
+    assert waiting.function.endswith("Loader.next_batch"), waiting
+    # The one worker is the busy one, in its transform.
+    assert len(reading.workers) == 1
+    worker = reading.workers[0]
+    assert worker.busy_samples > 0, worker
+    assert "load_sample" in worker.top_frames[0].frame.function, worker
+
+
+def test_sync_every_step_waits_on_the_trainers_item_line(lab: Lab) -> None:
+    reading = _stacks(lab, "sync-every-step")
+    assert _dominant(reading) == "host-device-sync", where_it_waits(reading)
+    line = reading.categories[0].top_frames[0].frame
+    assert line.file == str(TRAINER)
+    assert TRAINER.read_text().splitlines()[line.line - 1].strip() == "loss_value = loss.item()"
+    assert where_it_waits(reading).endswith(f"(trainer.py:{line.line})")
