@@ -68,8 +68,7 @@ class RunOptions:
     command: tuple[str, ...]
     log: str
     stacks: bool
-    """False with ``--no-stacks``. The monitor has no stack reading option yet: this is
-    kept here for it (nothing reads it)."""
+    """False with ``--no-stacks``: passed on to the monitor, which then never samples."""
     monitor_args: tuple[str, ...]
 
 
@@ -244,6 +243,8 @@ def run_main(argv: Sequence[str]) -> int:
         flush=True,
     )
     monitor_args = list(options.monitor_args)
+    if not options.stacks and "--no-stacks" not in monitor_args:
+        monitor_args.append("--no-stacks")
     full_screen = not ({"--once", "--json"} & set(monitor_args)) and terminal_unusable() is None
     monitoring = threading.Lock()
     watching = [full_screen]

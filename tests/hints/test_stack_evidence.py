@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gputop_hints.hints.findings import Finding
+from gputop_hints.history import History
 from gputop_hints.stacks import Category, Frame, FrameCount, StackReading, WorkerReading
 from tests.hints.windows import PID, SAWTOOTH, P, W, one_gpu, shown
 
@@ -9,7 +11,7 @@ NEXT = Frame("Loader.next_batch", "/home/me/train.py", 88)
 AUG = Frame("augment", "/home/me/data.py", 12)
 
 
-def starved_history():  # type: ignore[no-untyped-def]
+def starved_history() -> History:
     """A DataLoader with a busy worker, the GPU in a sawtooth: input-starved."""
     return one_gpu(SAWTOOTH, [P(cpu=10.0, workers=(W(90.0, "R"),))])
 
@@ -25,7 +27,7 @@ def reading(
     return StackReading(PID, n, tuple(cats), workers)
 
 
-def starved(stacks: list[StackReading]):  # type: ignore[no-untyped-def]
+def starved(stacks: list[StackReading]) -> Finding:
     [f] = [f for f in shown(starved_history(), stacks) if f.rule == "input-starved"]
     return f
 
