@@ -101,10 +101,11 @@ PROMETHEUS_PROCESSES = (
 )
 
 
-MAX_ARRIVED = 60
-"""The most ticks kept waiting for a screen that fell behind the sampler: a minute at the
-default interval, enough to ride out a stall (a suspended terminal, a swap storm) with
-the history whole, a bound on what a screen that stays slower can hold."""
+MAX_ARRIVED = 10
+"""The most ticks kept waiting for a screen that fell behind the sampler (ten seconds at
+the default interval): enough to ride out a stall -- a suspended terminal, a slow SSH
+link, a burst of load -- with the history whole, and a small bound on what a screen
+that stays slower holds (each waiting tick is a whole snapshot, every process's row)."""
 
 
 class GputopApp(PlaybackControls):
@@ -197,6 +198,7 @@ class GputopApp(PlaybackControls):
         self._arrived_lock = threading.Lock()
         self.ticks_dropped = 0
         """Ticks dropped because the screen fell more than MAX_ARRIVED ticks behind."""
+        self._said_dropped = False
         self.stacks_off: str | None = (
             "stack sampling is off (--no-stacks)"
             if not stacks
@@ -343,7 +345,7 @@ class GputopApp(PlaybackControls):
         instead of queueing a message of its own: the app takes every waiting tick
         through the history and the hints and repaints once, for the newest. Without
         that, a screen slower than the sampler queued a whole snapshot a tick without
-        bound (a 22-minute soak at 8 x 512 on a loaded 2-core host: 179 -> 662 MB).
+        bound (a 22-minute soak at 8 x 512 on a loaded 2-core host: 179 -> 662 MB, still rising).
         More than MAX_ARRIVED ticks behind, the oldest are dropped (counted in
         ``ticks_dropped``; the history sees a gap, as after a stalled sample)."""
         with self._arrived_lock:
@@ -367,6 +369,15 @@ class GputopApp(PlaybackControls):
             arrived, self._arrived = self._arrived, []
         if not self.paused:  # ticks already in flight when `p` was pressed are dropped
             self.ingest_many(arrived or (message.snapshot,))
+        if self.ticks_dropped and not self._said_dropped:
+            self._said_dropped = True
+            self.notify(
+                "The screen fell behind the sampler: ticks older than "
+                f"{MAX_ARRIVED} are dropped (the history shows the gap). A longer "
+                "--interval or a smaller terminal keeps up.",
+                severity="warning",
+                timeout=10,
+            )
 
     def on_replay_batch_ready(self, message: ReplayBatchReady) -> None:
         # Taken even while paused: the recording was read, and a step or a seek
