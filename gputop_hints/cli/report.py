@@ -167,4 +167,12 @@ def _job_report(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(job_section_text(section) + "\n" + report_text(report))
     sys.stdout.flush()
-    return report.exit_code(args.fail_on) or (1 if args.fail_on and section.uneven else 0)
+    # Uneven nodes are a warning (the uneven-nodes rule's level): they meet --fail-on
+    # warning, never --fail-on critical.
+    uneven_fails = args.fail_on == "warning" and bool(section.uneven)
+    if uneven_fails and report.exit_code(args.fail_on) == 0:
+        print(
+            f"gputop-hints report: --fail-on warning: met by uneven nodes ({section.uneven[0]})",
+            file=sys.stderr,
+        )
+    return report.exit_code(args.fail_on) or (1 if uneven_fails else 0)

@@ -254,6 +254,19 @@ def test_the_job_report_as_json_and_fail_on(prometheus: str) -> None:
     assert len(doc["gpus"]) == GPUS
 
 
+def test_fail_on_critical_is_not_met_by_warnings(prometheus: str) -> None:
+    """node-c's uneven load and the starved findings are warnings: --fail-on critical
+    passes (it exited 1 on any uneven node, whatever the level asked)."""
+    result = run_cli("report", "--prometheus", prometheus, "--job", JOB, "--since", "5m",
+                     "--step", "1", "--json", "--fail-on", "critical")  # fmt: skip
+    doc = json.loads(result.stdout)
+    assert doc["job"]["uneven"], "the fixture's node-c is uneven"
+    levels = {f["severity"] for f in doc["job"]["node_findings"]}
+    levels |= {f["severity"] for f in doc["findings"]}
+    assert "critical" not in levels, levels
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_job_prometheus_has_no_series_of_is_a_clear_error(prometheus: str) -> None:
     result = run_cli("report", "--prometheus", prometheus, "--job", "999999", "--since", "5m")
     assert result.returncode == 2
