@@ -28,6 +28,7 @@ AGREES: dict[str, tuple[str, ...]] = {
     "collective-hang": ("collective-wait",),
     "idle-holding-vram": ("collective-wait",),
     "low-utilization": ("waiting-for-batch", "loading-in-main", "host-device-sync"),
+    "warm-up": ("compiling", "loading-in-main"),
 }
 """Rule -> the categories of the main thread's samples that show its cause: a starved
 GPU's host waits for batches (workers) or builds them (num_workers=0); a launch-bound

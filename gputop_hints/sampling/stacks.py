@@ -9,7 +9,7 @@ the result is handed to ``on_result`` on that thread (the app posts it to itself
 Cost bounds (docs/stacks.md): one sampling at a time; an automatic request for a pid
 is taken at most once per :data:`AUTO_EVERY_S`, and automatic samplings overall at
 most once per :data:`AUTO_GAP_S`, so a node full of warned processes costs no more
-than one process sampled every half minute (~0.3-0.6 % of a core by
+than one process sampled a minute (~0.3-0.6 % of a core by
 ``bench/stack_cost.py``); at most :data:`MAX_WORKERS` workers are sampled beside the
 main process. A request made by the user is taken at once (after the one running).
 """
@@ -26,9 +26,10 @@ from gputop_hints.stacks import StackReading, classify, sample
 
 log = logging.getLogger(__name__)
 
-AUTO_EVERY_S = 300.0
-"""An automatic request for the same pid is taken at most this often."""
-AUTO_GAP_S = 30.0
+AUTO_EVERY_S = 120.0
+"""An automatic request for the same pid is taken at most this often (a compile seen on
+its stack holds for ``hints.rules.signals.COMPILE_FRESH_S``, as long)."""
+AUTO_GAP_S = 60.0
 """Automatic samplings, all pids together, at most this often."""
 MAX_WORKERS = 2
 """Workers sampled beside the main process: each adds a dump a sample."""

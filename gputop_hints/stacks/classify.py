@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from gputop_hints.stacks.sampler import Frame, ProcessSamples, StackSamples
 
 CATEGORIES = (
+    "compiling",
     "waiting-for-batch",
     "loading-in-main",
     "host-device-sync",
@@ -47,6 +48,7 @@ CATEGORIES = (
 )
 
 WORDS = {
+    "compiling": "compiling (torch.compile)",
     "waiting-for-batch": "waiting for the next batch",
     "loading-in-main": "loading batches itself",
     "host-device-sync": "waiting on the GPU (sync)",
@@ -141,6 +143,8 @@ class WorkerReading:
     busy_samples: int
     top_frames: tuple[FrameCount, ...]
     reason: str | None = None
+    kind: str | None = None
+    """"compile" or "dataloader" as its stack tells (:func:`worker_kind`), else None."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,31 @@ def _is_collective(frame: Frame) -> bool:
     return _short(frame.function) in _COLLECTIVES or "ProcessGroup" in frame.function
 
 
+_COMPILE_FILES = ("torch/_dynamo/", "torch/_inductor/", "triton/compiler/", "triton/runtime/build")
+"""torch.compile's tracer (dynamo), its compiler (inductor, whose AsyncCompile also waits
+on its compile workers there) and triton's kernel compiler: a stack through them is
+compiling, not training -- whatever process it is in."""
+
+_LOADER_WORKER = "torch/utils/data/_utils/worker.py"
+"""A DataLoader worker's loop (``_worker_loop``): every DataLoader worker's stack runs
+through it."""
+
+
+def _is_compiling(frame: Frame) -> bool:
+    return any(f in frame.file for f in _COMPILE_FILES)
+
+
+def worker_kind(frames: Sequence[Frame]) -> str | None:
+    """What a child process is, from its stack: "compile" (torch.compile's workers --
+    torch <= 2.3 forks them from the main process, with its command line, so /proc cannot
+    tell them from DataLoader workers), "dataloader", or None (not told)."""
+    if any(f.file.endswith(_LOADER_WORKER) for f in frames):
+        return "dataloader"
+    if any(_is_compiling(f) for f in frames):
+        return "compile"
+    return None
+
+
 def _is_launch(frame: Frame) -> bool:
     name = _short(frame.function)
     return any(f in frame.file for f in _LAUNCH_FILES) or name in ("forward", "backward")
@@ -267,6 +296,8 @@ def categorise(frames: Sequence[Frame], lines: _Lines) -> tuple[str, Frame | Non
     named = _named(frames)
     if any(_is_collective(f) for f in frames):
         return "collective-wait", named
+    if any(_is_compiling(f) for f in frames):
+        return "compiling", named
     for depth, frame in enumerate(frames):
         if _is_torch_wait(frame):
             return "waiting-for-batch", named
@@ -292,14 +323,20 @@ def _top(counts: Counter[Frame]) -> tuple[FrameCount, ...]:
 
 def _worker(samples: ProcessSamples) -> WorkerReading:
     counts: Counter[Frame] = Counter()
+    kinds: Counter[str] = Counter()
     busy = 0
     for dump in samples.dumps:
+        main = samples.main_thread(dump)
+        kind = worker_kind(main.frames) if main is not None else None
+        if kind is not None:
+            kinds[kind] += 1
         for thread in samples.busy_threads(dump):
             named = _named(thread.frames)
             if named is not None:
                 counts[named] += 1
                 busy += 1
-    return WorkerReading(samples.pid, len(samples.dumps), busy, _top(counts), samples.reason)
+    told = kinds.most_common(1)[0][0] if kinds else None
+    return WorkerReading(samples.pid, len(samples.dumps), busy, _top(counts), samples.reason, told)
 
 
 def classify(samples: StackSamples) -> StackReading:

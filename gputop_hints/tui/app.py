@@ -872,7 +872,7 @@ class GputopApp(PlaybackControls):
 
     def _stacks_for_warnings(self, active: Sequence[Finding]) -> None:
         """A warning or worse on a process: ask for its stacks (rate-limited, so a node
-        of warned processes costs one sampling every half minute at most)."""
+        of warned processes costs one sampling a minute at most)."""
         for finding in active:
             pid = finding.subject.pid
             if pid is not None and finding.severity >= Severity.WARNING:

@@ -704,14 +704,35 @@ def compiling(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     """Mean SM % of the window when ``proc`` waits on busy torch.compile workers, else None:
     inductor compiles (and autotunes, short bursts on the GPU) -- warm-up, whatever the
     process's age (a recompile later in the run too), not a slow DataLoader."""
-    if not any(is_compile_worker(w) for w in proc.workers):
-        return None  # the cheap test first
-    if busy_compile_workers(win, proc) < 0.5:
-        return None
+    if not compiling_by_stack(win, proc):
+        if not any(is_compile_worker(w) for w in proc.workers):
+            return None  # the cheap test first
+        if busy_compile_workers(win, proc) < 0.5:
+            return None
     sm, _, _ = sm_evidence(win, proc, t)
     if sm is None or sm >= t.input_starved.sm_mean_below_percent:
         return None
     return sm
+
+
+COMPILE_FRESH_S = 120.0
+"""A stack reading says a process is compiling for this long after it was taken: a
+compile ends within minutes, and starvation after it must not stay hidden (the live
+monitor samples a warned process again after ``sampling.stacks.AUTO_EVERY_S``)."""
+
+
+def compiling_by_stack(win: Window, proc: GpuProcess) -> bool:
+    """Whether ``proc``'s own stack (py-spy, taken in the last COMPILE_FRESH_S) shows
+    torch.compile at work: its main thread mostly in dynamo/inductor/triton, or a busy
+    child whose stack runs through inductor -- torch <= 2.3 forks its compile workers
+    from the main process (same command line, so /proc cannot tell them from DataLoader
+    workers; ``stacks.classify.worker_kind``)."""
+    reading = win.stack_reading(proc, COMPILE_FRESH_S)
+    if reading is None:
+        return False
+    if reading.share("compiling") >= 0.5:
+        return True
+    return any(w.kind == "compile" and w.busy_samples > 0 for w in reading.workers)
 
 
 def reaches_into_warm_up(win: Window, slow: Window, t: Thresholds, proc: GpuProcess) -> bool:

@@ -15,6 +15,7 @@ from gputop_hints.hints.rules import (
     warm_up,
 )
 from gputop_hints.history import History
+from gputop_hints.stacks import Category, Frame, FrameCount, StackReading, WorkerReading
 from tests.hints.windows import (
     CPU_BOUND,
     D_STATE,
@@ -23,6 +24,7 @@ from tests.hints.windows import (
     IO_BOUND,
     P0,
     PEGGED,
+    PID,
     SAWTOOTH,
     SLOW_WORKERS,
     Case,
@@ -543,9 +545,7 @@ def test_an_idle_tick_of_its_own_leaves_it_to_its_own_trace() -> None:
     idle = P(pid=4100, vram_gib=24.0, sm=None, cpu=92.0)
     alone = P(pid=6100, vram_gib=30.0, sm=93.0, cpu=13.0, workers=BUSY.workers)
     ticks = [[job, BUSY] if i % 4 else [idle, alone] for i in range(N)]
-    run = Run().feed(
-        [Tick((G(0, 93.0, samples=(93.0,) * 6),), tuple(ps), H()) for ps in ticks]
-    )
+    run = Run().feed([Tick((G(0, 93.0, samples=(93.0,) * 6),), tuple(ps), H()) for ps in ticks])
     assert not [f for f in apply(RULE, run.history) if f.subject.pid == 4100]
 
 
@@ -559,3 +559,47 @@ def test_the_num_workers_advice_says_why_its_number() -> None:
     [f] = [f for f in apply(RULE, many) if f.subtype == "num-workers-0"]
     assert "num_workers=16) -- 32 cores are allowed, but past 16 workers" in f.advice[0]
     assert "max_suggested_workers" in f.advice[0]
+
+
+def _forked_pool() -> P:
+    """torch <= 2.3: inductor's compile workers forked from the main process, so they
+    carry its command line (command=None here: a fork's) -- to /proc, DataLoader workers."""
+    return P(cpu=40.0, state="S", started_s=600.0, workers=(W(60.0, "R"),) * 2)
+
+
+def _stack(compiling: bool) -> StackReading:
+    """What py-spy reads of that job: workers in inductor's compile (or the DataLoader's
+    worker loop), the main thread waiting on them (or on its next batch)."""
+    inductor = Frame(
+        "_worker_compile", "/venv/lib/python3.10/site-packages/torch/_inductor/codecache.py", 2500
+    )
+    loader = Frame(
+        "_worker_loop", "/venv/lib/python3.10/site-packages/torch/utils/data/_utils/worker.py", 308
+    )
+    frame = inductor if compiling else loader
+    kind = "compile" if compiling else "dataloader"
+    workers = tuple(
+        WorkerReading(5000 + i, 15, 15, (FrameCount(frame, 15, False),), None, kind)
+        for i in range(2)
+    )
+    main = "compiling" if compiling else "waiting-for-batch"
+    return StackReading(
+        PID, 15, (Category(main, 15, 1.0, (FrameCount(frame, 15, False),)),), workers
+    )
+
+
+def test_a_forked_compile_pool_told_by_its_stack_is_warm_up_not_starvation() -> None:
+    """issue 41's shape: late in a long compile (age 600 s, past warm-up's 180 s), the
+    forked compile workers busy and the GPU in autotuning bursts -- critical starvation by
+    /proc alone. The process's stack (its workers in torch/_inductor) says compiling."""
+    history = one_gpu(SAWTOOTH, [_forked_pool()], H(busy=40.0, iowait=2.0))
+    assert [f.rule for f in apply(RULE, history)] == ["input-starved"]  # /proc alone
+    assert apply(RULE, history, [_stack(compiling=True)]) == []
+    [f] = apply(warm_up.SPEC, history, [_stack(compiling=True)])
+    assert f.severity is Severity.INFO and "torch.compile" in f.summary
+
+
+def test_a_stack_of_dataloader_workers_leaves_starvation_standing() -> None:
+    history = one_gpu(SAWTOOTH, [_forked_pool()], H(busy=40.0, iowait=2.0))
+    [f] = apply(RULE, history, [_stack(compiling=False)])
+    assert f.rule == "input-starved"
