@@ -406,10 +406,22 @@ class GpuProcess:
     mig_instance: tuple[int, int] | None = None
     """``(gpu instance id, compute instance id)`` of the MIG instance it runs on (see
     :attr:`GpuSample.mig_instances`); None when its GPU is not in MIG mode, or unknown."""
+    parent_pid: int | None = None
+    """Its parent's pid (/proc/PID/stat); None: not known (not visible here, a log)."""
+    parent_name: str | None = None
+    """Its parent's name, read where the process is a zombie or dead (state Z or X):
+    the process to signal so that it reaps it; None otherwise or when not known."""
+    parent_state: str | None = None
+    """Its parent's state letter, read with :attr:`parent_name`."""
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.pid, self.gpu_index)
+
+    @property
+    def defunct(self) -> bool:
+        """A zombie (Z) or dead (X) process: it has exited, its parent has not reaped it."""
+        return self.state in ("Z", "X")
 
     @property
     def workers_cpu_percent(self) -> float | None:
@@ -506,6 +518,11 @@ class Snapshot:
     """The SLURM job this view is about, when attached to one."""
     launchers: tuple[Launcher, ...] = ()
     """The launchers named by the processes' :attr:`GpuProcess.launcher_pid`."""
+    pid_namespace_nested: bool | None = None
+    """Live: whether this monitor runs in a PID namespace below the host's (a container
+    without ``--pid=host``: the ``NSpid`` line of /proc/self/status has more than one
+    pid), where processes of the host and of other containers are invisible -- NVML may
+    not list them, or lists pids /proc does not have. None: not known, or not live."""
 
     @property
     def imported(self) -> bool:
@@ -613,6 +630,7 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         labels=tuple(data.get("labels", ())),
         job=_job_from_dict(data.get("job")),
         launchers=_launchers_from_dict(data.get("launchers")),
+        pid_namespace_nested=data.get("pid_namespace_nested"),
     )
 
 

@@ -245,4 +245,12 @@ DEFAULTS: dict[str, Any] = {
             "clear_after_s": 30,
         },
     },
+    "ghost_memory": {
+        "unaccounted_above_gib": 1,
+        "defunct_min_vram_gib": 0,
+        "hysteresis": {
+            "raise_after_s": 30,
+            "clear_after_s": 10,
+        },
+    },
 }

@@ -39,6 +39,7 @@ from gputop_hints.hints.rules.collective_hang import CollectiveHang
 from gputop_hints.hints.rules.compute_bound import ComputeBound
 from gputop_hints.hints.rules.cores_contended import CoresContended
 from gputop_hints.hints.rules.cpu_offload import CpuOffload
+from gputop_hints.hints.rules.ghost_memory import GhostMemory
 from gputop_hints.hints.rules.host_device_sync import HostDeviceSync
 from gputop_hints.hints.rules.idle_holding_vram import IdleHoldingVram
 from gputop_hints.hints.rules.input_starved import InputStarved
@@ -107,6 +108,7 @@ class Thresholds:
     uneven_nodes: UnevenNodes
     unused_gpu: UnusedGpu
     host_device_sync: HostDeviceSync
+    ghost_memory: GhostMemory
 
     @staticmethod
     def defaults() -> Thresholds:

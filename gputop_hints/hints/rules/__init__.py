@@ -25,6 +25,7 @@ from gputop_hints.hints.rules import (
     compute_bound,
     cores_contended,
     cpu_offload,
+    ghost_memory,
     host_device_sync,
     idle_holding_vram,
     input_starved,
@@ -87,6 +88,7 @@ ALL_RULES: tuple[RuleSpec, ...] = (
     uneven_nodes.SPEC,
     unused_gpu.SPEC,
     host_device_sync.SPEC,
+    ghost_memory.SPEC,
 )
 """Every rule, in the order the docs, the help and the engine list them."""
 

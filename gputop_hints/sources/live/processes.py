@@ -60,6 +60,7 @@ class ProcessReading:
     create_time: float | None = None
     frameworks: tuple[str, ...] = ()
     container: str | None = None
+    ppid: int | None = None
 
 
 _CONTAINER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -210,6 +211,7 @@ class ProcessTracker:
         reading = ProcessReading(
             rss_bytes=stat.rss_pages * PAGE_SIZE,
             state=stat.state,
+            ppid=stat.ppid,
         )
         self._cpu(entry, reading, stat.cpu_ticks / CLOCK_TICKS, table.taken_at)
         if entry.static_level < (2 if details else 1):
@@ -274,9 +276,12 @@ class ProcessTracker:
                 times = proc.cpu_times()
                 now = time.monotonic()
                 status = proc.status()
+                reading.ppid = proc.ppid()
                 reading.rss_bytes = proc.memory_info().rss
         except psutil.ZombieProcess:
             reading.state = "Z"
+            with contextlib.suppress(psutil.Error):
+                reading.ppid = proc.ppid()
         except _PROCESS_GONE:
             pass
         else:
@@ -326,6 +331,9 @@ def gpu_process_rows(
             reading = ProcessReading()  # invisible here: membership unknown
         elif members is not None:
             in_job = pid in members
+        parent_name = parent_state = None
+        if reading.state in ("Z", "X") and reading.ppid is not None:
+            parent_name, parent_state = _parent_of_defunct(reading.ppid, table)
         rows.append(
             GpuProcess(
                 pid=pid,
@@ -345,9 +353,30 @@ def gpu_process_rows(
                 container=reading.container,
                 in_job=in_job,
                 mig_instance=nvml.mig_instance,
+                parent_pid=reading.ppid,
+                parent_name=parent_name,
+                parent_state=parent_state,
             )
         )
     return tuple(rows)
+
+
+def _parent_of_defunct(ppid: int, table: ProcTable | None) -> tuple[str | None, str | None]:
+    """Name and state of the parent of a zombie GPU process: the process that has not
+    reaped it (``wait()``), to be signalled or ended. Read only for zombies (rare), so
+    the cost of a psutil call per tick stays off the common path."""
+    state: str | None = None
+    stat = table.stats.get(ppid) if table is not None else None
+    if stat is not None:
+        state = stat.state
+    try:
+        proc = psutil.Process(ppid)
+        name = proc.name()
+        if state is None:
+            state = _STATE_LETTERS.get(proc.status())
+    except _PROCESS_GONE:
+        return None, state
+    return name, state
 
 
 def _workers(

@@ -207,3 +207,19 @@ def process_name(pid: int) -> str | None:
             return f.read().strip()
     except OSError:
         return None
+
+
+def pid_namespace_nested(status_path: str = "/proc/self/status") -> bool | None:
+    """Whether the process whose status file this is runs in a PID namespace below the
+    host's: its ``NSpid`` line (proc(5), Linux 4.1+) lists its pid in each namespace it
+    belongs to, outermost first, so more than one pid means a nested namespace -- a
+    container without ``--pid=host``. None: no such line (not Linux, an old kernel).
+    """
+    try:
+        with open(status_path, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) > 2
+    except OSError:
+        return None
+    return None

@@ -103,6 +103,8 @@ class LiveSource:
         self._launcher_pids: set[int] = set()
         """Last tick's launchers: read with the GPU processes, for their CPU %."""
         self._gpus = NvmlGpus(interval_s)
+        self._nested = procfs.pid_namespace_nested()
+        """Whether this monitor runs in a PID namespace below the host's (read once)."""
         self.gpu_unavailable_reason: str | None = None
         try:
             self.gpu_unavailable_reason = self._gpus.start()
@@ -193,6 +195,7 @@ class LiveSource:
                 sample_duration_s=time.perf_counter() - started,
                 job=job,
                 launchers=launchers,
+                pid_namespace_nested=self._nested,
             )
 
     def _measured(
