@@ -518,11 +518,12 @@ class Snapshot:
     """The SLURM job this view is about, when attached to one."""
     launchers: tuple[Launcher, ...] = ()
     """The launchers named by the processes' :attr:`GpuProcess.launcher_pid`."""
-    pid_namespace_nested: bool | None = None
+    pid_namespace_nested: bool | None = field(default=None, compare=False)
     """Live: whether this monitor runs in a PID namespace below the host's (a container
     without ``--pid=host``: the ``NSpid`` line of /proc/self/status has more than one
     pid), where processes of the host and of other containers are invisible -- NVML may
-    not list them, or lists pids /proc does not have. None: not known, or not live."""
+    not list them, or lists pids /proc does not have. None: not known, or not live.
+    Recordings do not carry it (left out of equality: a recording reads back equal)."""
 
     @property
     def imported(self) -> bool:

@@ -400,6 +400,8 @@ _fields_in_order(
         "pid", "gpu_index", "vram_bytes", "sm_percent", "memory_access_percent", "cpu_percent",
         "workers", "rss_bytes", "state", "user", "name", "command", "create_time", "in_job",
         "container", "frameworks", "launcher_pid", "mig_instance",
+        # not recorded (left at None by the decoder): the parent of a zombie, issue 48
+        "parent_pid", "parent_name", "parent_state",
     ),
 )  # fmt: skip
 

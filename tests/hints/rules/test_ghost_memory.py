@@ -4,6 +4,7 @@ pid with no such process, a zombie holding memory (issue 48)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def ticks(
     *,
     nested: bool | None = False,
     source: str = "live",
-    edit: dict[int, dict[str, object]] | None = None,
+    edit: dict[int, dict[str, Any]] | None = None,
 ) -> History:
     """``TICKS`` one-second ticks of GPU 0 with ``used_gib`` in use and ``procs`` listed;
     ``edit`` replaces fields of the process rows by pid (state, parent, an unseen row),
@@ -44,17 +45,25 @@ def ticks(
     run = Run(1.0)
     for _ in range(TICKS):
         snap = snapshot(Tick((G(vram_gib=used_gib),), procs, source=source), run.t, 1.0)
-        rows: list[GpuProcess] = [
-            replace(p, **(edit or {}).get(p.pid, {}))
-            for p in snap.processes  # type: ignore[arg-type]
-        ]
+        rows: list[GpuProcess] = [replace(p, **(edit or {}).get(p.pid, {})) for p in snap.processes]
         run.history.append(replace(snap, processes=tuple(rows), pid_namespace_nested=nested))
         run.t += 1.0
     return run.history
 
 
-UNSEEN = {"name": None, "command": "", "create_time": None, "state": None, "user": None}
-ZOMBIE = {"state": "Z", "parent_pid": 321, "parent_name": "bash", "parent_state": "S"}
+UNSEEN: dict[str, Any] = {
+    "name": None,
+    "command": "",
+    "create_time": None,
+    "state": None,
+    "user": None,
+}
+ZOMBIE: dict[str, Any] = {
+    "state": "Z",
+    "parent_pid": 321,
+    "parent_name": "bash",
+    "parent_state": "S",
+}
 
 CASES: list[Case] = [
     case(
