@@ -406,12 +406,14 @@ class GpuProcess:
     mig_instance: tuple[int, int] | None = None
     """``(gpu instance id, compute instance id)`` of the MIG instance it runs on (see
     :attr:`GpuSample.mig_instances`); None when its GPU is not in MIG mode, or unknown."""
-    parent_pid: int | None = None
-    """Its parent's pid (/proc/PID/stat); None: not known (not visible here, a log)."""
-    parent_name: str | None = None
+    parent_pid: int | None = field(default=None, compare=False)
+    """Its parent's pid (/proc/PID/stat); None: not known (not visible here, a log).
+    The three parent fields are live-only: recordings do not carry them (so they are
+    left out of equality, as a recording read back must equal what was written)."""
+    parent_name: str | None = field(default=None, compare=False)
     """Its parent's name, read where the process is a zombie or dead (state Z or X):
     the process to signal so that it reaps it; None otherwise or when not known."""
-    parent_state: str | None = None
+    parent_state: str | None = field(default=None, compare=False)
     """Its parent's state letter, read with :attr:`parent_name`."""
 
     @property

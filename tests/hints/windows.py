@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -251,7 +251,13 @@ def one_gpu(
     gpu: G = G(),
     samples: Sequence[Sequence[float]] | None = None,
 ) -> History:
-    """One GPU whose SM % follows ``sm`` (one value a tick), the rest held constant."""
+    """One GPU whose SM % follows ``sm`` (one value a tick), the rest held constant.
+
+    With the default GPU its memory in use is what its processes hold plus 1 GiB (the
+    driver's reservation and contexts), as on a real card: memory no listed process
+    holds is ghost-memory's finding, not a default."""
+    if gpu == G():
+        gpu = replace(gpu, vram_gib=sum(p.vram_gib for p in procs) + 1.0)
     ticks = [
         Tick(
             (
