@@ -93,7 +93,7 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--label-job",
         metavar="ID",
-        help="the job label of every GPU, process and finding series, where the exporter "
+        help="the slurm_job label of every GPU, process and finding series, where the exporter "
         "cannot see the job itself (outside SLURM, or a demo node of a simulated job)",
     )
     add_source_args(parser)

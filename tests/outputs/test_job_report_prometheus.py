@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import ClassVar
@@ -86,6 +87,8 @@ class _DcgmPage(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
 WAIT_S = 90.0
 """Longest wait for a process to start or for Prometheus to hold enough samples."""
 SAMPLES = 12
@@ -461,3 +464,33 @@ def test_a_node_whose_gpu_link_trained_down_is_named() -> None:
     lines = uneven_nodes([row("a", gen4_x16), row("b", gen4_x16), row("c", gen3_x8)], c)
     assert len(lines) == 1 and lines[0].startswith("c has a GPU on a PCIe link of")
     assert uneven_nodes([row("a", gen4_x16), row("b", None)], c) == ()
+
+
+def _doc_queries() -> list[str]:
+    """Every PromQL query docs/cluster.md gives: its ```promql blocks (comments left
+    out) and the inline alert query."""
+    text = (REPO / "docs" / "cluster.md").read_text()
+    queries = []
+    for block in text.split("```promql\n")[1:]:
+        body = block.split("```", 1)[0]
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("#")]
+        queries.append("\n".join(lines).strip())
+    queries.extend(
+        "max_over_time(" + inline.split("`", 1)[0] for inline in text.split("`max_over_time(")[1:]
+    )
+    return queries
+
+
+def test_every_query_in_the_cluster_docs_returns_series(prometheus: str) -> None:
+    """Under the scrape config docs/cluster.md recommends (no honor_labels: Prometheus's
+    own ``job`` is the scrape job's name), each query the docs give returns series, and
+    one that groups by the SLURM job groups by the job's id, not the scrape job's."""
+    queries = _doc_queries()
+    assert len(queries) >= 5, queries
+    for query in queries:
+        data = _get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+        result = data["data"]["result"]  # type: ignore[index]
+        assert result, f"no series: {query}"
+        if "by (" in query and "job" in query.split("by (", 1)[1].split(")", 1)[0]:
+            label = query.split("by (", 1)[1].split(")", 1)[0].strip()
+            assert {r["metric"].get(label) for r in result} == {JOB}, (query, result)

@@ -4,7 +4,8 @@ The job's GPUs are found by the job label each node exporter puts on its series,
 in this order of preference per node (the first that has the node wins, and the
 stream says which source each node's numbers come from):
 
-* ``gputop-hints export``: ``gputop_hints_gpu_*{job="ID"}`` (labels ``host``, ``gpu``);
+* ``gputop-hints export``: ``gputop_hints_gpu_*{slurm_job="ID"}`` (before issue 46
+  ``job``, which Prometheus keeps as ``exported_job``; labels ``host``, ``gpu``);
 * NVIDIA dcgm-exporter with its HPC job mapping (``--hpc-job-mapping-dir``):
   ``DCGM_FI_DEV_*{hpc_job="ID"}`` (labels ``Hostname``, ``gpu``; VRAM in MiB,
   ``DCGM_FI_PROF_*`` as ratios 0-1);
@@ -78,9 +79,10 @@ OURS = Exporter(
     host_label="host",
     gpu_label="gpu",
     uuid_label="uuid",
-    # Prometheus renames a scraped "job" label to "exported_job" (the scrape job's own
-    # label wins) unless the scrape config says honor_labels: either is the job.
-    job_selectors=('job="{job}"', 'exported_job="{job}"'),
+    # slurm_job since issue 46; before, "job", which Prometheus renames to
+    # "exported_job" (the scrape job's own label wins) unless the scrape config says
+    # honor_labels: any of them is the job.
+    job_selectors=('slurm_job="{job}"', 'job="{job}"', 'exported_job="{job}"'),
     fields={
         "sm_percent": (_ours("utilization_percent"), 1.0),
         "memory_access_percent": (_ours("memory_access_percent"), 1.0),
@@ -341,7 +343,7 @@ class PrometheusJobStream:
         where = (
             f"on the nodes {', '.join(q.nodes)}"
             if q.nodes
-            else "with a job label (gputop_hints_gpu_utilization_percent{job=...}, "
+            else "with a job label (gputop_hints_gpu_utilization_percent{slurm_job=...}, "
             "DCGM_FI_DEV_GPU_UTIL{hpc_job=...}, nvidia_gpu_jobId)"
         )
         return (
@@ -396,14 +398,20 @@ def nodes_of_job(job: str) -> tuple[str, ...]:
     try:
         shown = subprocess.run(
             ["scontrol", "show", "job", "-o", job],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
         match = re.search(r"\bNodeList=(\S+)", shown.stdout)
         if shown.returncode != 0 or match is None or match.group(1) in ("(null)", ""):
             return ()
         names = subprocess.run(
             ["scontrol", "show", "hostnames", match.group(1)],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return ()

@@ -2,7 +2,7 @@
 
 Each tick asks Prometheus for the latest value of every GPU series of the job --
 one instant query per kind of exporter (:func:`.job.exporter_query`, the query the
-report reads a range with: ``{__name__=~"gputop_hints_gpu_...", job="ID"}`` and its
+report reads a range with: ``{__name__=~"gputop_hints_gpu_...", slurm_job="ID"}`` and its
 dcgm-exporter, nvitop-exporter and jobstats equivalents) -- and
 turns the answer into a :class:`Snapshot` of all the job's GPUs, numbered in
 (node, GPU) order and named ``<node> GPU <n>``, as the job report does. The
@@ -67,7 +67,8 @@ class PrometheusSource:
         if not first:
             raise SourceUnavailable(
                 f"Prometheus at {self.client.url} has no GPU series of job {self.job} now "
-                "(gputop_hints_gpu_*{job=...}, DCGM_FI_DEV_*{hpc_job=...}, nvidia_gpu_jobId): "
+                "(gputop_hints_gpu_*{slurm_job=...}, DCGM_FI_DEV_*{hpc_job=...}, "
+                "nvidia_gpu_jobId): "
                 "is the job running, and is an exporter scraped on its nodes?"
             )
         self._first: dict[tuple[str, str], dict[str, float]] | None = first
@@ -109,9 +110,7 @@ class PrometheusSource:
 
     def sample(self) -> Snapshot:
         now = time.time()
-        host = HostSample(
-            hostname=f"job {self.job}", cpu_percent_per_core=(), allowed_cores=()
-        )
+        host = HostSample(hostname=f"job {self.job}", cpu_percent_per_core=(), allowed_cores=())
         reason = None
         if self._first is not None:
             values, self._first = self._first, None
