@@ -225,7 +225,8 @@ def build_families(tick: Tick, max_processes: int = MAX_PROCESS_SERIES) -> list[
     out.append(
         GaugeMetricFamily(
             PREFIX + "snapshot_timestamp_seconds",
-            "When the served tick was taken (seconds since the epoch; simulated for the demo)",
+            "When the served tick was taken (seconds since the epoch; the wall clock for the "
+            "demo too)",
             value=snap.timestamp,
         )
     )

@@ -491,6 +491,18 @@ def test_every_query_in_the_cluster_docs_returns_series(prometheus: str) -> None
         data = _get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
         result = data["data"]["result"]  # type: ignore[index]
         assert result, f"no series: {query}"
+        if "/ 60" in query:  # minutes held: the demo nodes ran for seconds, not since 2023
+            held = [float(r["value"][1]) for r in result]
+            assert min(held) >= 0 and max(held) < 30, (query, held)
         if "by (" in query and "job" in query.split("by (", 1)[1].split(")", 1)[0]:
             label = query.split("by (", 1)[1].split(")", 1)[0].strip()
             assert {r["metric"].get(label) for r in result} == {JOB}, (query, result)
+
+
+def test_demo_nodes_of_the_same_seed_have_gpus_of_their_own(prometheus: str) -> None:
+    """node-a and node-b run the same scenario and seed: their GPUs are still different
+    GPUs (the UUID depends on --label-host), so a query by uuid tells them apart."""
+    query = "count by (uuid) (gputop_hints_gpu_utilization_percent)"
+    data = _get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+    counts = {r["metric"]["uuid"]: r["value"][1] for r in data["data"]["result"]}  # type: ignore[index]
+    assert len(counts) == 2 * len(NODES) and set(counts.values()) == {"1"}, counts
