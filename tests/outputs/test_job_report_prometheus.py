@@ -48,8 +48,10 @@ DCGM_PAGE = "".join(
         ("DCGM_FI_DEV_GPU_UTIL", 93),
         ("DCGM_FI_DEV_MEM_COPY_UTIL", 41),
         ("DCGM_FI_DEV_FB_USED", 62000),
-        ("DCGM_FI_DEV_FB_FREE", 19559),
+        ("DCGM_FI_DEV_FB_FREE", 19000),
+        ("DCGM_FI_DEV_FB_RESERVED", 559),
         ("DCGM_FI_DEV_POWER_USAGE", 552.5),
+        ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 700),
         ("DCGM_FI_DEV_GPU_TEMP", 61),
         ("DCGM_FI_PROF_SM_ACTIVE", 0.82),
     )
@@ -381,7 +383,8 @@ def test_the_monitor_watches_the_job_live_from_prometheus(prometheus: str) -> No
     names = [g["name"] for g in doc["gpus"]]
     assert names == [f"{DCGM_NODE} GPU 0"] + [f"{n} GPU {i}" for n in NODES for i in (0, 1)]
     dgx = by_name_of(doc)[f"{DCGM_NODE} GPU 0"]
-    assert dgx["vram_total_bytes"] == (62000 + 19559) * 2**20
+    assert dgx["vram_total_bytes"] == (62000 + 19000 + 559) * 2**20  # used + free + reserved
+    assert dgx["power_limit_watts"] == 700
     assert dgx["sm_active_percent"] == pytest.approx(82)
     by_name = {g["name"]: g for g in doc["gpus"]}
     assert by_name["node-c GPU 0"]["sm_percent"] < by_name["node-a GPU 0"]["sm_percent"] / 2
