@@ -76,10 +76,30 @@ NVITOP_PAGE = "".join(
 )
 
 
+QUIET_JOB = "4343"
+"""A second job on two dcgm-exporter nodes: q-1 answers every scrape, q-2 only its
+first :data:`QUIET_AFTER` (then HTTP 503, as a node that went down)."""
+QUIET_AFTER = 3
+
+
+def _quiet_page(node: str) -> str:
+    return "".join(
+        f'{name}{{gpu="0",UUID="GPU-{node}",Hostname="{node}",hpc_job="{QUIET_JOB}"}} {value}\n'
+        for name, value in (("DCGM_FI_DEV_GPU_UTIL", 95), ("DCGM_FI_DEV_FB_USED", 1000))
+    )
+
+
 class _DcgmPage(http.server.BaseHTTPRequestHandler):
     page = DCGM_PAGE
+    answers: ClassVar[int | None] = None
+    """Scrapes it answers (None: all of them)."""
 
     def do_GET(self) -> None:
+        if self.answers is not None:
+            if self.answers <= 0:
+                self.send_error(503)
+                return
+            type(self).answers = self.answers - 1
         body = self.page.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -145,6 +165,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     nvitop = http.server.HTTPServer(("127.0.0.1", 0), _NvitopPage)
     threading.Thread(target=nvitop.serve_forever, daemon=True).start()
+    quiet = [http.server.HTTPServer(("127.0.0.1", 0), page) for page in (_QuietAlways, _QuietGoes)]
+    for page in quiet:
+        threading.Thread(target=page.serve_forever, daemon=True).start()
     try:
         targets = []
         for node, scenario in NODES.items():
@@ -158,6 +181,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             targets.append(f"'127.0.0.1:{_serving_port(proc)}'")
         targets.append(f"'127.0.0.1:{dcgm.server_port}'")
         targets.append(f"'127.0.0.1:{nvitop.server_port}'")
+        targets.extend(f"'127.0.0.1:{page.server_port}'" for page in quiet)
         config = tmp / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -194,7 +218,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in procs:
             reap(proc)
         log.close()
-        for page in (dcgm, nvitop):
+        for page in (dcgm, nvitop, *quiet):
             page.shutdown()
             page.server_close()
 
@@ -223,6 +247,30 @@ def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) 
 
 class _NvitopPage(_DcgmPage):
     page = NVITOP_PAGE
+
+
+class _QuietAlways(_DcgmPage):
+    page = _quiet_page("q-1")
+
+
+class _QuietGoes(_DcgmPage):
+    page = _quiet_page("q-2")
+    answers = QUIET_AFTER
+
+
+def test_a_node_that_went_quiet_is_named(prometheus: str) -> None:
+    """q-2 answered its first scrapes and then stopped: its mean is over the few points
+    it has, so the report names it, since when and how much is missing."""
+    result = run_cli("report", "--prometheus", prometheus, "--job", QUIET_JOB,
+                     "--since", "5m", "--step", "1", columns=200)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    nodes = result.stdout.split("Across nodes", 1)[0]
+    assert "no data from q-2 since " in nodes and "points missing" in nodes, nodes
+    assert "q-1 has" not in nodes and "from q-1" not in nodes
+    result = run_cli("report", "--prometheus", prometheus, "--job", QUIET_JOB,
+                     "--since", "5m", "--step", "1", "--json")  # fmt: skip
+    [gap] = json.loads(result.stdout)["job"]["quiet_nodes"]
+    assert gap["node"] == "q-2" and gap["missing_points"] >= SAMPLES - QUIET_AFTER - 1
 
 
 def test_nvitop_exporter_nodes_are_read_by_name(prometheus: str) -> None:

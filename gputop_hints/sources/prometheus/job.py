@@ -212,6 +212,24 @@ class _Gpu:
     """field -> time -> value."""
 
 
+QUIET_SHARE = 0.1
+"""A node missing from more than this share of the job's points is named as quiet."""
+
+
+@dataclass(frozen=True)
+class NodeGap:
+    """A node with no data at some of the job's points (:meth:`PrometheusJobStream.quiet_nodes`)."""
+
+    node: str
+    missing: int
+    points: int
+    """The job's points in the range (times any node has data)."""
+    last: float
+    """Its last point with data."""
+    end: float
+    """The job's last point."""
+
+
 @dataclass(frozen=True)
 class JobQuery:
     """What to read: a job (by label, or by its nodes) over a time range."""
@@ -296,6 +314,19 @@ class PrometheusJobStream:
             ]
             if speeds:
                 out[i] = min(speeds)
+        return out
+
+    def quiet_nodes(self) -> list[NodeGap]:
+        """The nodes missing from more than :data:`QUIET_SHARE` of the points the job
+        has (at least 2), in node order: a node that stopped answering, or whose
+        exporter or scrape failed at times. Its means are over the points it has, so
+        the report says so beside them."""
+        out = []
+        for node in self.nodes:
+            have = {t for g in self._gpus if g.node == node for vs in g.values.values() for t in vs}
+            missing = len(self._times) - len(have)
+            if missing >= 2 and missing > QUIET_SHARE * len(self._times):
+                out.append(NodeGap(node, missing, len(self._times), max(have), self._times[-1]))
         return out
 
     def gpus_of(self, node: str) -> list[tuple[int, str]]:
