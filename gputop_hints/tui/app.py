@@ -525,7 +525,7 @@ class GputopApp(PlaybackControls):
             self.gpu_area.show_gpus([gpu.index for gpu in self._shown_gpus(snapshot)])
             self.header.update_from(snapshot)
             self.show_replay_status()
-            self.banner.set_reason(snapshot.gpu_unavailable_reason)
+            self.banner.set_reason(snapshot.gpu_unavailable_reason, snapshot.source)
             for index, panel in self.gpu_area.panels.items():
                 panel.update_from(
                     snapshot.gpu(index),

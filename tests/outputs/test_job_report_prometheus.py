@@ -476,6 +476,9 @@ def test_prometheus_going_away_mid_run_is_a_tick_without_gpus(prometheus: str) -
     assert snap.gpus == ()
     assert snap.gpu_unavailable_reason is not None
     assert "unreachable" in snap.gpu_unavailable_reason
+    assert "stopped answering at " in snap.gpu_unavailable_reason  # and since when
+    since = snap.gpu_unavailable_reason.split(" at ", 2)[-1][:8]
+    assert source.sample().gpu_unavailable_reason.split(" at ", 2)[-1][:8] == since  # type: ignore[union-attr]
     source.client = PrometheusClient(prometheus)
     assert len(source.sample().gpus) == GPUS  # and it comes back
 

@@ -72,6 +72,8 @@ class PrometheusSource:
                 "is the job running, and is an exporter scraped on its nodes?"
             )
         self._first: dict[tuple[str, str], dict[str, float]] | None = first
+        self._down_since: float | None = None
+        """When Prometheus stopped answering (None while it answers)."""
 
     @property
     def sources(self) -> Mapping[str, str]:
@@ -117,8 +119,16 @@ class PrometheusSource:
         else:
             try:
                 values = self._read()
+                self._down_since = None
             except PrometheusError as exc:
-                values, reason = {}, str(exc)
+                if self._down_since is None:
+                    self._down_since = now
+                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+                values = {}
+                reason = (
+                    f"Prometheus at {self.client.url} stopped answering at {since} ({exc}); "
+                    "asking again each tick"
+                )
         for key in sorted(values, key=gpu_order):
             if key not in self._index:
                 self._index[key] = len(self._index)
