@@ -85,3 +85,21 @@ async def test_prometheus_going_down_says_so_not_no_driver() -> None:
         assert "Prometheus not answering" in text
         assert "no NVIDIA driver" not in text
         assert "CPU and host figures below are live" not in text
+
+
+async def test_n_shows_the_nodes_figures_at_once() -> None:
+    """At --interval 15 the next tick is up to 15 s away: the GPUs N brings on screen
+    show the latest tick's figures at once, not "no sample" until then."""
+    source = ThreeNodes("healthy", gpus=6, processes=6, seed=0)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(160, 60)) as pilot:
+        for _ in range(3):
+            app.ingest(source.sample())
+        await pilot.pause()
+        assert "no sample" not in screen_text(app)
+        await pilot.press("N")  # node-a only
+        await pilot.press("N")  # node-b only: its panels are new, and no tick comes
+        await pilot.pause()
+        text = screen_text(app)
+        assert "node-b GPU 0" in text and "node-a GPU 0" not in text
+        assert "no sample" not in text, text
