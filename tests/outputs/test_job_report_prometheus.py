@@ -165,7 +165,10 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     nvitop = http.server.HTTPServer(("127.0.0.1", 0), _NvitopPage)
     threading.Thread(target=nvitop.serve_forever, daemon=True).start()
-    quiet = [http.server.HTTPServer(("127.0.0.1", 0), page) for page in (_QuietAlways, _QuietGoes)]
+    quiet = [
+        http.server.HTTPServer(("127.0.0.1", 0), page)
+        for page in (_QuietAlways, _QuietGoes, _QuietLater)
+    ]
     for page in quiet:
         threading.Thread(target=page.serve_forever, daemon=True).start()
     try:
@@ -258,6 +261,12 @@ class _QuietGoes(_DcgmPage):
     answers = QUIET_AFTER
 
 
+class _QuietLater(_DcgmPage):
+    """Answers until a test stops it (answers = 0)."""
+
+    page = _quiet_page("q-3")
+
+
 def test_a_node_that_went_quiet_is_named(prometheus: str) -> None:
     """q-2 answered its first scrapes and then stopped: its mean is over the few points
     it has, so the report names it, since when and how much is missing."""
@@ -269,8 +278,31 @@ def test_a_node_that_went_quiet_is_named(prometheus: str) -> None:
     assert "q-1 has" not in nodes and "from q-1" not in nodes
     result = run_cli("report", "--prometheus", prometheus, "--job", QUIET_JOB,
                      "--since", "5m", "--step", "1", "--json")  # fmt: skip
-    [gap] = json.loads(result.stdout)["job"]["quiet_nodes"]
-    assert gap["node"] == "q-2" and gap["missing_points"] >= SAMPLES - QUIET_AFTER - 1
+    gaps = {g["node"]: g for g in json.loads(result.stdout)["job"]["quiet_nodes"]}
+    gap = gaps["q-2"]
+    assert "q-1" not in gaps and gap["missing_points"] >= SAMPLES - QUIET_AFTER - 1
+
+
+def test_the_live_view_names_a_node_that_goes_quiet(prometheus: str) -> None:
+    """q-3 stops answering while the monitor watches: its GPU says since when there is
+    no data from it (it read as before, "healthy", on nothing)."""
+    from gputop_hints.sources.prometheus.live import PrometheusSource
+
+    source = PrometheusSource(prometheus, QUIET_JOB, interval_s=1.0)
+    first = {g.node: g for g in source.sample().gpus}
+    assert set(first) == {"q-1", "q-3"} and "no data" not in (first["q-3"].name or "")
+    _QuietLater.answers = 0
+    end = time.monotonic() + WAIT_S
+    while True:
+        snap = source.sample()
+        gpus = {g.node: g for g in snap.gpus}
+        if "no data" in (gpus["q-3"].name or "") or time.monotonic() > end:
+            break
+        time.sleep(0.5)
+    assert "q-3 GPU 0: no data since " in (gpus["q-3"].name or ""), gpus["q-3"]
+    assert gpus["q-3"].sm_percent is None
+    assert "no data" not in (gpus["q-1"].name or "")
+    assert "no data from q-3 since " in snap.source_detail
 
 
 def test_nvitop_exporter_nodes_are_read_by_name(prometheus: str) -> None:

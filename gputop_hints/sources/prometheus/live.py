@@ -17,6 +17,7 @@ Prometheus going away mid-run is not a crash: the tick has no GPUs and says why
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 
@@ -72,6 +73,8 @@ class PrometheusSource:
                 "is the job running, and is an exporter scraped on its nodes?"
             )
         self._first: dict[tuple[str, str], dict[str, float]] | None = first
+        self._last_seen: dict[str, float] = {}
+        """node -> the last tick it had series."""
         self._down_since: float | None = None
         """When Prometheus stopped answering (None while it answers)."""
 
@@ -133,10 +136,15 @@ class PrometheusSource:
             if key not in self._index:
                 self._index[key] = len(self._index)
         gpus = []
+        quiet = self._quiet_nodes(values, now) if reason is None else {}
         if reason is None:
             for (node, gpu), index in sorted(self._index.items(), key=lambda kv: kv[1]):
-                gpus.append(gpu_sample(index, node, gpu, None, dict(values.get((node, gpu), {}))))
+                g = gpu_sample(index, node, gpu, None, dict(values.get((node, gpu), {})))
+                if node in quiet:
+                    g = dataclasses.replace(g, name=f"{g.name}: no data since {quiet[node]}")
+                gpus.append(g)
         detail = "; ".join(f"{n}: {s}" for n, s in self.sources.items())
+        detail += "".join(f"; no data from {n} since {t}" for n, t in quiet.items())
         return Snapshot(
             timestamp=now,
             interval_s=self.interval_s,
@@ -146,6 +154,20 @@ class PrometheusSource:
             source_detail=f"Prometheus {self.client.url}, job {self.job} ({detail})",
             gpu_unavailable_reason=reason,
         )
+
+    def _quiet_nodes(
+        self, values: Mapping[tuple[str, str], Mapping[str, float]], now: float
+    ) -> dict[str, str]:
+        """The nodes seen before with no series now (their exporter stopped answering,
+        and Prometheus marked its series stale) -> since when, as ``14:02:10``."""
+        have = {node for node, _gpu in values}
+        for node in have:
+            self._last_seen[node] = now
+        out = {}
+        for node in sorted({node for node, _gpu in self._index} - have):
+            since = self._last_seen.get(node, now)
+            out[node] = time.strftime("%H:%M:%S", time.localtime(since))
+        return out
 
     def close(self) -> None:
         """Nothing is held between queries."""
