@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -38,6 +40,7 @@ from gputop_hints.model import JobInfo
 from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 
 if TYPE_CHECKING:
+    from gputop_hints.hints.findings import Finding
     from gputop_hints.model import Snapshot
 
 DEFAULT_PORT = 9842
@@ -93,7 +96,7 @@ def build_export_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--label-job",
         metavar="ID",
-        help="the job label of every GPU, process and finding series, where the exporter "
+        help="the slurm_job label of every GPU, process and finding series, where the exporter "
         "cannot see the job itself (outside SLURM, or a demo node of a simulated job)",
     )
     add_source_args(parser)
@@ -115,6 +118,31 @@ def labelled(snapshot: Snapshot, host: str | None, job: str | None) -> Snapshot:
             processes=tuple(dataclasses.replace(p, in_job=True) for p in snapshot.processes),
         )
     return snapshot
+
+
+def as_node(
+    snapshot: Snapshot, findings: Sequence[Finding], host: str | None, now: float
+) -> tuple[Snapshot, tuple[Finding, ...]]:
+    """A simulated tick as a node's exporter serves it: stamped with the wall clock
+    ``now`` (the demo's clock starts in 2023, so "minutes held" read ~1.6 million), its
+    findings' start times moved by as much, and with ``--label-host`` each GPU's UUID
+    made the node's own (two demo nodes of one seed are not the same GPUs)."""
+    shift = now - snapshot.timestamp
+    gpus = snapshot.gpus
+    if host:
+        gpus = tuple(dataclasses.replace(g, uuid=_node_uuid(g.uuid, host)) for g in gpus)
+    moved = tuple(
+        f if f.started_at is None else dataclasses.replace(f, started_at=f.started_at + shift)
+        for f in findings
+    )
+    return dataclasses.replace(snapshot, timestamp=now, gpus=gpus), moved
+
+
+def _node_uuid(uuid: str | None, host: str) -> str | None:
+    if uuid is None:
+        return None
+    h = hashlib.sha1(f"{uuid}@{host}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
 def export_main(argv: Sequence[str]) -> int:
@@ -166,7 +194,9 @@ def _export(args: argparse.Namespace) -> int:
 
         def tick(snapshot: Snapshot) -> None:
             with lock:
-                findings = diagnoser.feed(snapshot)
+                findings: Sequence[Finding] = diagnoser.feed(snapshot)
+                if source.simulated:
+                    snapshot, findings = as_node(snapshot, findings, args.label_host, time.time())
                 collector.update(labelled(snapshot, args.label_host, args.label_job), findings)
 
         # The demo first runs past its jobs' warm-up, as --once does: the first scrape

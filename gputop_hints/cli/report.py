@@ -160,7 +160,9 @@ def _job_report(args: argparse.Namespace) -> int:
     )
     uneven = uneven_nodes(rows, thresholds.uneven_nodes)
     missing = tuple(n for n in query.nodes if n not in stream.sources)
-    section = JobSection(job, client.url, rows, uneven, tuple(findings), missing)
+    section = JobSection(
+        job, client.url, rows, uneven, tuple(findings), missing, tuple(stream.quiet_nodes())
+    )
     if args.json:
         doc = report_json(report) | {"job": job_section_json(section)}
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

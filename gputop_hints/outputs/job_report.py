@@ -17,13 +17,14 @@ view can say (docs/cluster.md, "The multi-node job view"):
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.hints.rules.uneven_nodes import NodeLevel, UnevenNodes, uneven
 from gputop_hints.outputs.report import Report
-from gputop_hints.sources.prometheus import NodeFinding
+from gputop_hints.sources.prometheus import NodeFinding, NodeGap
 from gputop_hints.text import visible_lines
 from gputop_hints.units import duration_text, human_bytes
 
@@ -52,6 +53,8 @@ class JobSection:
     findings: tuple[NodeFinding, ...]
     missing: tuple[str, ...] = ()
     """Nodes of the job (named by --nodes or SLURM) with no GPU series in the range."""
+    quiet: tuple[NodeGap, ...] = ()
+    """Nodes with no data at some of the job's points (stopped, or scraped with gaps)."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -94,8 +97,7 @@ def uneven_nodes(rows: Sequence[NodeRow], c: UnevenNodes) -> tuple[str, ...]:
     """What differs between nodes over the whole range, judged as the uneven-nodes rule
     judges a window (docs/hints.md#uneven-nodes), in words for the report."""
     levels = [
-        NodeLevel(r.node, tuple(i for i, _ in r.gpus), r.sm_mean, r.vram_peak_bytes)
-        for r in rows
+        NodeLevel(r.node, tuple(i for i, _ in r.gpus), r.sm_mean, r.vram_peak_bytes) for r in rows
     ]
     out = list(slow_links(rows, c))
     for u in uneven(levels, c):
@@ -123,6 +125,7 @@ def slow_links(rows: Sequence[NodeRow], c: UnevenNodes) -> list[str]:
     PCIe unless GPUDirect bypasses it), so the slowest link paces every step -- a port
     that trained down, a fallback to Ethernet where the others use InfiniBand, a GPU
     link at Gen3 x8 after a fault."""
+
     def network(r: NodeRow, median: float) -> str:
         return (
             f"{r.node}'s fastest network link is {_bits(r.link_bytes_per_s or 0)} against a "
@@ -187,6 +190,7 @@ def job_section_text(section: JobSection) -> str:
             f"  no GPU series in the range for: {', '.join(section.missing)} (no exporter "
             "scraped there, or the job ran no GPU there)"
         )
+    out.extend(f"  [!] {quiet_text(gap)}" for gap in section.quiet)
     out.append("")
     if section.uneven:
         out.append("Across nodes:")
@@ -211,6 +215,17 @@ def job_section_text(section: JobSection) -> str:
     return visible_lines("\n".join(out) + "\n")
 
 
+def quiet_text(gap: NodeGap) -> str:
+    """ "no data from node3 since 14:02:10, 9 of 13 points missing ..."."""
+    share = f"{gap.missing} of {gap.points} points missing"
+    if gap.last < gap.end:
+        since = time.strftime("%H:%M:%S", time.localtime(gap.last))
+        said = f"no data from {gap.node} since {since}, {share}"
+    else:
+        said = f"{gap.node} has gaps: {share}"
+    return f"{said} (its exporter or its scrape failed): its figures are over the points it has."
+
+
 def job_section_json(section: JobSection) -> dict[str, Any]:
     return {
         "job": section.job,
@@ -230,6 +245,10 @@ def job_section_json(section: JobSection) -> dict[str, Any]:
         ],
         "uneven": list(section.uneven),
         "nodes_without_series": list(section.missing),
+        "quiet_nodes": [
+            {"node": g.node, "missing_points": g.missing, "points": g.points, "last_data": g.last}
+            for g in section.quiet
+        ],
         "node_findings": [
             {
                 "node": f.node,

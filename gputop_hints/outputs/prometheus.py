@@ -45,9 +45,13 @@ lightest VRAM users are left out and counted in ``gputop_hints_process_series_dr
 BUSY_WORKER_PERCENT = 20.0
 """A worker counts as busy above this share of one core (as the hints count them)."""
 
-GPU_LABELS = ("gpu", "uuid", "host", "job")
-PROCESS_LABELS = ("gpu", "pid", "user", "command", "host", "job")
-FINDING_LABELS = ("rule", "subtype", "severity", "gpu", "pid", "job", "host")
+JOB_LABEL = "slurm_job"
+"""The label that carries the SLURM job. Not ``job``: Prometheus gives every scraped
+series its scrape job's own ``job`` label, which would move ours to ``exported_job``
+(dcgm-exporter's is ``hpc_job`` for the same reason)."""
+GPU_LABELS = ("gpu", "uuid", "host", JOB_LABEL)
+PROCESS_LABELS = ("gpu", "pid", "user", "command", "host", JOB_LABEL)
+FINDING_LABELS = ("rule", "subtype", "severity", "gpu", "pid", JOB_LABEL, "host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +225,8 @@ def build_families(tick: Tick, max_processes: int = MAX_PROCESS_SERIES) -> list[
     out.append(
         GaugeMetricFamily(
             PREFIX + "snapshot_timestamp_seconds",
-            "When the served tick was taken (seconds since the epoch; simulated for the demo)",
+            "When the served tick was taken (seconds since the epoch; the wall clock for the "
+            "demo too)",
             value=snap.timestamp,
         )
     )
@@ -229,7 +234,7 @@ def build_families(tick: Tick, max_processes: int = MAX_PROCESS_SERIES) -> list[
         job = GaugeMetricFamily(
             PREFIX + "job_info",
             "The SLURM job the exporter is attached to; 1 while attached",
-            labels=("job", "step", "name", "user", "host"),
+            labels=(JOB_LABEL, "step", "name", "user", "host"),
         )
         j = snap.job
         job.add_metric((j.job_id, j.step_id or "", j.name or "", j.user or "", host), 1)

@@ -15,16 +15,25 @@ MIB = 1024 * 1024
 
 VRAM_FREE = "vram_free_bytes"
 """Not a GpuSample field: dcgm-exporter gives free framebuffer, not the total; the
-total is used + free (:func:`with_totals`)."""
+total is used + free + reserved (:func:`with_totals`)."""
+VRAM_RESERVED = "vram_reserved_bytes"
+"""Not a GpuSample field: the framebuffer the driver reserves (``DCGM_FI_DEV_FB_RESERVED``,
+~0.5 GiB on an L4), in neither used nor free; part of the total."""
+POWER_MGMT_LIMIT = "power_mgmt_limit_watts"
+"""Not a GpuSample field: the management power limit, the power limit where the
+exporter gives no enforced limit (``DCGM_FI_DEV_ENFORCED_POWER_LIMIT``)."""
 
 DCGM_FIELDS: dict[str, tuple[str, float]] = {
     "sm_percent": ("DCGM_FI_DEV_GPU_UTIL", 1.0),
     "memory_access_percent": ("DCGM_FI_DEV_MEM_COPY_UTIL", 1.0),
     "vram_used_bytes": ("DCGM_FI_DEV_FB_USED", MIB),
     VRAM_FREE: ("DCGM_FI_DEV_FB_FREE", MIB),
+    VRAM_RESERVED: ("DCGM_FI_DEV_FB_RESERVED", MIB),
     "pcie_rx_bytes_per_s": ("DCGM_FI_PROF_PCIE_RX_BYTES", 1.0),
     "pcie_tx_bytes_per_s": ("DCGM_FI_PROF_PCIE_TX_BYTES", 1.0),
     "power_watts": ("DCGM_FI_DEV_POWER_USAGE", 1.0),
+    "power_limit_watts": ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 1.0),
+    POWER_MGMT_LIMIT: ("DCGM_FI_DEV_POWER_MGMT_LIMIT", 1.0),
     "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", 1.0),
     "pcie_generation": ("DCGM_FI_DEV_PCIE_LINK_GEN", 1.0),
     "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", 1.0),
@@ -34,20 +43,25 @@ DCGM_FIELDS: dict[str, tuple[str, float]] = {
     "tensor_active_percent": ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 100.0),
     "dram_active_percent": ("DCGM_FI_PROF_DRAM_ACTIVE", 100.0),
 }
-"""GpuSample field (or :data:`VRAM_FREE`) -> (dcgm-exporter metric name, scale to the
-field's unit)."""
+"""GpuSample field (or :data:`VRAM_FREE`, :data:`VRAM_RESERVED`, :data:`POWER_MGMT_LIMIT`)
+-> (dcgm-exporter metric name, scale to the field's unit)."""
 
 RATIO_FIELDS = frozenset(f for f, (_m, scale) in DCGM_FIELDS.items() if scale == 100.0)
 """The fields read from a 0-1 ratio (a ratio above 1 is impossible)."""
 
 
 def with_totals(values: dict[str, float]) -> dict[str, float]:
-    """One GPU's readings at one time, with :data:`VRAM_FREE` turned into the total
-    (used + free) where the exporter gives no total."""
+    """One GPU's readings at one time, with :data:`VRAM_FREE` and :data:`VRAM_RESERVED`
+    turned into the total (used + free + reserved) where the exporter gives no total,
+    and the management power limit the limit where no enforced limit is given."""
     free = values.pop(VRAM_FREE, None)
+    reserved = values.pop(VRAM_RESERVED, None)
     used = values.get("vram_used_bytes")
     if free is not None and used is not None and "vram_total_bytes" not in values:
-        values["vram_total_bytes"] = used + free
+        values["vram_total_bytes"] = used + free + (reserved or 0.0)
+    mgmt = values.pop(POWER_MGMT_LIMIT, None)
+    if mgmt is not None and "power_limit_watts" not in values:
+        values["power_limit_watts"] = mgmt
     return values
 
 

@@ -525,15 +525,8 @@ class GputopApp(PlaybackControls):
             self.gpu_area.show_gpus([gpu.index for gpu in self._shown_gpus(snapshot)])
             self.header.update_from(snapshot)
             self.show_replay_status()
-            self.banner.set_reason(snapshot.gpu_unavailable_reason)
-            for index, panel in self.gpu_area.panels.items():
-                panel.update_from(
-                    snapshot.gpu(index),
-                    history.gpus.get(index),
-                    engine.for_gpu(index),
-                    ticks=history.ticks,
-                    verdict=diagnoser.verdicts.of(index),
-                )
+            self.banner.set_reason(snapshot.gpu_unavailable_reason, snapshot.source)
+            self._update_gpu_panels(snapshot)
             self.cpu_panel.update_from(snapshot.host, snapshot.job, self.findings)
             table = self.process_table
             table.note = (
@@ -722,6 +715,19 @@ class GputopApp(PlaybackControls):
             return snapshot.gpus
         return tuple(g for g in snapshot.gpus if g.node == self.node)
 
+    def _update_gpu_panels(self, snapshot: Snapshot) -> None:
+        """Every GPU panel on screen from ``snapshot`` and the history it ends."""
+        diagnoser = self.diagnoser
+        history = diagnoser.history
+        for index, panel in self.gpu_area.panels.items():
+            panel.update_from(
+                snapshot.gpu(index),
+                history.gpus.get(index),
+                diagnoser.engine.for_gpu(index),
+                ticks=history.ticks,
+                verdict=diagnoser.verdicts.of(index),
+            )
+
     def action_cycle_node(self) -> None:
         """``N``: a job across nodes: only one node's GPUs, each node in turn, then all."""
         snapshot = self.snapshot
@@ -735,6 +741,7 @@ class GputopApp(PlaybackControls):
         at = order.index(self.node) if self.node in order else 0
         self.node = order[(at + 1) % len(order)]
         self.gpu_area.show_gpus([g.index for g in self._shown_gpus(snapshot)])
+        self._update_gpu_panels(snapshot)  # the latest tick's figures, not the next's
         self.call_after_refresh(self._apply_layout)
         shown = "all nodes" if self.node is None else f"node {visible(self.node)} only"
         self.notify(f"GPUs of {shown} (N: next)")

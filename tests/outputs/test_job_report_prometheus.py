@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import ClassVar
@@ -47,8 +48,10 @@ DCGM_PAGE = "".join(
         ("DCGM_FI_DEV_GPU_UTIL", 93),
         ("DCGM_FI_DEV_MEM_COPY_UTIL", 41),
         ("DCGM_FI_DEV_FB_USED", 62000),
-        ("DCGM_FI_DEV_FB_FREE", 19559),
+        ("DCGM_FI_DEV_FB_FREE", 19000),
+        ("DCGM_FI_DEV_FB_RESERVED", 559),
         ("DCGM_FI_DEV_POWER_USAGE", 552.5),
+        ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 700),
         ("DCGM_FI_DEV_GPU_TEMP", 61),
         ("DCGM_FI_PROF_SM_ACTIVE", 0.82),
     )
@@ -73,10 +76,30 @@ NVITOP_PAGE = "".join(
 )
 
 
+QUIET_JOB = "4343"
+"""A second job on two dcgm-exporter nodes: q-1 answers every scrape, q-2 only its
+first :data:`QUIET_AFTER` (then HTTP 503, as a node that went down)."""
+QUIET_AFTER = 3
+
+
+def _quiet_page(node: str) -> str:
+    return "".join(
+        f'{name}{{gpu="0",UUID="GPU-{node}",Hostname="{node}",hpc_job="{QUIET_JOB}"}} {value}\n'
+        for name, value in (("DCGM_FI_DEV_GPU_UTIL", 95), ("DCGM_FI_DEV_FB_USED", 1000))
+    )
+
+
 class _DcgmPage(http.server.BaseHTTPRequestHandler):
     page = DCGM_PAGE
+    answers: ClassVar[int | None] = None
+    """Scrapes it answers (None: all of them)."""
 
     def do_GET(self) -> None:
+        if self.answers is not None:
+            if self.answers <= 0:
+                self.send_error(503)
+                return
+            type(self).answers = self.answers - 1
         body = self.page.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -86,6 +109,8 @@ class _DcgmPage(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
 WAIT_S = 90.0
 """Longest wait for a process to start or for Prometheus to hold enough samples."""
 SAMPLES = 12
@@ -140,6 +165,12 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     nvitop = http.server.HTTPServer(("127.0.0.1", 0), _NvitopPage)
     threading.Thread(target=nvitop.serve_forever, daemon=True).start()
+    quiet = [
+        http.server.HTTPServer(("127.0.0.1", 0), page)
+        for page in (_QuietAlways, _QuietGoes, _QuietLater)
+    ]
+    for page in quiet:
+        threading.Thread(target=page.serve_forever, daemon=True).start()
     try:
         targets = []
         for node, scenario in NODES.items():
@@ -153,6 +184,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             targets.append(f"'127.0.0.1:{_serving_port(proc)}'")
         targets.append(f"'127.0.0.1:{dcgm.server_port}'")
         targets.append(f"'127.0.0.1:{nvitop.server_port}'")
+        targets.extend(f"'127.0.0.1:{page.server_port}'" for page in quiet)
         config = tmp / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
@@ -189,7 +221,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for proc in procs:
             reap(proc)
         log.close()
-        for page in (dcgm, nvitop):
+        for page in (dcgm, nvitop, *quiet):
             page.shutdown()
             page.server_close()
 
@@ -218,6 +250,59 @@ def test_the_job_report_names_the_node_that_holds_the_job_back(prometheus: str) 
 
 class _NvitopPage(_DcgmPage):
     page = NVITOP_PAGE
+
+
+class _QuietAlways(_DcgmPage):
+    page = _quiet_page("q-1")
+
+
+class _QuietGoes(_DcgmPage):
+    page = _quiet_page("q-2")
+    answers = QUIET_AFTER
+
+
+class _QuietLater(_DcgmPage):
+    """Answers until a test stops it (answers = 0)."""
+
+    page = _quiet_page("q-3")
+
+
+def test_a_node_that_went_quiet_is_named(prometheus: str) -> None:
+    """q-2 answered its first scrapes and then stopped: its mean is over the few points
+    it has, so the report names it, since when and how much is missing."""
+    result = run_cli("report", "--prometheus", prometheus, "--job", QUIET_JOB,
+                     "--since", "5m", "--step", "1", columns=200)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    nodes = result.stdout.split("Across nodes", 1)[0]
+    assert "no data from q-2 since " in nodes and "points missing" in nodes, nodes
+    assert "q-1 has" not in nodes and "from q-1" not in nodes
+    result = run_cli("report", "--prometheus", prometheus, "--job", QUIET_JOB,
+                     "--since", "5m", "--step", "1", "--json")  # fmt: skip
+    gaps = {g["node"]: g for g in json.loads(result.stdout)["job"]["quiet_nodes"]}
+    gap = gaps["q-2"]
+    assert "q-1" not in gaps and gap["missing_points"] >= SAMPLES - QUIET_AFTER - 1
+
+
+def test_the_live_view_names_a_node_that_goes_quiet(prometheus: str) -> None:
+    """q-3 stops answering while the monitor watches: its GPU says since when there is
+    no data from it (it read as before, "healthy", on nothing)."""
+    from gputop_hints.sources.prometheus.live import PrometheusSource
+
+    source = PrometheusSource(prometheus, QUIET_JOB, interval_s=1.0)
+    first = {g.node: g for g in source.sample().gpus}
+    assert set(first) == {"q-1", "q-3"} and "no data" not in (first["q-3"].name or "")
+    _QuietLater.answers = 0
+    end = time.monotonic() + WAIT_S
+    while True:
+        snap = source.sample()
+        gpus = {g.node: g for g in snap.gpus}
+        if "no data" in (gpus["q-3"].name or "") or time.monotonic() > end:
+            break
+        time.sleep(0.5)
+    assert "q-3 GPU 0: no data since " in (gpus["q-3"].name or ""), gpus["q-3"]
+    assert gpus["q-3"].sm_percent is None
+    assert "no data" not in (gpus["q-1"].name or "")
+    assert "no data from q-3 since " in snap.source_detail
 
 
 def test_nvitop_exporter_nodes_are_read_by_name(prometheus: str) -> None:
@@ -378,7 +463,8 @@ def test_the_monitor_watches_the_job_live_from_prometheus(prometheus: str) -> No
     names = [g["name"] for g in doc["gpus"]]
     assert names == [f"{DCGM_NODE} GPU 0"] + [f"{n} GPU {i}" for n in NODES for i in (0, 1)]
     dgx = by_name_of(doc)[f"{DCGM_NODE} GPU 0"]
-    assert dgx["vram_total_bytes"] == (62000 + 19559) * 2**20
+    assert dgx["vram_total_bytes"] == (62000 + 19000 + 559) * 2**20  # used + free + reserved
+    assert dgx["power_limit_watts"] == 700
     assert dgx["sm_active_percent"] == pytest.approx(82)
     by_name = {g["name"]: g for g in doc["gpus"]}
     assert by_name["node-c GPU 0"]["sm_percent"] < by_name["node-a GPU 0"]["sm_percent"] / 2
@@ -422,6 +508,9 @@ def test_prometheus_going_away_mid_run_is_a_tick_without_gpus(prometheus: str) -
     assert snap.gpus == ()
     assert snap.gpu_unavailable_reason is not None
     assert "unreachable" in snap.gpu_unavailable_reason
+    assert "stopped answering at " in snap.gpu_unavailable_reason  # and since when
+    since = snap.gpu_unavailable_reason.split(" at ", 2)[-1][:8]
+    assert source.sample().gpu_unavailable_reason.split(" at ", 2)[-1][:8] == since  # type: ignore[union-attr]
     source.client = PrometheusClient(prometheus)
     assert len(source.sample().gpus) == GPUS  # and it comes back
 
@@ -461,3 +550,45 @@ def test_a_node_whose_gpu_link_trained_down_is_named() -> None:
     lines = uneven_nodes([row("a", gen4_x16), row("b", gen4_x16), row("c", gen3_x8)], c)
     assert len(lines) == 1 and lines[0].startswith("c has a GPU on a PCIe link of")
     assert uneven_nodes([row("a", gen4_x16), row("b", None)], c) == ()
+
+
+def _doc_queries() -> list[str]:
+    """Every PromQL query docs/cluster.md gives: its ```promql blocks (comments left
+    out) and the inline alert query."""
+    text = (REPO / "docs" / "cluster.md").read_text()
+    queries = []
+    for block in text.split("```promql\n")[1:]:
+        body = block.split("```", 1)[0]
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("#")]
+        queries.append("\n".join(lines).strip())
+    queries.extend(
+        "max_over_time(" + inline.split("`", 1)[0] for inline in text.split("`max_over_time(")[1:]
+    )
+    return queries
+
+
+def test_every_query_in_the_cluster_docs_returns_series(prometheus: str) -> None:
+    """Under the scrape config docs/cluster.md recommends (no honor_labels: Prometheus's
+    own ``job`` is the scrape job's name), each query the docs give returns series, and
+    one that groups by the SLURM job groups by the job's id, not the scrape job's."""
+    queries = _doc_queries()
+    assert len(queries) >= 5, queries
+    for query in queries:
+        data = _get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+        result = data["data"]["result"]  # type: ignore[index]
+        assert result, f"no series: {query}"
+        if "/ 60" in query:  # minutes held: the demo nodes ran for seconds, not since 2023
+            held = [float(r["value"][1]) for r in result]
+            assert min(held) >= 0 and max(held) < 30, (query, held)
+        if "by (" in query and "job" in query.split("by (", 1)[1].split(")", 1)[0]:
+            label = query.split("by (", 1)[1].split(")", 1)[0].strip()
+            assert {r["metric"].get(label) for r in result} == {JOB}, (query, result)
+
+
+def test_demo_nodes_of_the_same_seed_have_gpus_of_their_own(prometheus: str) -> None:
+    """node-a and node-b run the same scenario and seed: their GPUs are still different
+    GPUs (the UUID depends on --label-host), so a query by uuid tells them apart."""
+    query = "count by (uuid) (gputop_hints_gpu_utilization_percent)"
+    data = _get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+    counts = {r["metric"]["uuid"]: r["value"][1] for r in data["data"]["result"]}  # type: ignore[index]
+    assert len(counts) == 2 * len(NODES) and set(counts.values()) == {"1"}, counts

@@ -125,7 +125,7 @@ def test_an_unknown_value_is_no_sample_never_zero() -> None:
     collector.update(_snapshot(sm_percent=20.0, sm_active_percent=12.0), ())
     samples = _scrape(collector)
     [util] = _named(samples, "gputop_hints_gpu_utilization_percent")
-    assert util.labels == {"gpu": "0", "uuid": "GPU-abc", "host": "node7", "job": ""}
+    assert util.labels == {"gpu": "0", "uuid": "GPU-abc", "host": "node7", "slurm_job": ""}
     assert util.value == 20.0
     [smact] = _named(samples, "gputop_hints_gpu_sm_active_percent")
     assert smact.value == 12.0
@@ -148,11 +148,11 @@ def test_job_labels_come_from_the_slurm_job() -> None:
     collector.update(_snapshot((_process(7, 100, in_job=True),), job=job), (_finding(7),))
     samples = _scrape(collector)
     [vram] = _named(samples, "gputop_hints_process_vram_bytes")
-    assert vram.labels["job"] == "1234"
+    assert vram.labels["slurm_job"] == "1234"
     [finding] = _named(samples, "gputop_hints_finding")
-    assert finding.labels["job"] == "1234"
+    assert finding.labels["slurm_job"] == "1234"
     [info] = _named(samples, "gputop_hints_job_info")
-    assert (info.labels["job"], info.labels["step"]) == ("1234", "0")
+    assert (info.labels["slurm_job"], info.labels["step"]) == ("1234", "0")
 
 
 # --- the real command ---------------------------------------------------------------

@@ -62,3 +62,44 @@ async def test_n_on_one_machine_says_what_it_is_for() -> None:
         await pilot.pause()
         assert app.node is None
         assert len(app.gpu_area.panels) == 2
+
+
+async def test_prometheus_going_down_says_so_not_no_driver() -> None:
+    """The server stops answering mid-run: the tick has no GPUs and the source's reason.
+    The screen says what happened -- not "no NVIDIA driver", not live host figures."""
+    source = ThreeNodes("healthy", gpus=6, processes=6, seed=0)
+    app = GputopApp(source, autostart=False)
+    reason = (
+        "Prometheus at http://prom:9090 stopped answering at 14:02:10 "
+        "(unreachable: connection refused); asking again each tick"
+    )
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.ingest(source.sample())
+        down = dataclasses.replace(
+            source.sample(), gpus=(), gpu_unavailable_reason=reason, driver_version=None
+        )
+        app.ingest(down)
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert "stopped answering at 14:02:10" in text
+        assert "Prometheus not answering" in text
+        assert "no NVIDIA driver" not in text
+        assert "CPU and host figures below are live" not in text
+
+
+async def test_n_shows_the_nodes_figures_at_once() -> None:
+    """At --interval 15 the next tick is up to 15 s away: the GPUs N brings on screen
+    show the latest tick's figures at once, not "no sample" until then."""
+    source = ThreeNodes("healthy", gpus=6, processes=6, seed=0)
+    app = GputopApp(source, autostart=False)
+    async with app.run_test(size=(160, 60)) as pilot:
+        for _ in range(3):
+            app.ingest(source.sample())
+        await pilot.pause()
+        assert "no sample" not in screen_text(app)
+        await pilot.press("N")  # node-a only
+        await pilot.press("N")  # node-b only: its panels are new, and no tick comes
+        await pilot.pause()
+        text = screen_text(app)
+        assert "node-b GPU 0" in text and "node-a GPU 0" not in text
+        assert "no sample" not in text, text

@@ -9,6 +9,7 @@ from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusE
 from gputop_hints.sources.prometheus.job import (
     JobQuery,
     NodeFinding,
+    NodeGap,
     PrometheusJobStream,
     node_findings,
     node_links,
@@ -18,6 +19,7 @@ from gputop_hints.sources.prometheus.job import (
 __all__ = [
     "JobQuery",
     "NodeFinding",
+    "NodeGap",
     "PrometheusClient",
     "PrometheusError",
     "PrometheusJobStream",

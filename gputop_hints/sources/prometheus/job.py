@@ -4,7 +4,8 @@ The job's GPUs are found by the job label each node exporter puts on its series,
 in this order of preference per node (the first that has the node wins, and the
 stream says which source each node's numbers come from):
 
-* ``gputop-hints export``: ``gputop_hints_gpu_*{job="ID"}`` (labels ``host``, ``gpu``);
+* ``gputop-hints export``: ``gputop_hints_gpu_*{slurm_job="ID"}`` (before issue 46
+  ``job``, which Prometheus keeps as ``exported_job``; labels ``host``, ``gpu``);
 * NVIDIA dcgm-exporter with its HPC job mapping (``--hpc-job-mapping-dir``):
   ``DCGM_FI_DEV_*{hpc_job="ID"}`` (labels ``Hostname``, ``gpu``; VRAM in MiB,
   ``DCGM_FI_PROF_*`` as ratios 0-1);
@@ -78,9 +79,10 @@ OURS = Exporter(
     host_label="host",
     gpu_label="gpu",
     uuid_label="uuid",
-    # Prometheus renames a scraped "job" label to "exported_job" (the scrape job's own
-    # label wins) unless the scrape config says honor_labels: either is the job.
-    job_selectors=('job="{job}"', 'exported_job="{job}"'),
+    # slurm_job since issue 46; before, "job", which Prometheus renames to
+    # "exported_job" (the scrape job's own label wins) unless the scrape config says
+    # honor_labels: any of them is the job.
+    job_selectors=('slurm_job="{job}"', 'job="{job}"', 'exported_job="{job}"'),
     fields={
         "sm_percent": (_ours("utilization_percent"), 1.0),
         "memory_access_percent": (_ours("memory_access_percent"), 1.0),
@@ -210,6 +212,24 @@ class _Gpu:
     """field -> time -> value."""
 
 
+QUIET_SHARE = 0.1
+"""A node missing from more than this share of the job's points is named as quiet."""
+
+
+@dataclass(frozen=True)
+class NodeGap:
+    """A node with no data at some of the job's points (:meth:`PrometheusJobStream.quiet_nodes`)."""
+
+    node: str
+    missing: int
+    points: int
+    """The job's points in the range (times any node has data)."""
+    last: float
+    """Its last point with data."""
+    end: float
+    """The job's last point."""
+
+
 @dataclass(frozen=True)
 class JobQuery:
     """What to read: a job (by label, or by its nodes) over a time range."""
@@ -296,6 +316,19 @@ class PrometheusJobStream:
                 out[i] = min(speeds)
         return out
 
+    def quiet_nodes(self) -> list[NodeGap]:
+        """The nodes missing from more than :data:`QUIET_SHARE` of the points the job
+        has (at least 2), in node order: a node that stopped answering, or whose
+        exporter or scrape failed at times. Its means are over the points it has, so
+        the report says so beside them."""
+        out = []
+        for node in self.nodes:
+            have = {t for g in self._gpus if g.node == node for vs in g.values.values() for t in vs}
+            missing = len(self._times) - len(have)
+            if missing >= 2 and missing > QUIET_SHARE * len(self._times):
+                out.append(NodeGap(node, missing, len(self._times), max(have), self._times[-1]))
+        return out
+
     def gpus_of(self, node: str) -> list[tuple[int, str]]:
         """The node's GPUs: (index in the snapshots, the node's own GPU number)."""
         return [(i, g.gpu) for i, g in enumerate(self._gpus) if g.node == node]
@@ -341,7 +374,7 @@ class PrometheusJobStream:
         where = (
             f"on the nodes {', '.join(q.nodes)}"
             if q.nodes
-            else "with a job label (gputop_hints_gpu_utilization_percent{job=...}, "
+            else "with a job label (gputop_hints_gpu_utilization_percent{slurm_job=...}, "
             "DCGM_FI_DEV_GPU_UTIL{hpc_job=...}, nvidia_gpu_jobId)"
         )
         return (
@@ -396,14 +429,20 @@ def nodes_of_job(job: str) -> tuple[str, ...]:
     try:
         shown = subprocess.run(
             ["scontrol", "show", "job", "-o", job],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
         match = re.search(r"\bNodeList=(\S+)", shown.stdout)
         if shown.returncode != 0 or match is None or match.group(1) in ("(null)", ""):
             return ()
         names = subprocess.run(
             ["scontrol", "show", "hostnames", match.group(1)],
-            capture_output=True, text=True, timeout=10, check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return ()

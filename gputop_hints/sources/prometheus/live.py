@@ -2,7 +2,7 @@
 
 Each tick asks Prometheus for the latest value of every GPU series of the job --
 one instant query per kind of exporter (:func:`.job.exporter_query`, the query the
-report reads a range with: ``{__name__=~"gputop_hints_gpu_...", job="ID"}`` and its
+report reads a range with: ``{__name__=~"gputop_hints_gpu_...", slurm_job="ID"}`` and its
 dcgm-exporter, nvitop-exporter and jobstats equivalents) -- and
 turns the answer into a :class:`Snapshot` of all the job's GPUs, numbered in
 (node, GPU) order and named ``<node> GPU <n>``, as the job report does. The
@@ -17,6 +17,7 @@ Prometheus going away mid-run is not a crash: the tick has no GPUs and says why
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 
@@ -67,10 +68,15 @@ class PrometheusSource:
         if not first:
             raise SourceUnavailable(
                 f"Prometheus at {self.client.url} has no GPU series of job {self.job} now "
-                "(gputop_hints_gpu_*{job=...}, DCGM_FI_DEV_*{hpc_job=...}, nvidia_gpu_jobId): "
+                "(gputop_hints_gpu_*{slurm_job=...}, DCGM_FI_DEV_*{hpc_job=...}, "
+                "nvidia_gpu_jobId): "
                 "is the job running, and is an exporter scraped on its nodes?"
             )
         self._first: dict[tuple[str, str], dict[str, float]] | None = first
+        self._last_seen: dict[str, float] = {}
+        """node -> the last tick it had series."""
+        self._down_since: float | None = None
+        """When Prometheus stopped answering (None while it answers)."""
 
     @property
     def sources(self) -> Mapping[str, str]:
@@ -109,25 +115,36 @@ class PrometheusSource:
 
     def sample(self) -> Snapshot:
         now = time.time()
-        host = HostSample(
-            hostname=f"job {self.job}", cpu_percent_per_core=(), allowed_cores=()
-        )
+        host = HostSample(hostname=f"job {self.job}", cpu_percent_per_core=(), allowed_cores=())
         reason = None
         if self._first is not None:
             values, self._first = self._first, None
         else:
             try:
                 values = self._read()
+                self._down_since = None
             except PrometheusError as exc:
-                values, reason = {}, str(exc)
+                if self._down_since is None:
+                    self._down_since = now
+                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+                values = {}
+                reason = (
+                    f"Prometheus at {self.client.url} stopped answering at {since} ({exc}); "
+                    "asking again each tick"
+                )
         for key in sorted(values, key=gpu_order):
             if key not in self._index:
                 self._index[key] = len(self._index)
         gpus = []
+        quiet = self._quiet_nodes(values, now) if reason is None else {}
         if reason is None:
             for (node, gpu), index in sorted(self._index.items(), key=lambda kv: kv[1]):
-                gpus.append(gpu_sample(index, node, gpu, None, dict(values.get((node, gpu), {}))))
+                g = gpu_sample(index, node, gpu, None, dict(values.get((node, gpu), {})))
+                if node in quiet:
+                    g = dataclasses.replace(g, name=f"{g.name}: no data since {quiet[node]}")
+                gpus.append(g)
         detail = "; ".join(f"{n}: {s}" for n, s in self.sources.items())
+        detail += "".join(f"; no data from {n} since {t}" for n, t in quiet.items())
         return Snapshot(
             timestamp=now,
             interval_s=self.interval_s,
@@ -137,6 +154,20 @@ class PrometheusSource:
             source_detail=f"Prometheus {self.client.url}, job {self.job} ({detail})",
             gpu_unavailable_reason=reason,
         )
+
+    def _quiet_nodes(
+        self, values: Mapping[tuple[str, str], Mapping[str, float]], now: float
+    ) -> dict[str, str]:
+        """The nodes seen before with no series now (their exporter stopped answering,
+        and Prometheus marked its series stale) -> since when, as ``14:02:10``."""
+        have = {node for node, _gpu in values}
+        for node in have:
+            self._last_seen[node] = now
+        out = {}
+        for node in sorted({node for node, _gpu in self._index} - have):
+            since = self._last_seen.get(node, now)
+            out[node] = time.strftime("%H:%M:%S", time.localtime(since))
+        return out
 
     def close(self) -> None:
         """Nothing is held between queries."""

@@ -30,6 +30,7 @@ class GpuUnavailableBanner(StripWidget):
     def __init__(self) -> None:
         super().__init__(id="no-gpu")
         self.reason: str | None = None
+        self.advice = self.ADVICE
 
     LEAD = "No GPU panels: "
     ADVICE = (
@@ -37,9 +38,18 @@ class GpuUnavailableBanner(StripWidget):
         + DEMO_COMMAND.replace(" ", NBSP)
     )
 
-    def set_reason(self, reason: str | None) -> None:
-        if reason != self.reason:
+    PROMETHEUS_ADVICE = (
+        "The job's GPUs come back on the first tick Prometheus answers; nothing on "
+        "screen is live until then."
+    )
+
+    def set_reason(self, reason: str | None, source: str = "live") -> None:
+        """Show ``reason`` (None: hide). From ``--prometheus`` the reason is the
+        server's, and no figure below is live: the advice says so instead."""
+        advice = self.PROMETHEUS_ADVICE if source == "prometheus" else self.ADVICE
+        if reason != self.reason or advice != self.advice:
             self.reason = reason
+            self.advice = advice
             self.display = reason is not None
             self.invalidate()
 
@@ -47,7 +57,7 @@ class GpuUnavailableBanner(StripWidget):
         """The reason and the advice, word-wrapped to ``width`` (never cut off)."""
         inner = max(10, width - 2)
         reason = textwrap.wrap(self.LEAD + (self.reason or ""), inner) or [self.LEAD]
-        advice = textwrap.wrap(self.ADVICE, inner, break_long_words=False, break_on_hyphens=False)
+        advice = textwrap.wrap(self.advice, inner, break_long_words=False, break_on_hyphens=False)
         return reason, advice
 
     def height_for(self, width: int) -> int:

@@ -122,7 +122,8 @@ class HeaderBar(StripWidget):
                 cuda = f" · CUDA {snap.cuda_driver_version}" if snap.cuda_driver_version else ""
                 left.append(Piece(f"driver {snap.driver_version}{cuda}", p.text, 4))
             elif snap.gpu_unavailable_reason:
-                left.append(Piece("no NVIDIA driver", p.warning, 2))
+                down = "Prometheus not answering" if source == "prometheus" else "no NVIDIA driver"
+                left.append(Piece(down, p.warning, 2))
             detail = f" {snap.source_detail}" if snap.source_detail else ""
             left.append(Piece(f"every {snap.interval_s:g}s", p.text, 3))
             left.append(Piece(f"source {snap.source}{detail}", p.muted, 5))

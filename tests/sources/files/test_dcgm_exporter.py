@@ -24,8 +24,6 @@ MIB = 2**20
 DATE = re.compile(r"^\w{3} (\w{3}) +(\d+) (\d\d):(\d\d):(\d\d) UTC (\d{4})$", re.MULTILINE)
 
 
-
-
 def expected_scrapes() -> list[tuple[float, dict[tuple[str, str], float]]]:
     """(time of the date line, {(metric, gpu): value}) per scrape of the fixture."""
     return [
@@ -51,6 +49,7 @@ def test_scrapes_read_one_snapshot_each_timed_by_their_date_lines() -> None:
     for snap, (_, values) in zip(snaps, expected, strict=True):
         assert snap.driver_version == "550.54.15"
         for g in snap.gpus:
+
             def want(metric: str, g: object = g, values: dict = values) -> float | None:  # type: ignore[type-arg]
                 return values.get((metric, str(g.index)))  # type: ignore[attr-defined]
 
@@ -243,10 +242,37 @@ def test_gpus_of_several_hosts_are_named_by_host(tmp_path: Path) -> None:
 def test_a_timestamp_that_is_no_time_is_a_bad_line_and_the_value_kept(tmp_path: Path) -> None:
     log = tmp_path / "dcgm.txt"
     log.write_text(
-        f"{SAMPLE.format(gpu=0, value=5)} 99999999999999999999\n"
-        f"{SAMPLE.format(gpu=0, value=6)}\n",
+        f"{SAMPLE.format(gpu=0, value=5)} 99999999999999999999\n{SAMPLE.format(gpu=0, value=6)}\n",
         encoding="utf-8",
     )
     snaps, _info, counters = load(log)
     assert [s.gpus[0].sm_percent for s in snaps] == [5, 6]
     assert counters.bad_lines == 1 and "is no time" in (counters.first_bad_reason or "")
+
+
+def test_reserved_framebuffer_and_the_power_limit(tmp_path: Path) -> None:
+    """An L4 as dcgm-exporter writes it: 23034 MiB of framebuffer, of which the driver
+    reserves 487 (DCGM_FI_DEV_FB_RESERVED): the total is used + free + reserved, 22.5
+    GiB, not 22.0. The enforced power limit is the limit; the management limit where
+    the exporter's CSV has only that."""
+    log = tmp_path / "l4.txt"
+    labels = 'gpu="0",UUID="GPU-l4",modelName="NVIDIA L4",Hostname="n1"'
+    log.write_text(
+        f"DCGM_FI_DEV_FB_USED{{{labels}}} 1200\n"
+        f"DCGM_FI_DEV_FB_FREE{{{labels}}} 21347\n"
+        f"DCGM_FI_DEV_FB_RESERVED{{{labels}}} 487\n"
+        f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 35.2\n"
+        f"DCGM_FI_DEV_POWER_MGMT_LIMIT{{{labels}}} 72\n"
+        f"DCGM_FI_DEV_ENFORCED_POWER_LIMIT{{{labels}}} 60\n",
+        encoding="utf-8",
+    )
+    [gpu] = load(log)[0][0].gpus
+    assert gpu.vram_total_bytes == 23034 * MIB  # 22.5 GiB
+    assert gpu.vram_used_bytes == 1200 * MIB
+    assert gpu.power_limit_watts == 60
+    log.write_text(
+        f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 35.2\nDCGM_FI_DEV_POWER_MGMT_LIMIT{{{labels}}} 72\n",
+        encoding="utf-8",
+    )
+    [gpu] = load(log)[0][0].gpus
+    assert gpu.power_limit_watts == 72
