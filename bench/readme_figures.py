@@ -57,8 +57,7 @@ def _ratio(ours: str, theirs: str) -> str:
     return f"{float(ours) / float(theirs):.2f}x" if float(theirs) else "n/a"
 
 
-def _vs(label: str, unit: str) -> Callable[[tuple[str, ...]], str]:
-    del label
+def _vs(unit: str) -> Callable[[tuple[str, ...]], str]:
 
     def text(g: tuple[str, ...]) -> str:
         return f"{g[0]} / {g[1]} {unit} ({_ratio(g[0], g[1])})".replace("  ", " ")
@@ -79,7 +78,7 @@ def _vs_rows(case: str) -> list[Row]:
         Row(
             f"{case}: {what}",
             rf"^\s*{case}\s+{re.escape(label)}\s+{spread}\s+{spread}",
-            _vs(label, unit),
+            _vs(unit),
         )
         for label, what, unit in shown
     ]
@@ -134,7 +133,7 @@ BENCHES: list[Bench] = [
             Row(
                 "libraries alone (RSS floor), ours / nvitop",
                 rf"RSS floor\): ours {NUMBER} MB .*nvitop {NUMBER} MB",
-                _vs("floor", "MB"),
+                _vs("MB"),
             ),
             *_vs_rows("1x1"),
             *_vs_rows("8x64"),
@@ -142,12 +141,12 @@ BENCHES: list[Bench] = [
             Row(
                 "--once --duration 0.25 (1 x 1): CPU ms, ours / nvitop",
                 rf"^\s*1x1\s+once CPU ms\s+{NUMBER} \([0-9.]+-[0-9.]+\)\s+{NUMBER}",
-                _vs("once", "ms"),
+                _vs("ms"),
             ),
             Row(
                 "same: wall s, ours / nvitop",
                 rf"^\s*1x1\s+once wall s\s+{NUMBER} \([0-9.]+-[0-9.]+\)\s+{NUMBER}",
-                _vs("once", "s"),
+                _vs("s"),
             ),
         ],
         env={"PYTHONPATH": str(ROOT)},

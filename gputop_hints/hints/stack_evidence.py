@@ -41,8 +41,8 @@ def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:
     if wanted is None or not reading.samples or not reading.categories:
         return finding
     top = reading.categories[0]
-    best = max((reading.category(name) for name in wanted), key=_share, default=None)
-    shown = best if best is not None and best.share > 0 else top
+    agreeing = [c for c in reading.categories if c.name in wanted]
+    shown = max(agreeing, key=lambda c: c.share) if agreeing else top
     confirmed = shown.name in wanted and shown.share >= CONFIRMS
     frame = shown.top_frames[0].frame.where() if shown.top_frames else ""
     metric = f"main thread {WORDS.get(shown.name, shown.name)} (py-spy, {reading.samples} samples)"
@@ -69,7 +69,3 @@ def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:
             *advice[1:],
         )
     return dataclasses.replace(finding, evidence=(*finding.evidence, row), advice=advice)
-
-
-def _share(category: object) -> float:
-    return getattr(category, "share", -1.0)

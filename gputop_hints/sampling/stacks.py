@@ -87,9 +87,7 @@ class StackService:
             if self._closed or self._running == pid or any(p == pid for p, _, _ in self._queue):
                 return False
             if not manual:
-                if now - self._last_auto.get(pid, float("-inf")) < AUTO_EVERY_S:
-                    return False
-                if now - self._last_any_auto < AUTO_GAP_S:
+                if not self._due(pid, now):
                     return False
                 self._last_auto[pid] = now
                 self._last_any_auto = now
@@ -101,6 +99,18 @@ class StackService:
                 self._thread.start()
             self._wake.notify()
         return True
+
+    def due(self, pid: int) -> bool:
+        """Whether an automatic request for ``pid`` would pass the rate limits now: the
+        cheap test a caller makes before gathering what a request needs."""
+        with self._lock:
+            return self._due(pid, self._clock())
+
+    def _due(self, pid: int, now: float) -> bool:
+        return (
+            now - self._last_auto.get(pid, float("-inf")) >= AUTO_EVERY_S
+            and now - self._last_any_auto >= AUTO_GAP_S
+        )
 
     def forget(self, live: set[int]) -> None:
         """Drop the rate-limit records of pids that are gone (bounded memory)."""

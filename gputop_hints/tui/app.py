@@ -879,12 +879,20 @@ class GputopApp(PlaybackControls):
 
     def _stacks_for_warnings(self, active: Sequence[Finding]) -> None:
         """A warning or worse on a process: ask for its stacks (rate-limited, so a node
-        of warned processes costs one sampling a minute at most)."""
-        for finding in active:
-            pid = finding.subject.pid
-            if pid is not None and finding.severity >= Severity.WARNING:
-                self.request_stacks(pid, manual=False)
-        if self._stack_service is not None and self.snapshot is not None:
+        of warned processes costs one sampling a minute at most). Runs every tick: the
+        rate limits are asked first, the snapshot is searched only for a pid they let
+        through."""
+        warned = {
+            f.subject.pid
+            for f in active
+            if f.subject.pid is not None and f.severity >= Severity.WARNING
+        }
+        service = self._stack_service
+        due = [pid for pid in warned if service is None or service.due(pid)]
+        if not due:
+            return
+        asked = [pid for pid in due if self.request_stacks(pid, manual=False)]
+        if asked and self._stack_service is not None and self.snapshot is not None:
             self._stack_service.forget({p.pid for p in self.snapshot.processes})
 
     def action_where_it_waits(self) -> None:

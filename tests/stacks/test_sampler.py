@@ -26,6 +26,7 @@ from gputop_hints.stacks import (
     refusal_reason,
     sample,
 )
+from tests.stacks.programs import WAITING_FOR_BATCH
 
 PY_SPY = find_py_spy().path
 needs_py_spy = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
@@ -59,22 +60,7 @@ def target(tmp_path: Path) -> Iterator[object]:
 
 @needs_py_spy
 def test_blocked_in_queue_get_under_next_reads_waiting_for_batch(target) -> None:
-    proc = target(
-        """
-        import queue
-        batches = queue.Queue()
-
-        class Batches:
-            def __next__(self):
-                return batches.get()
-
-        def train():
-            print("ready", flush=True)
-            next(Batches())
-
-        train()
-        """
-    )
+    proc = target(WAITING_FOR_BATCH)
     reading = classify(sample(proc.pid, samples=4, period_s=0.05))
     assert reading.reason is None
     assert reading.samples == 4

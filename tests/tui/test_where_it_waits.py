@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,28 +21,14 @@ from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.tui.widgets.where_it_waits import WhereItWaits
+from tests.stacks.programs import WAITING_FOR_BATCH
 from tests.support.fake_nvml import FakeNvml, make_gpus
-
-TARGET = """
-import queue
-batches = queue.Queue()
-
-class Batches:
-    def __next__(self):
-        return batches.get()
-
-def train():
-    print("ready", flush=True)
-    next(Batches())
-
-train()
-"""
 
 
 @pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is not installed")
 async def test_opening_a_process_shows_where_its_main_thread_waits(tmp_path: Path) -> None:
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(TARGET))
+    script.write_text(WAITING_FOR_BATCH)
     child = subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
     )

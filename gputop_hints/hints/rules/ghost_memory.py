@@ -72,11 +72,14 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             out.append(_defunct(proc))
         elif proc.key in unseen:
             out.append(_missing(proc, snap))
+    on_gpu: dict[int, list[GpuProcess]] = {}
+    for proc in snap.processes:  # once a tick, not once per GPU
+        on_gpu.setdefault(proc.gpu_index, []).append(proc)
     for gpu in snap.gpus:
         used = gpu.vram_used_bytes
         if used is None or gpu.mig_mode or gpu.lost:
             continue
-        procs = [p for p in snap.processes if p.gpu_index == gpu.index]
+        procs = on_gpu.get(gpu.index, [])
         if any(p.vram_bytes is None for p in procs):
             continue  # per-process memory not reported (MIG, WDDM): nothing to sum
         listed = sum(p.vram_bytes or 0 for p in procs)
