@@ -330,6 +330,10 @@ class ProcessHistory:
     first_seen: float
     last_seen: float
     latest: GpuProcess
+    toolchain_seen: float | None = field(default=None, init=False)
+    """When a compiler or linker last ran among its children (``WorkerProcess.is_toolchain``):
+    a job compiling, read by ``signals.compiling`` for minutes after, since each ``ptxas`` or
+    ``cc1plus`` lives for seconds and a tick may fall between two."""
 
     SERIES = (
         "sm_percent",
@@ -371,10 +375,12 @@ class ProcessHistory:
         self.rss_bytes.append(None if proc.rss_bytes is None else float(proc.rss_bytes))
         self.last_seen = timestamp
         self.latest = proc
+        if any(w.is_toolchain for w in proc.workers):
+            self.toolchain_seen = timestamp
 
     def resized(self, capacity: int) -> ProcessHistory:
         series = {name: getattr(self, name).resized(capacity) for name in self.SERIES}
-        return ProcessHistory(
+        out = ProcessHistory(
             self.pid,
             self.gpu_index,
             **series,
@@ -382,6 +388,8 @@ class ProcessHistory:
             last_seen=self.last_seen,
             latest=self.latest,
         )
+        out.toolchain_seen = self.toolchain_seen
+        return out
 
 
 class History:

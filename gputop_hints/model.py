@@ -19,8 +19,10 @@ This module must not import Textual (``tests/test_layering.py`` checks).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from functools import lru_cache
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -354,9 +356,34 @@ class WorkerProcess:
     DataLoader worker is a fork of the main process (the same command line); inductor's
     compile workers run ``torch/_inductor/compile_worker/__main__.py``."""
 
+    @property
+    def is_toolchain(self) -> bool:
+        """Whether this child is a compiler or linker (``ptxas``, ``cc1plus``, ``nvcc``,
+        ``ninja`` ...): a job that runs one is compiling -- triton's kernels through
+        ``ptxas``, inductor's C++ through ``g++``, an extension built at import -- not
+        loading data, whatever its other children look like."""
+        return self.name is not None and is_toolchain_name(self.name)
+
 
 WORKER_COMMAND_MAX = 512
 """Longest worker command line kept: enough to name the program, bounded per tick."""
+
+_TOOLCHAIN = re.compile(
+    r"(?:ptxas|cicc|nvcc|nvlink|fatbinary|cudafe\+\+|ninja|cc1|cc1plus|collect2|as|ld"
+    r"|ld\.(?:bfd|gold|lld)|(?:[\w.]+-)?(?:gcc|g\+\+|c\+\+|cc|clang|clang\+\+)(?:-[\d.]+)?"
+    r"|x86_64-linux-gn|aarch64-linux-g)"
+)
+"""Process names of the compilers, assemblers and linkers a deep-learning job runs while
+it compiles: CUDA's (``nvcc`` drives ``cicc``, ``ptxas``, ``fatbinary``, ``nvlink``;
+triton calls ``ptxas`` itself), the host's (``gcc``/``g++``/``clang`` drive ``cc1plus``,
+``as``, ``collect2``, ``ld``; a triplet-prefixed ``x86_64-linux-gnu-g++``, cut to the 15
+characters of ``/proc/PID/comm``) and ``ninja`` (torch's C++ extension builds)."""
+
+
+@lru_cache(maxsize=256)
+def is_toolchain_name(name: str) -> bool:
+    """Whether a process called ``name`` is a compiler, assembler, linker or build driver."""
+    return _TOOLCHAIN.fullmatch(name) is not None
 
 
 FRAMEWORKS = ("jax", "tensorflow", "torch")

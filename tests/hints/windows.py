@@ -92,6 +92,8 @@ class W:
     state: str | None = "S"
     command: str | None = None
     """Its command line; None: unknown (a DataLoader worker forks the main process's)."""
+    name: str = "pt_w"
+    """Its process name (a compiler run under the job: ``ptxas``, ``cc1plus``)."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ def snapshot(tick: Tick, t: float, interval_s: float) -> Snapshot:
                     pid=p.pid * 10 + k,
                     cpu_percent=w.cpu,
                     state=w.state,
-                    name="pt_w",
+                    name=w.name,
                     command=w.command,
                 )
                 for k, w in enumerate(p.workers)

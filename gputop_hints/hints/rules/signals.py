@@ -684,8 +684,9 @@ def _link_thrashing_uncached(
 
 
 def loader_workers(proc: GpuProcess) -> int:
-    """How many of ``proc``'s children can be DataLoader workers (not compile workers)."""
-    return sum(1 for w in proc.workers if not is_compile_worker(w))
+    """How many of ``proc``'s children can be DataLoader workers (not compile workers,
+    not a compiler or linker they run)."""
+    return sum(1 for w in proc.workers if not (is_compile_worker(w) or w.is_toolchain))
 
 
 def busy_compile_workers(win: Window, proc: GpuProcess) -> float:
@@ -704,7 +705,7 @@ def compiling(win: Window, t: Thresholds, proc: GpuProcess) -> float | None:
     """Mean SM % of the window when ``proc`` waits on busy torch.compile workers, else None:
     inductor compiles (and autotunes, short bursts on the GPU) -- warm-up, whatever the
     process's age (a recompile later in the run too), not a slow DataLoader."""
-    if not compiling_by_stack(win, proc):
+    if not (compiling_by_toolchain(win, proc) or compiling_by_stack(win, proc)):
         if not any(is_compile_worker(w) for w in proc.workers):
             return None  # the cheap test first
         if busy_compile_workers(win, proc) < 0.5:
@@ -719,6 +720,18 @@ COMPILE_FRESH_S = 120.0
 """A stack reading says a process is compiling for this long after it was taken: a
 compile ends within minutes, and starvation after it must not stay hidden (the live
 monitor samples a warned process again after ``sampling.stacks.AUTO_EVERY_S``)."""
+
+
+def compiling_by_toolchain(win: Window, proc: GpuProcess) -> bool:
+    """Whether a compiler or linker ran among ``proc``'s descendants in the last
+    COMPILE_FRESH_S (``WorkerProcess.is_toolchain``): triton compiles each kernel through
+    ``ptxas`` and inductor its C++ through ``g++``, from the main process or from its
+    compile workers -- also the forked pool of torch <= 2.3, which /proc otherwise cannot
+    tell from DataLoader workers. A compile of minutes runs one nearly all the time; a
+    DataLoader never does. Read from /proc, with or without py-spy."""
+    ph = win.process_history(proc)
+    seen = None if ph is None else ph.toolchain_seen
+    return seen is not None and win.now - seen <= COMPILE_FRESH_S
 
 
 def compiling_by_stack(win: Window, proc: GpuProcess) -> bool:
@@ -741,6 +754,10 @@ def reaches_into_warm_up(win: Window, slow: Window, t: Thresholds, proc: GpuProc
     if proc.create_time is not None and (
         win.now - slow.covered_s < proc.create_time + t.warm_up.max_age_s
     ):
+        return True
+    ph = win.process_history(proc)
+    seen = None if ph is None else ph.toolchain_seen
+    if seen is not None and seen >= win.now - slow.covered_s:
         return True
     return any(is_compile_worker(w) for w in proc.workers) and busy_compile_workers(slow, proc) > 0
 

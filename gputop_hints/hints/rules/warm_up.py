@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
-from gputop_hints.hints.rules.signals import compiling, warming_up
+from gputop_hints.hints.rules.signals import (
+    COMPILE_FRESH_S,
+    compiling,
+    compiling_by_toolchain,
+    warming_up,
+)
 from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import Window
@@ -24,6 +29,7 @@ from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
+    from gputop_hints.model import GpuProcess
 
 ID = "warm-up"
 
@@ -40,6 +46,17 @@ class WarmUp:
         metadata=threshold(0, 1, "", "... and ran any kernel in less than this share of its ticks")
     )
     hysteresis: Hysteresis
+
+
+def _compile_evidence(win: Window, proc: GpuProcess) -> str:
+    """What says ``proc`` compiles: the compiler running under it now, one that ran
+    minutes ago, or its busy torch.compile workers."""
+    now = sorted({w.name for w in proc.workers if w.is_toolchain and w.name})
+    if now:
+        return f"{', '.join(now[:3])} running under it"
+    if compiling_by_toolchain(win, proc):
+        return f"a compiler ran under it in the last {COMPILE_FRESH_S / 60:g} minutes"
+    return "its torch.compile workers are busy"
 
 
 def check(win: Window, t: Thresholds) -> list[Finding]:
@@ -59,9 +76,9 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
                 severity=Severity.INFO,
                 label=f"warm-up ({age:.0f} s)",
                 summary=(
-                    f"Its torch.compile workers are busy compiling while its GPU runs short "
-                    f"autotuning bursts ({mean:.0f} % over the window): warm-up, not a slow "
-                    "DataLoader. The other hints wait until it ends."
+                    f"It is compiling ({_compile_evidence(win, proc)}) while its GPU runs "
+                    f"short autotuning bursts ({mean:.0f} % over the window): warm-up, not a "
+                    "slow DataLoader. The other hints wait until it ends."
                     if compile_busy
                     else f"Started {age:.0f} s ago and busy on the host while its GPU ran "
                     f"{mean:.0f} % of the time since: start-up (torch.compile, cuDNN "

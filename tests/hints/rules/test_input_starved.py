@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from gputop_hints.hints.rules import (
     small_batch,
     warm_up,
 )
+from gputop_hints.hints.rules.signals import COMPILE_FRESH_S
 from gputop_hints.history import History
 from gputop_hints.stacks import Category, Frame, FrameCount, StackReading, WorkerReading
 from tests.hints.windows import (
@@ -603,3 +605,45 @@ def test_a_stack_of_dataloader_workers_leaves_starvation_standing() -> None:
     history = one_gpu(SAWTOOTH, [_forked_pool()], H(busy=40.0, iowait=2.0))
     [f] = apply(RULE, history, [_stack(compiling=False)])
     assert f.rule == "input-starved"
+
+
+def _pool_running(compiler: str | None) -> P:
+    """The forked pool of ``_forked_pool``, one of its workers running ``compiler`` (a
+    child of it: the job's descendants are its workers to /proc)."""
+    pool = _forked_pool()
+    if compiler is None:
+        return pool
+    return replace(pool, workers=(*pool.workers, W(95.0, "R", name=compiler)))
+
+
+@pytest.mark.parametrize("compiler", ["ptxas", "cc1plus", "x86_64-linux-gn", "ninja"])
+def test_a_forked_compile_pool_running_a_compiler_is_warm_up_without_py_spy(
+    compiler: str,
+) -> None:
+    """The same forked pool, no stack: a compiler among its children (triton's ptxas,
+    inductor's g++/cc1plus, an extension's ninja build) says compiling from /proc alone."""
+    history = one_gpu(SAWTOOTH, [_pool_running(compiler)], H(busy=40.0, iowait=2.0))
+    assert apply(RULE, history) == []
+    [f] = apply(warm_up.SPEC, history)
+    assert f.severity is Severity.INFO and f"{compiler} running under it" in f.summary
+
+
+def test_a_compiler_seen_minutes_ago_no_longer_hides_starvation() -> None:
+    """A compile ends; a job still starved minutes after its last compiler ran is
+    starved. Within those minutes (a tick between two ptxas runs) it is still compiling."""
+    run = Run(history_s=600.0)
+    host = H(busy=40.0, iowait=2.0)
+
+    def ticks(n: int, compiler: str | None) -> None:
+        for i in range(n):
+            sm = SAWTOOTH[i % len(SAWTOOTH)]
+            run.tick(
+                Tick(
+                    (G(0, sm, vram_gib=11.0),), (_pool_running(compiler if i % 2 else None),), host
+                )
+            )
+
+    ticks(60, "ptxas")  # the compile: a ptxas under the pool every other tick
+    assert apply(RULE, run.history) == []
+    ticks(int(COMPILE_FRESH_S) + 60, None)
+    assert [f.rule for f in apply(RULE, run.history)] == ["input-starved"]

@@ -313,3 +313,40 @@ def test_a_gpu_process_row_carries_its_own_cgroups_container() -> None:
         _, snapshot = two_ticks(LiveSource(), 0.2)
     [row] = snapshot.processes
     assert row.container == expected
+
+
+_RUNS_A_COMPILER = """
+import subprocess, sys
+child = subprocess.Popen([sys.argv[1], "600"])
+print(child.pid, flush=True)
+sys.stdin.read()
+child.kill()
+"""
+
+
+def test_a_compiler_a_gpu_process_runs_is_read_as_a_toolchain_child(tmp_path: Path) -> None:
+    """A job's compile runs ptxas under it (triton): the live source lists that real
+    child among its workers under its /proc name, and the model calls it a toolchain
+    process -- what marks the job compiling without py-spy (docs/hints.md, warm-up)."""
+    ptxas = tmp_path / "ptxas"
+    ptxas.symlink_to(Path("/bin/sleep") if Path("/bin/sleep").exists() else Path("/usr/bin/sleep"))
+    job = subprocess.Popen(
+        [sys.executable, "-c", _RUNS_A_COMPILER, str(ptxas)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    compiler_pid = 0
+    try:
+        assert job.stdout is not None
+        compiler_pid = int(job.stdout.readline())
+        with FakeNvml(make_gpus(1, [[job.pid]])):
+            _, snapshot = two_ticks(LiveSource(), 0.2)
+        [row] = snapshot.processes
+        [worker] = row.workers
+        assert (worker.pid, worker.name, worker.is_toolchain) == (compiler_pid, "ptxas", True)
+    finally:
+        _kill_tree(job, [compiler_pid] if compiler_pid else [])
+        for stream in (job.stdin, job.stdout):
+            if stream is not None:
+                stream.close()
