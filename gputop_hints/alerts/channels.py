@@ -76,6 +76,7 @@ class CommandChannel:
         self._on_problem = on_problem
         self._reported = False
         self._closing = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
         self.dropped = 0
         """Events dropped because the queue was full (the command is slower than alerts)."""
         self.ran = 0
@@ -91,11 +92,28 @@ class CommandChannel:
             self.dropped += 1
 
     def close(self, wait_s: float | None = None) -> None:
-        """Stop after the queued events (waits at most ``wait_s``; None: one timeout)."""
+        """Let the queued events go out for at most ``wait_s`` (None: one command's
+        timeout); then drop what is left and stop a command still running."""
+        wait = self.timeout_s if wait_s is None else wait_s
         self._closing.set()
         with contextlib.suppress(queue.Full):  # full: the worker sees _closing once it drains
+            self._queue.put(_STOP, timeout=wait)
+        self._thread.join(wait)
+        if not self._thread.is_alive():
+            return
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+            self.dropped += 1
+        with contextlib.suppress(queue.Full):
             self._queue.put_nowait(_STOP)
-        self._thread.join(self.timeout_s if wait_s is None else wait_s)
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+        self._thread.join(1.0)
 
     def _work(self) -> None:
         while True:
@@ -108,28 +126,38 @@ class CommandChannel:
                 return
 
     def _run(self, event: AlertEvent) -> None:
-        data = json.dumps(event.to_dict()) + "\n"
+        data = (json.dumps(event.to_dict()) + "\n").encode("utf-8")
         name = visible(self.argv[0])
         try:
-            result = subprocess.run(
+            proc = subprocess.Popen(
                 self.argv,
-                input=data.encode("utf-8"),
+                stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                timeout=self.timeout_s,
-                check=False,
             )
-        except subprocess.TimeoutExpired:
-            self._problem(f"{name} did not finish within {self.timeout_s:g} s (stopped)")
-            return
         except OSError as exc:
             self._problem(f"cannot run {name}: {exc.strerror or exc}")
             return
+        self._proc = proc
+        try:
+            _out, err = proc.communicate(data, timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            self._problem(f"{name} did not finish within {self.timeout_s:g} s (stopped)")
+            return
+        finally:
+            self._proc = None
         self.ran += 1
-        if result.returncode != 0:
-            said = result.stderr.decode("utf-8", "replace").strip().splitlines()
+        if proc.returncode != 0:
+            said = err.decode("utf-8", "replace").strip().splitlines()
             tail = f": {visible(said[-1][:200])}" if said else ""
-            self._problem(f"{name} exited with status {result.returncode}{tail}")
+            how = (
+                f"was killed by signal {-proc.returncode}"
+                if proc.returncode < 0
+                else f"exited with status {proc.returncode}"
+            )
+            self._problem(f"{name} {how}{tail}")
 
     def _problem(self, message: str) -> None:
         self.failed += 1
