@@ -7,6 +7,7 @@ The loop itself (pacing, signals, the summary line) is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -182,10 +183,13 @@ def _alerts(
     diagnoser = Diagnoser(thresholds, interval_s=args.interval)
     terminal = None
     if sys.stdout.isatty():
+        # Straight to the file descriptor: sys.stdout shows control characters
+        # visibly (cli/__init__.py), and these are meant for the terminal.
+        fd = sys.stdout.fileno()
 
         def terminal(data: str) -> None:
-            sys.stdout.write(data)
-            sys.stdout.flush()
+            with contextlib.suppress(OSError):  # the terminal gone: the recording goes on
+                os.write(fd, data.encode("utf-8"))
 
     elif settings.channels & {"bell", "osc"}:
         print(
