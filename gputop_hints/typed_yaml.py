@@ -119,6 +119,7 @@ def parse_dataclass(
     ordered_pairs: Sequence[tuple[str, str, str]] = (),
     *,
     packaged: bool = False,
+    foreign: Sequence[str] = (),
 ) -> Any:
     """Parse YAML ``text`` into an instance of ``cls``, applied over ``base``.
 
@@ -127,7 +128,8 @@ def parse_dataclass(
     lists (section, low key, high key) whose values only make sense with low <= high.
     ``packaged``: a file shipped with gputop-hints, so parsed with libyaml's C
     parser where PyYAML has it; the user's files keep the pure-Python parser and
-    its messages.
+    its messages. ``foreign``: top-level sections another parser reads from the same
+    file (the ``notify:`` section of ``gputop_hints.alerts.config``), skipped here.
     """
     import yaml  # here, not at the top: a start without a file to parse never loads it
 
@@ -156,6 +158,16 @@ def parse_dataclass(
         if base is None:
             raise ConfigError(path, None, None, "empty defaults file")
         return base
+    if foreign and isinstance(root, yaml.MappingNode):
+        root.value = [
+            (k, v)
+            for k, v in root.value
+            if not (isinstance(k, yaml.ScalarNode) and k.value in foreign)
+        ]
+        if not root.value:
+            if base is None:
+                raise ConfigError(path, None, None, "empty defaults file")
+            return base
     errors: list[ConfigError] = []
     result = _apply(cls, root, base, path, "", loader, errors)
     if errors:

@@ -57,6 +57,9 @@ def config_main(argv: Sequence[str]) -> int:
         if not Path(args.check).is_file():
             raise config.ConfigError(args.check, None, None, "no such file (given with --check)")
         config.load_file(Path(args.check))
+        from gputop_hints.alerts.config import load_notify
+
+        load_notify(Path(args.check))  # the notify: section (docs/alerts.md)
     except config.ConfigError as exc:
         return usage_error(exc)
     print(f"{args.check}: OK")

@@ -29,11 +29,13 @@ from gputop_hints.cli.args import (
 )
 from gputop_hints.cli.gc_tuning import collections_paused, tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
+from gputop_hints.cli.notify import add_notify_args, notify_settings
 from gputop_hints.history import DEFAULT_WINDOW_S
 from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
 from gputop_hints.tui.keys import help_lines
 
 if TYPE_CHECKING:
+    from gputop_hints.alerts import NotifySettings
     from gputop_hints.hints.thresholds import Thresholds
     from gputop_hints.sources import Source
 
@@ -143,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_config_arg(parser)
     add_look_args(out)
+    add_notify_args(parser)
     return parser
 
 
@@ -177,7 +180,8 @@ def monitor_main(argv: Sequence[str]) -> int:
                 from gputop_hints.hints.config import load_file
 
                 thresholds = load_file(path)
-        except ConfigError as exc:
+            notify = notify_settings(args, path)
+        except (ConfigError, ValueError) as exc:  # ValueError: BadNotifySetting
             return usage_error(exc)
 
         from gputop_hints.sources import SourceUnavailable
@@ -203,7 +207,7 @@ def monitor_main(argv: Sequence[str]) -> int:
     try:
         if once:
             return _run_once(source, args, thresholds or _defaults())
-        return run_tui(source, args, thresholds)
+        return run_tui(source, args, thresholds, notify=notify)
     finally:
         source.close()
 
@@ -295,9 +299,11 @@ def run_tui(
     args: argparse.Namespace,
     thresholds: Thresholds | None,
     interval_s: float | None = None,
+    notify: NotifySettings | None = None,
 ) -> int:
     """Run the full-screen monitor on ``source`` until the user quits; its exit code.
-    ``thresholds`` None: the built-in defaults (loaded after the first frame)."""
+    ``thresholds`` None: the built-in defaults (loaded after the first frame).
+    ``notify``: alerts (``--notify``), None or without a channel: none."""
     interval = args.interval if interval_s is None else interval_s
     # Live and demo: sampling starts before the thresholds and Textual are imported;
     # the first tick is drawn as a plain frame (tui/first_frame.py) while they load,
@@ -341,6 +347,7 @@ def run_tui(
             readonly=getattr(args, "readonly", False),  # replay has no --readonly: it never signals
             user=getattr(args, "user", None),
             stacks=not getattr(args, "no_stacks", False),
+            notify=notify,
         )
         app.exit_on_signals = True
         if stopping is not None:

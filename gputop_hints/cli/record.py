@@ -7,15 +7,18 @@ The loop itself (pacing, signals, the summary line) is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputop_hints.cli.args import (
     EXIT_OK,
     EXIT_USAGE,
     INTERVAL_HELP,
+    add_config_arg,
     add_source_args,
     at_least,
     check_source_args,
@@ -24,6 +27,7 @@ from gputop_hints.cli.args import (
     usage_error,
 )
 from gputop_hints.cli.inputs import open_source, print_scenarios
+from gputop_hints.cli.notify import add_notify_args, notify_settings
 from gputop_hints.cli.output_file import (
     OutputRefused,
     check_output,
@@ -31,6 +35,11 @@ from gputop_hints.cli.output_file import (
     lock_output,
 )
 from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
+from gputop_hints.typed_yaml import ConfigError
+
+if TYPE_CHECKING:
+    from gputop_hints.alerts import Notifier
+    from gputop_hints.model import Snapshot
 
 
 def build_record_parser() -> argparse.ArgumentParser:
@@ -74,6 +83,8 @@ def build_record_parser() -> argparse.ArgumentParser:
         help="rotated parts to keep (default 5; 0 keeps none)",
     )
     add_source_args(parser)
+    add_config_arg(parser)
+    add_notify_args(parser)
     return parser
 
 
@@ -85,7 +96,15 @@ def record_main(argv: Sequence[str]) -> int:
         print_scenarios()
         return EXIT_OK
     check_source_args(parser, args)
+    from gputop_hints.hints.config_search import find_config
     from gputop_hints.sampling.record import EXIT_WRITE_FAILED
+
+    try:
+        config_path, _how = find_config(args.config)
+        args.notify_settings = notify_settings(args, config_path)
+        args.config_path = config_path
+    except (ConfigError, ValueError) as exc:  # ValueError: BadNotifySetting
+        return usage_error(exc)
 
     output = Path(args.output)
     try:
@@ -127,6 +146,11 @@ def _record_locked(args: argparse.Namespace, output: Path) -> int:
     except (SourceUnavailable, ValueError) as exc:
         return usage_error(exc)
     try:
+        on_tick, notifier = _alerts(args)
+    except ConfigError as exc:
+        source.close()
+        return usage_error(exc)
+    try:
         return record(
             source,
             args.output,
@@ -134,6 +158,53 @@ def _record_locked(args: argparse.Namespace, output: Path) -> int:
             duration_s=args.duration,
             max_bytes=args.max_bytes,
             keep=args.keep,
+            on_tick=on_tick,
         )
     finally:
+        if notifier is not None:
+            notifier.close()
         source.close()
+
+
+def _alerts(
+    args: argparse.Namespace,
+) -> tuple[Callable[[Snapshot], None] | None, Notifier | None]:
+    """``--notify`` while recording: the hints run on every tick recorded, and their
+    alerts go out -- the bell and OSC to this terminal only when standard output is
+    one, the command always. (None, None) when alerts are off."""
+    settings = args.notify_settings
+    if not settings.enabled:
+        return None, None
+    from gputop_hints.alerts import Notifier
+    from gputop_hints.hints.config import load_file
+    from gputop_hints.hints.diagnoser import Diagnoser
+
+    thresholds = load_file(args.config_path) if args.config_path is not None else None
+    diagnoser = Diagnoser(thresholds, interval_s=args.interval)
+    terminal = None
+    if sys.stdout.isatty():
+        # Straight to the file descriptor: sys.stdout shows control characters
+        # visibly (cli/__init__.py), and these are meant for the terminal.
+        fd = sys.stdout.fileno()
+
+        def terminal(data: str) -> None:
+            with contextlib.suppress(OSError):  # the terminal gone: the recording goes on
+                os.write(fd, data.encode("utf-8"))
+
+    elif settings.channels & {"bell", "osc"}:
+        print(
+            "gputop-hints record: --notify: standard output is not a terminal, so the bell "
+            "and OSC notifications go nowhere"
+            + ("; the command still runs" if "cmd" in settings.channels else ""),
+            file=sys.stderr,
+        )
+
+    def problem(message: str) -> None:
+        print(f"gputop-hints record: {message}", file=sys.stderr)
+
+    notifier = Notifier(settings, terminal, problem)
+
+    def on_tick(snapshot: Snapshot) -> None:
+        notifier.tick(diagnoser.feed(snapshot), snapshot)
+
+    return on_tick, notifier

@@ -141,12 +141,19 @@ ORDERED_PAIRS = (
 """(section, low key, high key): values that only make sense with low <= high."""
 
 
+FOREIGN_SECTIONS = ("notify",)
+"""Top-level sections of the config file that are not thresholds: ``notify:`` is read
+by ``gputop_hints.alerts.config`` (alerts, docs/alerts.md)."""
+
+
 def parse_overrides(
     text: str, path: str, base: Thresholds | None, *, packaged: bool = False
 ) -> Thresholds:
     """Parse YAML ``text`` and apply it over ``base`` (None: every key is required);
     ``packaged``: the shipped defaults (see :func:`~gputop_hints.typed_yaml.parse_dataclass`)."""
-    result = parse_dataclass(Thresholds, text, path, base, ORDERED_PAIRS, packaged=packaged)
+    result = parse_dataclass(
+        Thresholds, text, path, base, ORDERED_PAIRS, packaged=packaged, foreign=FOREIGN_SECTIONS
+    )
     assert isinstance(result, Thresholds)
     return result
 

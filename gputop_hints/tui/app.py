@@ -46,6 +46,7 @@ from textual.filter import Monochrome, NoColor
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from gputop_hints.alerts import Notifier, NotifySettings
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.engine import ActivitySeed, HintEngine, activity_seed
 from gputop_hints.hints.findings import Finding, Severity
@@ -144,6 +145,7 @@ class GputopApp(PlaybackControls):
         readonly: bool = False,
         user: str | None = None,
         stacks: bool = True,
+        notify: NotifySettings | None = None,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
@@ -155,7 +157,9 @@ class GputopApp(PlaybackControls):
         send nothing and say so. ``user`` (``--user``): only that user's processes
         are listed at first (``u`` changes it). ``stacks`` (off with ``--no-stacks``):
         sample a process's stacks with py-spy when a warning first appears on it, when
-        its detail view opens and on ``w`` (live only; docs/stacks.md)."""
+        its detail view opens and on ``w`` (live only; docs/stacks.md). ``notify``
+        (``--notify``): alerts when a warning or worse appears or clears; the alerts
+        package decides and makes the bytes, this app only writes them (docs/alerts.md)."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -199,6 +203,12 @@ class GputopApp(PlaybackControls):
         self.ticks_dropped = 0
         """Ticks dropped because the screen fell more than MAX_ARRIVED ticks behind."""
         self._said_dropped = False
+        self.notifier: Notifier | None = (
+            Notifier(notify, self._write_to_terminal, self._notify_problem)
+            if notify is not None and notify.enabled
+            else None
+        )
+        """Alerts (``--notify``); None when off."""
         self.stacks_off: str | None = (
             "stack sampling is off (--no-stacks)"
             if not stacks
@@ -477,6 +487,16 @@ class GputopApp(PlaybackControls):
         self.shutdown()
         self.exit(return_code=128 + int(number))
 
+    def _write_to_terminal(self, data: str) -> None:
+        """An alert's bell and OSC bytes, straight to the terminal (not drawn)."""
+        if self._driver is not None and not self.is_headless:
+            self._driver.write(data)
+
+    def _notify_problem(self, message: str) -> None:
+        """A failing --notify-cmd, said once as a toast (called from its worker thread)."""
+        with contextlib.suppress(RuntimeError):
+            self.notify(message, severity="warning", timeout=10)
+
     def shutdown(self) -> None:
         """Stop sampling and release the source (idempotent)."""
         if self._source_closed:
@@ -486,6 +506,8 @@ class GputopApp(PlaybackControls):
             self.player.stop()
         if self._stack_service is not None:
             self._stack_service.close()
+        if self.notifier is not None:
+            self.notifier.close(wait_s=1.0)
         if self.sampler is not None:
             # Closing the source wakes a tick waiting on a GPU that does not answer
             # (a hung NVML call): the quit does not wait out the tick's deadline.
@@ -506,8 +528,11 @@ class GputopApp(PlaybackControls):
             return
         started = time.perf_counter()
         diagnoser = self.diagnoser
+        notifier = self.notifier
         for snapshot in snapshots:
-            diagnoser.feed(snapshot)
+            findings = diagnoser.feed(snapshot)
+            if notifier is not None:
+                notifier.tick(findings, snapshot)
         history = diagnoser.history
         engine = diagnoser.engine
         self.ticks_ingested += len(snapshots)
