@@ -205,6 +205,17 @@ def add_config_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cost_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--cost-per-gpu-hour RATE``: money beside the GPU-time lost (docs/hints.md)."""
+    parser.add_argument(
+        "--cost-per-gpu-hour",
+        type=positive,
+        metavar="RATE",
+        help="what a GPU-hour costs (any currency): the GPU-time lost under the findings is "
+        "also given in money (docs/hints.md#what-a-finding-costs)",
+    )
+
+
 def add_look_args(group: argparse._ArgumentGroup) -> None:
     """How the monitor looks: theme and colour."""
     group.add_argument(

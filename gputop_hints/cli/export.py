@@ -197,7 +197,9 @@ def _export(args: argparse.Namespace) -> int:
                 findings: Sequence[Finding] = diagnoser.feed(snapshot)
                 if source.simulated:
                     snapshot, findings = as_node(snapshot, findings, args.label_host, time.time())
-                collector.update(labelled(snapshot, args.label_host, args.label_job), findings)
+                collector.update(
+                    labelled(snapshot, args.label_host, args.label_job), findings, diagnoser.costs
+                )
 
         # The demo first runs past its jobs' warm-up, as --once does: the first scrape
         # shows what it simulates, not its start.

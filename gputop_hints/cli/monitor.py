@@ -20,6 +20,7 @@ from gputop_hints.cli.args import (
     EXIT_OK,
     INTERVAL_HELP,
     add_config_arg,
+    add_cost_arg,
     add_look_args,
     add_source_args,
     check_source_args,
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="never sample a process's stacks with py-spy (by default: when a warning "
         "appears on it, when its detail view opens, and on w)",
     )
+    add_cost_arg(out)
     add_config_arg(parser)
     add_look_args(out)
     add_notify_args(parser)
@@ -227,7 +229,7 @@ def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) 
 
     context = preroll(source, args.interval, thresholds.general.window_s)
     snapshots = collect(source, args.duration, args.interval)
-    summary = Summary.of(snapshots, thresholds, context)
+    summary = Summary.of(snapshots, thresholds, context, args.cost_per_gpu_hour)
     sys.stdout.write(summary.to_json_text() if args.json else summary.to_text())
     sys.stdout.flush()
     return EXIT_OK
@@ -348,6 +350,7 @@ def run_tui(
             user=getattr(args, "user", None),
             stacks=not getattr(args, "no_stacks", False),
             notify=notify,
+            cost_per_gpu_hour=getattr(args, "cost_per_gpu_hour", None),
         )
         app.exit_on_signals = True
         if stopping is not None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gputop_hints.cli.args import (
     EXIT_USAGE,
+    add_cost_arg,
     add_input_args,
     add_look_args,
     positive,
@@ -40,6 +41,7 @@ def build_replay_parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"seconds of history in sparklines (default {DEFAULT_WINDOW_S:g})",
     )
+    add_cost_arg(parser)
     add_look_args(parser.add_argument_group("look"))
     return parser
 

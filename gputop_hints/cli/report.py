@@ -13,7 +13,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from gputop_hints.cli.args import EXIT_USAGE, add_input_args, duration, positive, usage_error
+from gputop_hints.cli.args import (
+    EXIT_USAGE,
+    add_cost_arg,
+    add_input_args,
+    duration,
+    positive,
+    usage_error,
+)
 from gputop_hints.cli.inputs import input_errors, open_input
 from gputop_hints.cli.progress import ReadProgress
 
@@ -56,6 +63,7 @@ def build_report_parser() -> argparse.ArgumentParser:
         "scontrol, when SLURM knows the job)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON document instead of text")
+    add_cost_arg(parser)
     parser.add_argument(
         "--fail-on",
         choices=("warning", "critical"),
@@ -89,7 +97,10 @@ def report_main(argv: Sequence[str]) -> int:
             report = build_report(stream, thresholds)
     finally:
         stream.close()
-    sys.stdout.write(report_json_text(report) if args.json else report_text(report))
+    rate = args.cost_per_gpu_hour
+    sys.stdout.write(
+        report_json_text(report, rate) if args.json else report_text(report, cost_per_gpu_hour=rate)
+    )
     sys.stdout.flush()
     reason = report.fail_reason(args.fail_on)
     if reason is not None:
@@ -164,10 +175,11 @@ def _job_report(args: argparse.Namespace) -> int:
         job, client.url, rows, uneven, tuple(findings), missing, tuple(stream.quiet_nodes())
     )
     if args.json:
-        doc = report_json(report) | {"job": job_section_json(section)}
+        doc = report_json(report, args.cost_per_gpu_hour) | {"job": job_section_json(section)}
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     else:
-        sys.stdout.write(job_section_text(section) + "\n" + report_text(report))
+        text = report_text(report, cost_per_gpu_hour=args.cost_per_gpu_hour)
+        sys.stdout.write(job_section_text(section) + "\n" + text)
     sys.stdout.flush()
     # Uneven nodes are a warning (the uneven-nodes rule's level): they meet --fail-on
     # warning, never --fail-on critical.

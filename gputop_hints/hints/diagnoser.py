@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from gputop_hints.hints.costs import CostMeter
 from gputop_hints.hints.engine import HintEngine
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.phases import GpuVerdicts
@@ -62,6 +63,7 @@ class Diagnoser:
         hysteresis: bool = True,
         rules: Sequence[RuleSpec] = ALL_RULES,
         verdicts: bool = True,
+        costs: bool = True,
     ) -> None:
         """``window_s``: how much history to keep; None (the default) keeps what
         the rules read (:func:`history_window_s`). ``hysteresis=False`` shows every
@@ -78,6 +80,10 @@ class Diagnoser:
         self.verdicts = GpuVerdicts()
         """Each GPU's verdict over every tick fed (hints.phases); not fed with
         ``verdicts=False`` (a report keeps its own, over every tick of the file)."""
+        self._with_costs = costs
+        self.costs = CostMeter()
+        """GPU-time and energy lost under the findings since the first tick (hints.costs);
+        not fed with ``costs=False`` (a report credits its own findings' times)."""
 
     @classmethod
     def one_off(
@@ -115,6 +121,8 @@ class Diagnoser:
     def evaluate(self) -> tuple[Finding, ...]:
         """Run the rules on the newest window; return (and keep) the visible findings."""
         self.findings = self.engine.update(self.history)
+        if self._with_costs:
+            self.costs.add(self.findings, self.history)
         return self.findings
 
     def feed(self, snapshot: Snapshot) -> tuple[Finding, ...]:
@@ -135,6 +143,7 @@ class Diagnoser:
         self.engine = HintEngine(self.thresholds, rules=self._rules, hysteresis=self._hysteresis)
         self.findings = ()
         self.verdicts = GpuVerdicts()
+        self.costs.restart()
 
     # --- questions about the visible findings --------------------------------
 

@@ -32,9 +32,10 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from gputop_hints.hints.costs import CostMeter
 from gputop_hints.hints.findings import Finding
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
 
@@ -60,6 +61,9 @@ class Tick:
 
     snapshot: Snapshot
     findings: tuple[Finding, ...]
+    lost: tuple[tuple[str, int, float, float | None], ...] = ()
+    """(rule, GPU, GPU-seconds lost, joules or None) since the exporter started
+    (hints.costs): the counters' values at this tick."""
 
 
 _GpuValue = Callable[[GpuSample], float | int | None]
@@ -191,9 +195,18 @@ class SnapshotCollector(Collector):
         self._lock = threading.Lock()
         self._tick: Tick | None = None
 
-    def update(self, snapshot: Snapshot, findings: Iterable[Finding]) -> None:
-        """Make ``snapshot`` and ``findings`` what the next scrape sees, all at once."""
-        tick = Tick(snapshot, tuple(findings))
+    def update(
+        self, snapshot: Snapshot, findings: Iterable[Finding], costs: CostMeter | None = None
+    ) -> None:
+        """Make ``snapshot`` and ``findings`` (and the GPU-time lost so far, ``costs``)
+        what the next scrape sees, all at once."""
+        lost: tuple[tuple[str, int, float, float | None], ...] = ()
+        if costs is not None:
+            lost = tuple(
+                (rule, gpu, seconds, costs.energy_j.get((rule, gpu)))
+                for (rule, gpu), seconds in sorted(costs.lost_s.items())
+            )
+        tick = Tick(snapshot, tuple(findings), lost)
         with self._lock:
             self._tick = tick
 
@@ -278,7 +291,34 @@ def build_families(tick: Tick, max_processes: int = MAX_PROCESS_SERIES) -> list[
 
     out.extend(_host_families(snap))
     out.extend(_finding_families(tick))
+    out.extend(_cost_families(tick))
     return out
+
+
+def _cost_families(tick: Tick) -> list[Metric]:
+    """The GPU-time and energy lost under each rule on each GPU since the exporter
+    started (hints.costs; docs/hints.md#what-a-finding-costs): counters, so that
+    ``increase()`` over a job's time range is what the job lost."""
+    snap = tick.snapshot
+    host = snap.host.hostname
+    labels = ("rule", "gpu", "host", JOB_LABEL)
+    seconds = CounterMetricFamily(
+        PREFIX + "lost_gpu_seconds",
+        "GPU-seconds lost under a warning's cause (the GPU's idle share while it was shown; "
+        "a shared GPU's process claims its own part)",
+        labels=labels,
+    )
+    energy = CounterMetricFamily(
+        PREFIX + "lost_energy_joules",
+        "Energy the GPU drew over that lost time, where its power was known",
+        labels=labels,
+    )
+    for rule, gpu, lost_s, joules in tick.lost:
+        values = (rule, str(gpu), host, _job_of_gpu(gpu, snap))
+        seconds.add_metric(values, lost_s)
+        if joules is not None:
+            energy.add_metric(values, joules)
+    return [seconds, energy]
 
 
 def _host_families(snap: Snapshot) -> list[Metric]:

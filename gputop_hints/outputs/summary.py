@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints import __version__
+from gputop_hints.hints.costs import CostMeter, CostTotals
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.phases import Verdict
@@ -31,6 +32,7 @@ from gputop_hints.model import (
     not_answering_text,
     snapshot_to_dict,
 )
+from gputop_hints.outputs.cost_text import cost_line
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.text import visible_lines
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
@@ -51,6 +53,10 @@ class Summary:
     findings: tuple[Finding, ...] = ()
     verdicts: tuple[Verdict, ...] = ()
     """Each GPU's verdict over every tick sampled (hints.phases), by index."""
+    costs: CostTotals | None = None
+    """GPU-time and energy lost under the findings over the ticks sampled (hints.costs)."""
+    cost_per_gpu_hour: float | None = None
+    """``--cost-per-gpu-hour``: the lost time also in money."""
 
     @classmethod
     def of(
@@ -58,6 +64,7 @@ class Summary:
         snapshots: Sequence[Snapshot],
         thresholds: Thresholds | None = None,
         context: Sequence[Snapshot] = (),
+        cost_per_gpu_hour: float | None = None,
     ) -> Summary:
         """Summarise ``snapshots``; ``context`` (earlier ticks) feeds the hints only.
 
@@ -72,8 +79,17 @@ class Summary:
         history.extend(snapshots)
         seen = [*context, *snapshots]
         diagnoser = Diagnoser.one_off(seen, thresholds)
-        findings = diagnoser.feed_all(seen)
-        return cls(tuple(snapshots), history, findings, tuple(diagnoser.verdicts.all()))
+        diagnoser.feed_all(context)
+        diagnoser.costs = CostMeter()  # the cost covers the ticks sampled, not the context
+        findings = diagnoser.feed_all(snapshots)
+        return cls(
+            tuple(snapshots),
+            history,
+            findings,
+            tuple(diagnoser.verdicts.all()),
+            diagnoser.costs.totals(),
+            cost_per_gpu_hour,
+        )
 
     @property
     def latest(self) -> Snapshot:
@@ -140,6 +156,7 @@ class Summary:
             "processes": processes,
             "findings": [f.to_dict() for f in self.findings],
             "verdicts": [v.to_dict() for v in self.verdicts],
+            "costs": None if self.costs is None else self.costs.to_dict(self.cost_per_gpu_hour),
         }
 
     def to_json_text(self) -> str:
@@ -205,6 +222,17 @@ class Summary:
             out.append("")
             out.append("Hints (per process):")
             out.extend(_finding_lines(f, "  ", width, with_subject=True) for f in per_process)
+        if self.costs is not None and snap.gpus:
+            line = cost_line(
+                self.costs,
+                len(snap.gpus),
+                max(self.duration_s, snap.interval_s),
+                self.cost_per_gpu_hour,
+            )
+            out.append("")
+            out.append(
+                textwrap.fill(f"Cost over the sample: {line}", width, subsequent_indent="  ")
+            )
         if self.findings or snap.gpus:
             out.append("")
             out.append(

@@ -53,6 +53,7 @@ from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import GpuSample, Snapshot
+from gputop_hints.outputs.cost_text import cost_short
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sampling.stacks import StackResult, StackService
 from gputop_hints.sources import Source
@@ -146,6 +147,7 @@ class GputopApp(PlaybackControls):
         user: str | None = None,
         stacks: bool = True,
         notify: NotifySettings | None = None,
+        cost_per_gpu_hour: float | None = None,
     ) -> None:
         """``themes`` lets a caller that already loaded them (the CLI) pass them in,
         so broken theme files are read, and reported, once. ``thresholds`` (from
@@ -159,7 +161,8 @@ class GputopApp(PlaybackControls):
         sample a process's stacks with py-spy when a warning first appears on it, when
         its detail view opens and on ``w`` (live only; docs/stacks.md). ``notify``
         (``--notify``): alerts when a warning or worse appears or clears; the alerts
-        package decides and makes the bytes, this app only writes them (docs/alerts.md)."""
+        package decides and makes the bytes, this app only writes them (docs/alerts.md).
+        ``cost_per_gpu_hour``: the header's running cost also in money."""
         # Without colour (NO_COLOR, --no-color) the monochrome theme is used, so
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
@@ -179,6 +182,7 @@ class GputopApp(PlaybackControls):
         """What the latest confirmed signal did (for tests)."""
         self.thresholds = thresholds if thresholds is not None else Thresholds.defaults()
         self.diagnoser = Diagnoser(self.thresholds, interval_s=interval_s, window_s=window_s)
+        self.cost_per_gpu_hour = cost_per_gpu_hour
         """The history behind every sparkline and the hints run over it."""
         self.last_ingest_s = 0.0
         """Wall time the latest :meth:`ingest` took, engine included (for profiling)."""
@@ -549,6 +553,8 @@ class GputopApp(PlaybackControls):
         with self.batch_update():
             self.gpu_area.show_gpus([gpu.index for gpu in self._shown_gpus(snapshot)])
             self.header.update_from(snapshot)
+            totals = diagnoser.costs.totals()
+            self.header.set_cost(cost_short(totals, self.cost_per_gpu_hour), totals.lost_s >= 0.5)
             self.show_replay_status()
             self.banner.set_reason(snapshot.gpu_unavailable_reason, snapshot.source)
             self._update_gpu_panels(snapshot)

@@ -72,7 +72,8 @@ class G:
     samples: tuple[float, ...] = ()
     clock: int = 1980
     """SM clock, MHz (the board's maximum is 1980)."""
-    power: float = 400.0
+    power: float | None = 400.0
+    """Power draw, W (None: not known)."""
     limit: float = 700.0
     """Enforced power limit, W."""
     default_limit: float | None = None

@@ -12,6 +12,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -158,6 +159,30 @@ def test_job_labels_come_from_the_slurm_job() -> None:
 # --- the real command ---------------------------------------------------------------
 
 
+def test_lost_gpu_seconds_are_counters_that_outlive_the_finding() -> None:
+    """The exporter's counters are the diagnoser's meter (hints.costs): one series per
+    rule and GPU, growing while the finding lasts and kept after it clears."""
+    from gputop_hints.hints.diagnoser import Diagnoser
+    from gputop_hints.sources.demo import DemoSource
+
+    diagnoser = Diagnoser()
+    source = DemoSource("idle-vram", seed=0)
+    collector = SnapshotCollector()
+    for _ in range(40):
+        snap = source.sample()
+        collector.update(snap, diagnoser.feed(snap), diagnoser.costs)
+    samples = _named(_scrape(collector), "gputop_hints_lost_gpu_seconds_total")
+    assert {(s.labels["rule"], s.labels["gpu"]): s.value for s in samples} == {
+        (rule, str(gpu)): seconds for (rule, gpu), seconds in diagnoser.costs.lost_s.items()
+    }
+    assert any(s.labels["rule"] == "idle-holding-vram" and s.value > 0 for s in samples)
+    # the finding is gone (nothing visible), the count it left is still served
+    collector.update(snap, (), diagnoser.costs)
+    after = _named(_scrape(collector), "gputop_hints_lost_gpu_seconds_total")
+    assert [s.value for s in after] == [s.value for s in samples]
+    assert not _named(_scrape(collector), "gputop_hints_finding")
+
+
 def _wait_for_line(proc: subprocess.Popen[str], timeout: float) -> str:
     """The first line the exporter writes on stderr ("serving http://...")."""
     assert proc.stderr is not None
@@ -212,6 +237,29 @@ def test_export_demo_serves_gpu_metrics_and_the_demos_findings(
     # The default scenario's bob runs with num_workers=0 (pid 4200).
     assert ("input-starved", "num-workers-0", "4200") in findings
     assert _named(samples, "gputop_hints_process_vram_bytes")
+
+    # The GPU-time lost under each rule is a counter that grows while the finding lasts.
+    def lost() -> dict[tuple[str, str], float]:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            scraped = _samples(response.read().decode())
+        return {
+            (s.labels["rule"], s.labels["gpu"]): s.value
+            for s in _named(scraped, "gputop_hints_lost_gpu_seconds_total")
+        }
+
+    first = lost()
+    assert first.get(("input-starved", "1"), 0.0) > 0.0
+    later = first
+    for _ in range(100):  # the demo ticks every second; wait for the next
+        later = lost()
+        if later[("input-starved", "1")] > first[("input-starved", "1")]:
+            break
+        time.sleep(0.1)
+    assert later[("input-starved", "1")] > first[("input-starved", "1")]
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    assert "# TYPE gputop_hints_lost_gpu_seconds_total counter" in text
+    assert 'gputop_hints_lost_energy_joules_total{gpu="1"' in text
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0  # SIGTERM stops it cleanly

@@ -129,7 +129,7 @@ def test_explain_draws_the_guide_on_a_terminal_and_prints_markdown_when_piped(
 ) -> None:
     """Issue 44: ``explain`` printed raw Markdown on a terminal. Drawn there (no ``**``,
     no backticks, the heading as text); piped, the Markdown as it is, for a pager or grep."""
-    tmux.start([str(SCRIPT), "explain", "warm-up"], 100, 40)
+    tmux.start([str(SCRIPT), "explain", "warm-up"], 100, 90)  # the whole section fits
     assert tmux.wait_until_exited() == 0
     screen = tmux.screen()
     assert "Warm-up" in screen and "warm_up.max_age_s" in screen

@@ -116,6 +116,23 @@ async def test_header_shows_demo_badge_host_and_interval() -> None:
         assert "driver" in header
 
 
+async def test_header_keeps_the_running_cost() -> None:
+    """The GPU-time lost so far under the findings (docs/hints.md#what-a-finding-costs):
+    nothing while the job is healthy, then growing under the cause, in money at a rate."""
+    app, source = make_app("idle-vram", gpus=1, processes=None, cost_per_gpu_hour=3600.0)
+    async with app.run_test(size=(160, 50)) as pilot:
+        feed(app, source, 2)
+        await pilot.pause()
+        assert "lost: none" in lines_of(app.query_one(HeaderBar))[0]
+        feed(app, source, 40)
+        await pilot.pause()
+        header = lines_of(app.query_one(HeaderBar))[0]
+        assert "most to idle-holding-vram" in header
+        seconds = app.diagnoser.costs.totals().lost_s
+        assert 10 <= seconds <= 40  # an idle GPU: a GPU-second a tick since the warning
+        assert f"~{seconds:,.2f}" in header  # at 3600 a GPU-hour, one per GPU-second
+
+
 async def test_rich_panels_at_160x50_and_compact_lines_at_80x24() -> None:
     app, source = make_app()
     async with app.run_test(size=(160, 50)) as pilot:

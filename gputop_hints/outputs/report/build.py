@@ -27,6 +27,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from gputop_hints.hints.costs import allot
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.phases import PhaseTracker, Verdict, interval_or_one
 from gputop_hints.hints.rules import ALL_RULES, LEVEL_RULES, RULE_NEEDS, hysteresis_for
@@ -387,7 +388,11 @@ class _HintsAsIfLive:
         self.stride = stride
         window_ticks = max(1, round(thresholds.general.window_s / (interval_s or 1.0)))
         self._burst_from = max(0, stride - window_ticks)
-        self._diagnoser = Diagnoser(thresholds, interval_s=interval_s or 1.0, verdicts=False)
+        self._burst_ticks = stride - self._burst_from
+        """Ticks of a burst: the readings in the history since the previous evaluation."""
+        self._diagnoser = Diagnoser(
+            thresholds, interval_s=interval_s or 1.0, verdicts=False, costs=False
+        )
         self.times: dict[tuple[str, Any], FindingTime] = {}
         self.rule_seconds: dict[str, float] = {}
         self.evaluations = 0
@@ -411,8 +416,13 @@ class _HintsAsIfLive:
     def _evaluate(self, i: int, snap: Snapshot, phases: _Phases | None) -> None:
         visible = self._diagnoser.evaluate()
         self.evaluations += 1
-        credit = (i - self._last_evaluated) * snap.interval_s
+        ticks = i - self._last_evaluated
+        credit = ticks * snap.interval_s
         self._last_evaluated = i
+        losses = {
+            (x.rule, x.gpu_index, x.pid): x
+            for x in allot(visible, self._diagnoser.history, min(ticks, self._burst_ticks))
+        }
         now_keys: set[tuple[str, Any]] = set()
         rules_now: dict[str, bool] = {}
         """Rule -> whether all its findings now lie after their GPU's last activity."""
@@ -451,6 +461,7 @@ class _HintsAsIfLive:
                 ft.worst = f.severity
                 ft.finding = f
             ft.seconds += credit
+            ft.add_loss(credit, losses.get((f.rule, f.subject.gpu_index, f.subject.pid)))
             ft.add_evidence(f)
             ft.last_seen = snap.timestamp
             if new_episode:

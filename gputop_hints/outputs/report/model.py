@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gputop_hints.hints.costs import CostTotals, Loss
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.phases import Verdict
 from gputop_hints.outputs.report.stats import GpuStats, ProcessStats
@@ -68,6 +69,14 @@ class FindingTime:
     evidence: dict[str, EvidenceRange] = field(default_factory=dict)
     """Metric name -> its mean and range over the evaluations that showed the finding."""
     tail: Tail | None = None
+    credited_s: float = 0.0
+    """Seconds credited to it before any was taken back (start-up, teardown)."""
+    lost_weight: float = 0.0
+    """Sum over its evaluations of credit x its share of its GPU lost (hints.costs)."""
+    energy_weight: float = 0.0
+    """... of credit x share x the GPU's power, where power was known."""
+    unpowered_weight: float = 0.0
+    """... of credit x share where power was not known."""
     early: list[tuple[float, float, bool]] = field(default_factory=list)
     early_episode: bool = False
     """The current episode began while its GPU's start-up was not settled."""
@@ -83,6 +92,34 @@ class FindingTime:
     def end_tail(self) -> None:
         """Shown inside a run again: what was held is the run's."""
         self.tail = None
+
+    def add_loss(self, credit: float, loss: Loss | None) -> None:
+        """Take in one evaluation's cost: its share of the GPU over ``credit`` seconds."""
+        self.credited_s += credit
+        if loss is None:
+            return
+        self.lost_weight += credit * loss.share
+        if loss.watts is None:
+            self.unpowered_weight += credit * loss.share
+        else:
+            self.energy_weight += credit * loss.share * loss.watts
+
+    def _kept(self, weight: float) -> float:
+        """``weight`` scaled to the seconds it is still shown (some may be taken back)."""
+        return weight * self.seconds / self.credited_s if self.credited_s > 0 else 0.0
+
+    @property
+    def lost_s(self) -> float:
+        """GPU-seconds lost under it (hints.costs): its time shown x its mean share."""
+        return self._kept(self.lost_weight)
+
+    @property
+    def energy_j(self) -> float:
+        return self._kept(self.energy_weight)
+
+    @property
+    def unpowered_s(self) -> float:
+        return self._kept(self.unpowered_weight)
 
     def add_evidence(self, finding: Finding) -> None:
         """Take in one evaluation's evidence (its known values; unknown ones are skipped)."""
@@ -162,6 +199,28 @@ class Report:
         return (
             f"--fail-on {fail_on}: met by {rule} ({first.worst.label}) on {where}, shown "
             f"{first.seconds:.0f} s in {first.episodes} episode(s){others}"
+        )
+
+    def costs(self) -> CostTotals:
+        """GPU-time and energy lost under the findings shown (hints.costs), of the GPUs
+        x the log's duration."""
+        by_rule: dict[str, float] = {}
+        energy = unpowered = 0.0
+        powered = False
+        for ft in self.findings:
+            lost = ft.lost_s
+            if lost <= 0.0:
+                continue
+            rule = ft.finding.rule
+            by_rule[rule] = by_rule.get(rule, 0.0) + lost
+            energy += ft.energy_j
+            unpowered += ft.unpowered_s
+            powered = powered or ft.energy_weight > 0.0
+        return CostTotals(
+            gpu_seconds=len(self.gpus) * self.duration_s,
+            lost_by_rule=dict(sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0]))),
+            energy_j=energy if powered else None,
+            unpowered_s=unpowered,
         )
 
     def share(self, seconds: float) -> float | None:

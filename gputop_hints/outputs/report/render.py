@@ -15,6 +15,7 @@ from typing import Any
 from gputop_hints import __version__
 from gputop_hints.hints.findings import Evidence
 from gputop_hints.model import PROFILING_FIELDS
+from gputop_hints.outputs.cost_text import cost_line
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.stats import PercentStats
@@ -27,7 +28,7 @@ REPORT_SCHEMA_VERSION = 1
 # --- JSON ---------------------------------------------------------------------------
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report, cost_per_gpu_hour: float | None = None) -> dict[str, Any]:
     """The report as one JSON-ready document."""
     info = report.info
     worst = report.worst_severity()
@@ -55,6 +56,7 @@ def report_json(report: Report) -> dict[str, Any]:
         },
         "gpus": [g.to_dict() for g in report.gpus],
         "verdicts": [v.to_dict() for v in report.verdicts],
+        "costs": report.costs().to_dict(cost_per_gpu_hour),
         "processes": [p.to_dict() for p in report.processes],
         "processes_dropped": report.processes_dropped,
         "hints": {
@@ -78,6 +80,8 @@ def report_json(report: Report) -> dict[str, Any]:
                 "first_seen": ft.first_seen,
                 "last_seen": ft.last_seen,
                 "episodes": ft.episodes,
+                "lost_gpu_seconds": ft.lost_s,
+                "lost_energy_j": ft.energy_j if ft.energy_weight > 0 else None,
             }
             for ft in report.findings
         ],
@@ -87,18 +91,26 @@ def report_json(report: Report) -> dict[str, Any]:
     }
 
 
-def report_json_text(report: Report) -> str:
+def report_json_text(report: Report, cost_per_gpu_hour: float | None = None) -> str:
     """The JSON document as ``report --json`` prints it (indented, newline-terminated)."""
-    return json.dumps(report_json(report), indent=2, allow_nan=False) + "\n"
+    return json.dumps(report_json(report, cost_per_gpu_hour), indent=2, allow_nan=False) + "\n"
 
 
 # --- text ---------------------------------------------------------------------------
 
 
-def report_text(report: Report, width: int | None = None, top: int = 10) -> str:
+def report_text(
+    report: Report,
+    width: int | None = None,
+    top: int = 10,
+    cost_per_gpu_hour: float | None = None,
+) -> str:
     """A readable post-mortem (plain text, no colour); ``top`` findings in full."""
     width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 60), 160)
     out = _heading(report)
+    if report.samples and report.gpus:
+        line = cost_line(report.costs(), len(report.gpus), report.duration_s, cost_per_gpu_hour)
+        out.extend(_wrap(line, width, "", "  "))
     out.append("")
     if report.verdicts:
         out.extend(_verdict_lines(report, width))

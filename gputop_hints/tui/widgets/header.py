@@ -1,5 +1,6 @@
 """The top line: host, driver, interval, source, DEMO/REPLAY/PAUSED badges and the
-sample time; in replay the recorded date and time and the recording's span."""
+sample time; in replay the recorded date and time and the recording's span; the
+GPU-time lost so far under the findings (hints.costs, worded by outputs.cost_text)."""
 
 from __future__ import annotations
 
@@ -79,6 +80,13 @@ class HeaderBar(StripWidget):
         self.paused = False
         self.source_kind = ""
         self.replay: ReplayStatus | None = None
+        self.cost: tuple[str, bool] | None = None
+        """The running cost line and whether anything was lost (None: not yet known)."""
+
+    def set_cost(self, text: str, lost: bool) -> None:
+        if (text, lost) != self.cost:
+            self.cost = (text, lost)
+            self.invalidate()
 
     def set_replay(self, status: ReplayStatus | None) -> None:
         if status != self.replay:
@@ -125,6 +133,9 @@ class HeaderBar(StripWidget):
                 down = "Prometheus not answering" if source == "prometheus" else "no NVIDIA driver"
                 left.append(Piece(down, p.warning, 2))
             detail = f" {snap.source_detail}" if snap.source_detail else ""
+            if self.cost is not None:
+                text, lost = self.cost
+                left.append(Piece(text, p.warning if lost else p.muted, 2))
             left.append(Piece(f"every {snap.interval_s:g}s", p.text, 3))
             left.append(Piece(f"source {snap.source}{detail}", p.muted, 5))
             if replay is None:
