@@ -32,7 +32,7 @@ from gputop_hints.cli.gc_tuning import collections_paused, tune_for_long_run
 from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusable
 from gputop_hints.cli.notify import add_notify_args, notify_settings
 from gputop_hints.history import DEFAULT_WINDOW_S
-from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
+from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from gputop_hints.tui.keys import help_lines
 
 if TYPE_CHECKING:
@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive,
         default=2.0,
         metavar="S",
-        help="seconds to sample for --once/--json (default 2)",
+        help="seconds to sample for --once/--json (default 2; shorter than --interval: two "
+        "samples that far apart)",
     )
     out.add_argument(
         "--user",
@@ -160,6 +161,10 @@ def monitor_main(argv: Sequence[str]) -> int:
         print_scenarios()
         return EXIT_OK
     check_source_args(parser, args)
+    if (args.once or args.json) and args.duration < args.interval:
+        # A summary samples for the time asked: two samples --duration apart (no closer
+        # than the shortest interval), not a whole default interval.
+        args.interval = max(args.duration, MIN_INTERVAL_S)
     if args.window < 2 * args.interval:
         parser.error(
             f"--window {args.window:g} s must cover at least two samples of --interval "
@@ -208,7 +213,7 @@ def monitor_main(argv: Sequence[str]) -> int:
 
     try:
         if once:
-            return _run_once(source, args, thresholds or _defaults())
+            return _run_once(source, args, thresholds)
         return run_tui(source, args, thresholds, notify=notify)
     finally:
         source.close()
@@ -221,15 +226,28 @@ def _defaults() -> Thresholds:
         return Thresholds.defaults()
 
 
-def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds) -> int:
-    """Sample for ``--duration``, print the summary (text or JSON), exit 0."""
-    with collections_paused():
-        from gputop_hints.outputs.summary import Summary
-        from gputop_hints.sampling.once import collect, preroll
+def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds | None) -> int:
+    """Sample for ``--duration``, print the summary (text or JSON), exit 0.
 
-    context = preroll(source, args.interval, thresholds.general.window_s)
-    snapshots = collect(source, args.duration, args.interval)
-    summary = Summary.of(snapshots, thresholds, context, args.cost_per_gpu_hour)
+    ``thresholds`` None: the defaults, loaded -- with the rules and the summary's
+    code -- while a live source waits between its samples, not before the first."""
+    from gputop_hints.sampling.once import collect, preroll
+
+    loaded: list[Thresholds] = []
+
+    def load() -> None:
+        with collections_paused():  # the rules' modules and classes (cli/gc_tuning.py)
+            import gputop_hints.outputs.summary  # noqa: F401  (imported while waiting)
+
+            loaded.append(thresholds if thresholds is not None else _defaults())
+
+    if source.simulated:  # no waiting to fill: its warm-up is run past first (preroll)
+        load()
+    context = preroll(source, args.interval, loaded[0].general.window_s) if loaded else []
+    snapshots = collect(source, args.duration, args.interval, meanwhile=None if loaded else load)
+    from gputop_hints.outputs.summary import Summary
+
+    summary = Summary.of(snapshots, loaded[0], context, args.cost_per_gpu_hour)
     sys.stdout.write(summary.to_json_text() if args.json else summary.to_text())
     sys.stdout.flush()
     return EXIT_OK

@@ -32,15 +32,17 @@ def add_notify_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def notify_settings(args: argparse.Namespace, config_path: Path | None) -> NotifySettings:
-    """The config file's ``notify:`` section with the command line over it.
+def notify_settings(args: argparse.Namespace, config_path: Path | None) -> NotifySettings | None:
+    """The config file's ``notify:`` section with the command line over it; None when
+    neither a config file nor an option asks (no alerts).
 
     Raises ConfigError (the file) or BadNotifySetting (the options)."""
+    if config_path is None and args.notify is None and args.notify_cmd is None:
+        # Nothing asks for alerts: the alerts package (its channels, and the config
+        # reader with the thresholds and rules behind it) is not imported before the
+        # first frame or a --once summary.
+        return None
     from gputop_hints.alerts import combine
     from gputop_hints.alerts.config import load_notify
 
-    if config_path is None and args.notify is None and args.notify_cmd is None:
-        from gputop_hints.alerts import NotifySettings
-
-        return NotifySettings()
     return combine(load_notify(config_path), args.notify, args.notify_cmd)

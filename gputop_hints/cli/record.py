@@ -173,7 +173,7 @@ def _alerts(
     alerts go out -- the bell and OSC to this terminal only when standard output is
     one, the command always. (None, None) when alerts are off."""
     settings = args.notify_settings
-    if not settings.enabled:
+    if settings is None or not settings.enabled:
         return None, None
     from gputop_hints.alerts import Notifier
     from gputop_hints.hints.config import load_file

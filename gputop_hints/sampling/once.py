@@ -9,21 +9,30 @@ than their start. No Textual here.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from gputop_hints.model import Snapshot
 from gputop_hints.sources import Source
 
 
-def collect(source: Source, duration_s: float, interval_s: float) -> list[Snapshot]:
+def collect(
+    source: Source,
+    duration_s: float,
+    interval_s: float,
+    meanwhile: Callable[[], None] | None = None,
+) -> list[Snapshot]:
     """Take samples for ``duration_s`` (at least two), for ``--once``/``--json``.
 
     Live sources are sampled in real time; simulated ones advance their own clock
-    and return at once.
+    and return at once. ``meanwhile`` runs once after the first sample, in the time
+    the second is waited for (what the summary needs next: its imports).
     """
     count = max(2, round(duration_s / interval_s) + 1)
     out: list[Snapshot] = []
     start = time.monotonic()
     for i in range(count):
+        if i == 1 and meanwhile is not None:
+            meanwhile()
         if i and not source.simulated:
             wait = start + i * interval_s - time.monotonic()
             if wait > 0:

@@ -99,6 +99,18 @@ def test_no_terminal_falls_back_to_the_one_off_summary() -> None:
     assert "GPU 0" in result.stdout
 
 
+def test_once_samples_for_the_duration_asked_even_below_the_interval() -> None:
+    """``--once --duration 0.5`` took two samples a whole default interval (1 s) apart;
+    now they are the half second asked apart, and the costs cover that half second."""
+    data = _json("--demo", "--once", "--json", "--duration", "0.5")
+    assert data["sampling"]["samples"] == 2
+    assert data["sampling"]["interval_s"] == 0.5
+    assert data["sampling"]["duration_s"] == 0.5  # the demo's simulated clock
+    costs = data["costs"]
+    assert costs["gpu_hours"] == pytest.approx(4 * 2 * 0.5 / 3600)  # 4 GPUs, 2 ticks
+    assert costs["lost_gpu_hours"] > 0  # the mixed demo wastes GPU time from the start
+
+
 def test_once_text_for_the_starved_demo_reads_like_a_report() -> None:
     result = run("--demo", "starved-loader", "--once")
     assert result.returncode == 0, result.stderr
