@@ -10,7 +10,15 @@ Wall time moves with the machine's load; two figures that do not (much) come wit
 the median CPU time of a tick (``time.process_time``) and, with ``--calls``, the Python
 calls a tick makes (the measured ticks run again under cProfile, on a copy of the state).
 
-    .venv/bin/python bench/engine_cost.py [--gpus 8] [--processes 64] [--ticks 300] [--calls]
+``--shape waves`` is the steady state the demo never reaches (issue 49): every process
+holds 1 GiB and runs its own utilization wave, 5-95 % with a period of 7-17 s, so that
+every process is judged on every tick (its own gaps on a GPU the others keep busy) --
+the node a fake NVML with moving per-process samples makes. ``--minutes M`` feeds M
+minutes of simulated ticks after the warm-up and prints the median CPU ms of minute 1
+and of minute M, so that a cost growing with uptime shows.
+
+    PYTHONPATH=. .venv/bin/python bench/engine_cost.py [--shape demo|waves] [--gpus 8]
+        [--processes 64] [--ticks 300] [--minutes 10] [--calls]
 """
 
 from __future__ import annotations
@@ -18,47 +26,91 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import math
 import os
 import pstats
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.model import Snapshot
 from gputop_hints.sources.demo import DemoSource
+
+
+def waves(gpus: int, processes: int) -> Iterator[Snapshot]:
+    """The steady state: ``processes`` round-robin over ``gpus``, each with its own
+    5-95 % utilization wave (period 7-17 s), the GPU's SM their mean, 1 GiB each."""
+    from tests.hints.windows import T0, G, H, P, Tick, snapshot  # the rule tests' builder
+
+    k = 0
+    while True:
+        sms: dict[int, list[float]] = {g: [] for g in range(gpus)}
+        procs = []
+        for i in range(processes):
+            pid, gpu = 10_000 + i, i % gpus
+            sm = 50.0 + 45.0 * math.sin(2 * math.pi * k / (7 + pid % 11) + pid)
+            sms[gpu].append(sm)
+            procs.append(P(pid=pid, gpu=gpu, vram_gib=1.0, sm=round(sm), cpu=30.0))
+        devices = []
+        for g, values in sms.items():
+            sm = sum(values) / len(values) if values else 0.0
+            devices.append(
+                G(index=g, sm=sm, mem=sm / 3, vram_gib=len(values) + 1.0, samples=(sm,) * 6)
+            )
+        tick = Tick(gpus=tuple(devices), procs=tuple(procs), host=H(cores=32, busy=20.0))
+        yield snapshot(tick, T0 + k, 1.0)
+        k += 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--scenario", default="mixed")
+    parser.add_argument("--shape", choices=("demo", "waves"), default="demo")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--processes", type=int, default=64)
     parser.add_argument("--ticks", type=int, default=300, help="ticks measured")
     parser.add_argument("--warm", type=int, default=150, help="ticks fed first, not measured")
     parser.add_argument(
+        "--minutes",
+        type=int,
+        default=0,
+        help="measure this many minutes of ticks (instead of --ticks) and print minute 1 "
+        "and the last minute apart",
+    )
+    parser.add_argument(
         "--calls", action="store_true", help="also count the Python calls a tick makes"
     )
     args = parser.parse_args(argv)
-    source = DemoSource(args.scenario, gpus=args.gpus, processes=args.processes)
+    if args.shape == "waves":
+        ticks = waves(args.gpus, args.processes)
+        name = "waves"
+    else:
+        source = DemoSource(args.scenario, gpus=args.gpus, processes=args.processes)
+        ticks = iter(source.sample, None)
+        name = args.scenario
+    measured = args.minutes * 60 if args.minutes else args.ticks
     diagnoser = Diagnoser(Thresholds.defaults(), interval_s=1.0)
     for _ in range(args.warm):
-        diagnoser.append(source.sample())
+        diagnoser.append(next(ticks))
         diagnoser.evaluate()
-    snaps = [source.sample() for _ in range(args.ticks)]
     profiled = copy.deepcopy(diagnoser) if args.calls else None
+    snaps = [next(ticks) for _ in range(measured)] if args.calls else None
     costs: list[float] = []
     cpu: list[float] = []
-    for snap in snaps:
-        diagnoser.append(snap)
+    for i in range(measured):
+        diagnoser.append(snaps[i] if snaps is not None else next(ticks))
         started = time.process_time()
         diagnoser.evaluate()
         cpu.append((time.process_time() - started) * 1000.0)
         costs.append(diagnoser.engine.last_cost_s * 1000.0)
+    by_tick = list(cpu)
     costs.sort()
     p95 = costs[min(len(costs) - 1, round(0.95 * (len(costs) - 1)))]
     print(
-        f"hint engine, {args.scenario} {args.gpus} GPUs x {args.processes} processes, "
+        f"hint engine, {name} {args.gpus} GPUs x {args.processes} processes, "
         f"{len(costs)} ticks after {args.warm} ({os.cpu_count()} CPUs here):"
     )
     print(
@@ -66,8 +118,16 @@ def main(argv: list[str] | None = None) -> int:
         "per tick (goal: median <= 3 ms)"
     )
     print(f"  CPU time: median {statistics.median(cpu):.2f} ms per tick")
+    if args.minutes >= 2:
+        first = statistics.median(by_tick[:60])
+        last = statistics.median(by_tick[-60:])
+        print(
+            f"  CPU time by uptime: minute 1 {first:.2f} ms, minute {args.minutes} {last:.2f} ms "
+            f"per tick (after {args.warm} s of warm-up)"
+        )
     if profiled is not None:
         profile = cProfile.Profile()
+        assert snaps is not None
         for snap in snaps:
             profiled.append(snap)
             profile.enable()
