@@ -161,6 +161,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("prometheus")
     procs: list[subprocess.Popen[str]] = []
     log = open(tmp / "prometheus.log", "w")  # noqa: SIM115 (closed at the end)
+    # Each module that uses the fixture gets fresh nodes: q-2 answers its first scrapes
+    # to this server too, q-3 until a test of this module stops it.
+    _QuietGoes.answers, _QuietLater.answers = QUIET_AFTER, None
     dcgm = http.server.HTTPServer(("127.0.0.1", 0), _DcgmPage)
     threading.Thread(target=dcgm.serve_forever, daemon=True).start()
     nvitop = http.server.HTTPServer(("127.0.0.1", 0), _NvitopPage)
