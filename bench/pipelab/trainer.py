@@ -345,6 +345,30 @@ def spin_cpu(seconds: float) -> None:
         pass
 
 
+class Model:
+    """The model as its step's host work sees it: ``forward`` issues the step's kernels
+    from Python (in PyTorch, under ``nn.Module.forward`` and autograd's ``backward``),
+    which is host CPU time per kernel."""
+
+    def forward(self, launch_s: float) -> None:
+        spin_cpu(launch_s)  # launching the step's kernels
+
+
+class Pageable:
+    """A batch in pageable host memory: ``.to(device)`` has the CPU stage it into a
+    pinned buffer before the DMA, so the copy is the calling thread's own time (what
+    PyTorch's ``Tensor.to`` does for a non-pinned tensor)."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def to(self, device: str, copy_s: float) -> Batch:
+        end = time.thread_time() + copy_s
+        while time.thread_time() < end:  # staging the pages
+            pass
+        return self.batch
+
+
 class Loss:
     """A tensor-like loss on the simulated GPU: ready once the work queued before it
     is (``ready_at``, the step's end)."""
@@ -362,14 +386,14 @@ class Loss:
 
 
 def _shared_step(
-    gpu: GpuQueue, board: Board, gpu_s: float, launch_s: float, kernel_tail_s: float
+    gpu: GpuQueue, board: Board, model: Model, gpu_s: float, launch_s: float, kernel_tail_s: float
 ) -> float:
     """One step on a GPU shared with other programs; when it is done. Its work starts
     when the GPU is free of theirs; launches that outlast it queue a last kernel."""
     submitted = time.time()
     start = gpu.take(submitted, gpu_s)
     board.add_busy(start, start + gpu_s)
-    spin_cpu(launch_s)  # launching the step's kernels
+    model.forward(launch_s)
     done = start + gpu_s
     if time.time() - submitted > gpu_s:  # the kernels waited for their launches
         tail = gpu.take(time.time(), kernel_tail_s)
@@ -382,6 +406,8 @@ def train(cfg: Config) -> None:
     board = Board.attach(Path(cfg.board))
     gpu = GpuQueue(Path(cfg.gpu_queue)) if cfg.gpu_queue else None
     loader = Loader(cfg)
+    model = Model()
+    device = "cuda:0"
     try:
         board.slots[VRAM] = cfg.vram_base + cfg.batch_size * cfg.vram_per_sample
         board.slots[READY] = 1.0
@@ -400,17 +426,17 @@ def train(cfg: Config) -> None:
             board.slots[COPY_RATE] = rate
             board.slots[COPY_FROM], board.slots[COPY_TO] = now, now + copy_s
             if not cfg.pin_memory:  # .to(device) from pageable memory: the CPU stages it
-                spin_cpu(copy_s)
+                batch = Pageable(batch).to(device, copy_s)
                 board.slots[COPY_TO] = time.time()
             start = time.time()
             if gpu is None:
                 board.add_busy(start, start + gpu_s)  # queued work: busy from its first launch
-                spin_cpu(launch_s)  # launching the step's kernels
+                model.forward(launch_s)
                 if time.time() - start > gpu_s:  # the kernels waited for their launches
                     board.add_busy(start + gpu_s, start + gpu_s + kernel_tail_s)
                 done = max(start + gpu_s, time.time() + kernel_tail_s)
             else:  # a shared GPU: the step runs after what the other programs queued
-                done = _shared_step(gpu, board, gpu_s, launch_s, kernel_tail_s)
+                done = _shared_step(gpu, board, model, gpu_s, launch_s, kernel_tail_s)
             if cfg.pin_memory:  # the DMA overlaps the step; the next one waits for it
                 done = max(done, now + copy_s)
             if cfg.blocking_sync:

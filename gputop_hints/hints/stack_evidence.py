@@ -24,6 +24,7 @@ time: the finding's cause is confirmed. Below, the row is context."""
 AGREES: dict[str, tuple[str, ...]] = {
     "input-starved": ("waiting-for-batch", "loading-in-main"),
     "small-batch": ("python-launch", "loading-in-main"),
+    "pcie-thrash": ("copying-to-gpu",),
     "straggler": ("collective-wait",),
     "collective-hang": ("collective-wait",),
     "idle-holding-vram": ("collective-wait",),
@@ -32,7 +33,8 @@ AGREES: dict[str, tuple[str, ...]] = {
 }
 """Rule -> the categories of the main thread's samples that show its cause: a starved
 GPU's host waits for batches (workers) or builds them (num_workers=0); a launch-bound
-step issues small kernels from Python; a rank waits in a collective on its peers."""
+step issues small kernels from Python; a rank waits in a collective on its peers; a
+link busy with pageable copies keeps the host staging them (``.to(device)``)."""
 
 
 def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:

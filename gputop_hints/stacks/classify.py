@@ -19,6 +19,11 @@ matches wins; docs/stacks.md cites torch's files and functions):
   ``.cpu()``, ``.tolist()``, ``.numpy()``, ``torch.cuda.synchronize`` or
   ``.to("cpu")`` (read from the file py-spy names; when that frame is itself a method
   named like one of those -- a wrapper -- its caller's line);
+* ``copying-to-gpu``: the innermost user frame's source line copies to the device --
+  ``.cuda(`` or ``.to(`` naming a device (``device``, ``"cuda``, a rank,
+  ``non_blocking``), not ``"cpu"`` (when that frame is itself a method named ``to`` or
+  ``cuda`` -- a wrapper -- its caller's line): from pageable memory the host stages the
+  copy itself, so the time shows on the main thread;
 * ``python-launch``: in torch.nn modules, autograd or the optimizers, or a
   ``forward`` / ``backward``: the host is busy issuing the model's work from Python;
 * ``other``: anything else, named by its top user frame.
@@ -43,6 +48,7 @@ CATEGORIES = (
     "loading-in-main",
     "host-device-sync",
     "collective-wait",
+    "copying-to-gpu",
     "python-launch",
     "other",
 )
@@ -53,6 +59,7 @@ WORDS = {
     "loading-in-main": "loading batches itself",
     "host-device-sync": "waiting on the GPU (sync)",
     "collective-wait": "waiting on other ranks",
+    "copying-to-gpu": "copying to the GPU",
     "python-launch": "launching work from Python",
     "other": "elsewhere",
 }
@@ -112,6 +119,11 @@ _SYNC_CALL = re.compile(
     r"""(["']cpu["']|torch\.device\(\s*["']cpu["']\s*\))"""
 )
 _SYNC_NAMES = {"item", "cpu", "tolist", "numpy", "synchronize", "to"}
+_COPY_CALL = re.compile(
+    r"""\.cuda\(|\.to\((?!\s*(device\s*=\s*)?(["']cpu["']|torch\.device\(\s*["']cpu))"""
+    r"""[^)]*(device|cuda|rank|non_blocking)"""
+)
+_COPY_NAMES = {"to", "cuda"}
 
 
 @dataclass(frozen=True)
@@ -271,19 +283,27 @@ class _Lines:
         return []
 
 
-def _sync_frame(frames: Sequence[Frame], lines: _Lines) -> Frame | None:
-    """The user frame whose line syncs with the device, or None."""
+def _line_frame(
+    frames: Sequence[Frame], lines: _Lines, call: re.Pattern[str], wrappers: set[str]
+) -> Frame | None:
+    """The innermost user frame whose source line makes ``call`` (or, where that frame
+    is a method named in ``wrappers``, its caller's), or None."""
     users = [f for f in frames if is_user_code(f)]
     if not users:
         return None
     inner = users[0]
-    if _SYNC_CALL.search(lines.line(inner.file, inner.line)):
+    if call.search(lines.line(inner.file, inner.line)):
         return inner
-    if _short(inner.function) in _SYNC_NAMES and len(users) > 1:
+    if _short(inner.function) in wrappers and len(users) > 1:
         caller = users[1]
-        if _SYNC_CALL.search(lines.line(caller.file, caller.line)):
+        if call.search(lines.line(caller.file, caller.line)):
             return caller
     return None
+
+
+def _sync_frame(frames: Sequence[Frame], lines: _Lines) -> Frame | None:
+    """The user frame whose line syncs with the device, or None."""
+    return _line_frame(frames, lines, _SYNC_CALL, _SYNC_NAMES)
 
 
 def _named(frames: Sequence[Frame]) -> Frame | None:
@@ -311,6 +331,9 @@ def categorise(frames: Sequence[Frame], lines: _Lines) -> tuple[str, Frame | Non
     synced = _sync_frame(frames, lines)
     if synced is not None:
         return "host-device-sync", synced
+    copying = _line_frame(frames, lines, _COPY_CALL, _COPY_NAMES)
+    if copying is not None:
+        return "copying-to-gpu", copying
     if any(_is_launch(f) for f in frames):
         return "python-launch", named
     return "other", named

@@ -72,3 +72,20 @@ def test_sync_every_step_waits_on_the_trainers_item_line(lab: Lab) -> None:
     assert line.file == str(TRAINER)
     assert TRAINER.read_text().splitlines()[line.line - 1].strip() == "loss_value = loss.item()"
     assert where_it_waits(reading).endswith(f"(trainer.py:{line.line})")
+
+
+def test_small_batch_launches_from_python(lab: Lab) -> None:
+    """Two samples a step: the host issues the step's kernels (``Model.forward``, as
+    PyTorch does under ``nn.Module.forward``) for most of its time -- small-batch's cause."""
+    reading = _stacks(lab, "small-batch")
+    assert _dominant(reading) == "python-launch", where_it_waits(reading)
+
+
+def test_pageable_copies_copy_on_the_trainers_to_device_line(lab: Lab) -> None:
+    """Copies from pageable memory: the host stages each one itself in the line that asks
+    for it (``Pageable(batch).to(device, ...)``) -- pcie-thrash's cause, named by its line."""
+    reading = _stacks(lab, "pageable-copies")
+    assert _dominant(reading) == "copying-to-gpu", where_it_waits(reading)
+    line = reading.categories[0].top_frames[0].frame
+    assert line.file == str(TRAINER)
+    assert ".to(device" in TRAINER.read_text().splitlines()[line.line - 1]

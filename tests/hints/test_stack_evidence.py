@@ -5,7 +5,7 @@ from __future__ import annotations
 from gputop_hints.hints.findings import Finding
 from gputop_hints.history import History
 from gputop_hints.stacks import Category, Frame, FrameCount, StackReading, WorkerReading
-from tests.hints.windows import PID, SAWTOOTH, P, W, one_gpu, shown
+from tests.hints.windows import PID, SAWTOOTH, G, P, Run, Tick, W, one_gpu, shown
 
 NEXT = Frame("Loader.next_batch", "/home/me/train.py", 88)
 AUG = Frame("augment", "/home/me/data.py", 12)
@@ -54,3 +54,25 @@ def test_a_stack_elsewhere_is_shown_as_context_and_changes_no_advice() -> None:
 def test_without_a_reading_nothing_is_added() -> None:
     f = starved([])
     assert not any(e.metric.startswith("main thread") for e in f.evidence)
+
+
+def test_a_main_thread_copying_to_the_device_confirms_pcie_thrash() -> None:
+    """Pageable copies: the host stages each ``.to(device)`` itself, so its main thread's
+    time in that line confirms a link busy with copies while SM is low."""
+    history = (
+        Run()
+        .feed(
+            [
+                Tick((G(sm=12.0, rx=(20e9 if i % 2 else 0.0), tx=(10e9 if i % 2 else 0.0)),))
+                for i in range(12)
+            ]
+        )
+        .history
+    )
+    copy = Frame("train", "/home/me/train.py", 41)
+    [f] = [
+        f for f in shown(history, [reading("copying-to-gpu", 0.7, copy)]) if f.rule == "pcie-thrash"
+    ]
+    [row] = [e for e in f.evidence if e.metric.startswith("main thread")]
+    assert row.met is True and "copying to the GPU" in row.metric
+    assert "train.py:41" in f.advice[0]

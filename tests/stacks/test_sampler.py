@@ -126,6 +126,38 @@ def test_a_line_calling_item_reads_host_device_sync_with_that_line(target, tmp_p
 
 
 @needs_py_spy
+def test_a_line_copying_to_the_device_reads_copying_to_gpu_with_that_line(target, tmp_path) -> None:
+    """From pageable memory the host stages a ``.to(device)`` copy itself: the main
+    thread's time is in the copy, named by the line that asks for it (a method named
+    ``to`` is a wrapper: its caller's line)."""
+    proc = target(
+        """
+        class Pageable:
+            def to(self, device, non_blocking=False):
+                total = 0
+                while True:
+                    total += sum(range(200))
+
+        def train():
+            device = "cuda:0"
+            print("ready", flush=True)
+            while True:
+                batch = Pageable().to(device)
+
+        train()
+        """
+    )
+    reading = classify(sample(proc.pid, samples=6, period_s=0.05))
+    copying = reading.category("copying-to-gpu")
+    assert copying is not None and copying.share >= 0.5
+    line = (tmp_path / "target.py").read_text().splitlines().index(
+        "        batch = Pageable().to(device)"
+    ) + 1
+    frame = copying.top_frames[0].frame
+    assert (Path(frame.file).name, frame.line, frame.function) == ("target.py", line, "train")
+
+
+@needs_py_spy
 def test_a_pid_that_does_not_exist_says_it_is_gone() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()  # reaped: its pid names no process now
