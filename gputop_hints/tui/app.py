@@ -949,6 +949,16 @@ class GputopApp(PlaybackControls):
         else:
             self.notify(f"pid {pid}: already being sampled, or not on screen.", timeout=4)
 
+    def action_device_holders(self) -> None:
+        """``h``: who holds the GPU device files (``fuser -v /dev/nvidia*``), read-only;
+        on a source that is not this machine's GPUs, why not."""
+        from gputop_hints.sources.live.device_holders import refusal
+        from gputop_hints.tui.screens.device_holders import DeviceHoldersScreen
+
+        if not isinstance(self.screen, DeviceHoldersScreen):
+            ghosts = [f for f in self.findings if f.rule == "ghost-memory"]
+            self.push_screen(DeviceHoldersScreen(refusal(getattr(self.source, "kind", "")), ghosts))
+
     def on_process_table_opened(self, message: ProcessTable.Opened) -> None:
         # Only from the table on screen: a second Enter read together with the first
         # asks again after the first detail screen is already up.

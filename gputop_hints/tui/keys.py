@@ -47,6 +47,8 @@ KEYS: tuple[Key, ...] = (
     Key("t", "toggle_tree", "Tree", help="tree of launchers and workers"),
     Key("w", "where_it_waits", "Where", show=False, help="where it waits (its stacks, py-spy)"),
     Key("c", "cycle_theme", "Theme", help="theme"),
+    # ghost-memory's way back: who holds /dev/nvidia* (fuser -v), read-only, live only.
+    Key("h", "device_holders", "Holders", show=False, help="holders of /dev/nvidia* (fuser -v)"),
     # Signals to the selected process, each after a confirmation (nvitop's keys).
     Key("I", "signal('SIGINT')", "Interrupt", show=False),
     Key("T", "signal('SIGTERM')", "Signal", display="I/T/K", help="signal INT/TERM/KILL"),

@@ -181,9 +181,15 @@ def check_valid(snap: Snapshot, allowed_labels: set[str] | None) -> None:
         else:
             assert p.memory_access_percent is None
         pct(p.cpu_percent)
+        assert p.user and p.name == "python" and p.create_time is not None
+        if p.defunct:
+            # a zombie as the live source reads one: no command line, no memory, no
+            # workers, its parent named
+            assert p.state == "Z" and p.command == "" and p.rss_bytes == 0
+            assert not p.workers and p.parent_pid is not None and p.parent_name
+            continue
         assert p.state in VALID_STATES
-        assert p.user and p.name == "python" and p.command.startswith("python ")
-        assert p.rss_bytes and p.create_time is not None
+        assert p.command.startswith("python ") and p.rss_bytes
         for w in p.workers:
             pct(w.cpu_percent)
             assert w.state in VALID_STATES

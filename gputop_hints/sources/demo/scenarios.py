@@ -28,6 +28,8 @@ findings to labels by string:
 ``tensor-cores-idle@pid``      GPM: SMs busy, tensor pipes idle (FP32 matmuls)
 ``utilization-overstated@gpu``  GPM: utilization high, few SMs hold warps
 ``collective-hang@pid``        GPM: ~100 % busy, SM active ~3 %: spinning in NCCL
+``ghost-memory/unlisted@gpu``  memory in use that no listed process holds
+``ghost-memory/defunct@pid``   a zombie (state Z) still listed with memory
 =============================  =====================================================
 
 Benign annotations (no hint should fire for them): ``warming-up@pid`` (model
@@ -91,6 +93,9 @@ class GpuSetup:
     model: GpuModel
     power_cap_watts: float | None = None
     """An administrator's power limit (``nvidia-smi -pl``) below the board's."""
+    unlisted_vram_bytes: int = 0
+    """Memory in use on it that no listed process holds (NVML counts it in ``used``,
+    lists no process for it): the ghost-memory scenario's leaked inference worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,9 @@ class ProcessSetup:
     """For a DDP rank: the pid of the rank that sets the job's pace (the straggler)."""
     launcher: Launcher | None = None
     """The torchrun that started it (DDP ranks, and the mixed scene's healthy job)."""
+    zombie_of: tuple[int, str] | None = None
+    """``(parent pid, parent name)`` of a process that has exited and that this parent
+    has not reaped (state Z): NVML still lists it with its memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +143,9 @@ class Scene:
     """Its GPUs give GPM profiling (SM active, occupancy, tensor, DRAM: Hopper and newer
     with a driver that exposes it). False: the profiling fields stay None, as on a
     source that does not profile."""
+    gpu_labels: tuple[str, ...] = ()
+    """Labels of conditions no process carries (memory held by nothing listed): they
+    hold from the first tick."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,6 +548,8 @@ class _Placement:
         default_factory=list
     )
     """(gpu, kind, start_s, user, extra labels, ddp leader ordinal, port)."""
+    unlisted: dict[int, int] = field(default_factory=dict)
+    """GPU -> bytes in use there that no listed process holds."""
 
 
 def _settle(
@@ -563,7 +576,7 @@ def _settle(
         kind = KINDS[kind_name]
         pid = FIRST_PID + PID_STRIDE * ordinal
         model = models[gpu]
-        budget = 0.985 * model.vram_total_bytes - RESERVED_BYTES
+        budget = 0.985 * model.vram_total_bytes - RESERVED_BYTES - placement.unlisted.get(gpu, 0)
         scale = min(1.0, budget / vram_per_gpu[gpu]) if vram_per_gpu[gpu] > 0 else 1.0
         alloc = allocs[gpu]
         share = len(alloc) * kind.cpu_weight / weights[gpu]
@@ -576,6 +589,9 @@ def _settle(
             loop = _STRAGGLER_PEER_LOOP
         command = kind.command.format(user=user, port=port)
         launcher = None
+        zombie_of = None
+        if kind_name == "zombie":
+            zombie_of = (pid - LAUNCHER_PID_OFFSET, ZOMBIE_PARENT_NAME)
         if leader is not None:
             launcher = _torchrun(FIRST_PID - LAUNCHER_PID_OFFSET, user, ranks, command)
         elif kind_name in _TORCHRUN_KINDS:
@@ -596,11 +612,15 @@ def _settle(
                 labels=labels,
                 ddp_leader_pid=leader_pid,
                 launcher=launcher,
+                zombie_of=zombie_of,
             )
         )
     gpus = tuple(
         GpuSetup(
-            g, models.get(g, H100 if name == "mixed" else _first_model(placement)), caps.get(g)
+            g,
+            models.get(g, H100 if name == "mixed" else _first_model(placement)),
+            caps.get(g),
+            placement.unlisted.get(g, 0),
         )
         for g in range(placement.gpus)
     )
@@ -614,6 +634,7 @@ def _settle(
         allowed_cores=allowed,
         memory_total_bytes=placement.node_cores * 16 * GIB,
         profiling=profiling,
+        gpu_labels=tuple(f"ghost-memory/unlisted@gpu:{g}" for g in sorted(placement.unlisted)),
     )
 
 
@@ -763,6 +784,47 @@ KINDS["ddp-rank"] = JobKind(
 )
 
 
+KINDS["zombie"] = JobKind(
+    # exited (state Z): runs nothing, NVML still lists it with its memory
+    LoopSpec(kind="idle", num_workers=0, warmup_s=0.0),
+    22.0,
+    0.0,
+    0.0,
+    "python train.py --config configs/sweep/trial_17.yaml",
+    # it holds memory and runs nothing, which is what idle-holding-vram sees too
+    ("ghost-memory/defunct@pid:{pid}", "idle-holding-vram@pid:{pid}"),
+)
+KINDS["sweep-trial"] = JobKind(
+    _HEALTHY_LOOP,
+    40.0,
+    7.5,
+    1.6,
+    "python train.py --config configs/sweep/trial_18.yaml --num-workers 6 --amp",
+    ("compute-bound@gpu:{gpu}",),
+)
+ZOMBIE_PARENT_NAME = "python"
+"""The zombie's parent: a sweep driver that starts trials and never wait()s for them."""
+GHOST_UNLISTED_GIB = 30.0
+"""What the leaked inference worker holds on GPU 0 with no process listed for it."""
+
+
+def _ghost(gpus: int, processes: int, cores: int) -> _Placement:
+    """GPU 0: 30 GiB held by no listed process (an inference worker that exited while a
+    child kept its device files open). GPU 1: a sweep's zombie trial still listed with
+    its memory, beside the next trial, which trains. Healthy training on the GPUs beyond.
+    ``processes`` counts the listed ones (zombie, next trial, healthy jobs); more are
+    inference replicas beside the healthy jobs."""
+    placement = _Placement(gpus, cores)
+    placement.unlisted[0] = int(GHOST_UNLISTED_GIB * GIB)
+    slots = [(1, "zombie", -5400.0), (1, "sweep-trial", -5300.0)]
+    slots += [(g, "healthy", -7200.0) for g in range(2, gpus)]
+    for gpu, kind, start in slots[:processes]:
+        placement.kinds.append((gpu, kind, start, USERS[gpu % len(USERS)], (), None, 0))
+    hosts = list(range(1, gpus))
+    _add_replicas(placement, _extras_round_robin(max(0, processes - len(slots)), hosts))
+    return placement
+
+
 @dataclass(frozen=True, slots=True)
 class _Scenario:
     description: str
@@ -846,6 +908,14 @@ SCENARIOS: dict[str, _Scenario] = {
         _gpm,
         default_gpus=4,
         profiling=True,
+    ),
+    "ghost-memory": _Scenario(
+        "memory nothing shows: 30 GiB in use on GPU 0 with no process listed (a leaked "
+        "inference worker); on GPU 1 a sweep's zombie trial still holds its memory beside "
+        "the next trial (its parent never reaps it)",
+        _ghost,
+        default_gpus=2,
+        min_gpus=2,
     ),
 }
 DEFAULT_SCENARIO = "mixed"

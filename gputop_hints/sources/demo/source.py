@@ -245,6 +245,8 @@ class DemoSource:
             if label not in onsets or t < onsets[label]:
                 onsets[label] = t
 
+        for label in self.scene.gpu_labels:
+            first(label, self.start_time)  # held before the monitor started
         for p in self._procs:
             s = p.setup
             begin = self.start_time + s.start_s
@@ -287,7 +289,7 @@ class DemoSource:
         grids = [[0.0] * grid_n for _ in range(n_gpus)]
         means: list[list[float]] = []
         pcie: list[tuple[float, float]] = []
-        labels: list[str] = []
+        labels: list[str] = list(scene.gpu_labels)
 
         for p in self._procs:
             tl = p.timeline
@@ -322,7 +324,7 @@ class DemoSource:
         gpus: list[GpuSample] = []
         kernel_scale = [1.0 / k if k > 1.0 else 1.0 for k in kernel_sum]
         mem_scale = [1.0 / v if v > 1.0 else 1.0 for v in mem_sum]
-        vram_used = [RESERVED_BYTES] * n_gpus
+        vram_used = [RESERVED_BYTES + g.unlisted_vram_bytes for g in scene.gpus]
         vram_of: list[int] = []
         for p in self._procs:
             v = self._vram(p, b - p.setup.start_s)
@@ -548,6 +550,9 @@ class DemoSource:
             local_b = timestamp - self.start_time - s.start_s
             if local_b <= 0:
                 continue
+            if s.zombie_of is not None:
+                processes.append(self._zombie(s, vram_of[index]))
+                continue
             main_cpu = min(1.0, m[MAIN_CPU])
             load[p.main_home] += main_cpu
             d_tasks += m[MAIN_IO]
@@ -652,6 +657,33 @@ class DemoSource:
             load_average=(round(la[0], 2), round(la[1], 2), round(la[2], 2)),
         )
         return tuple(processes), host
+
+    def _zombie(self, s: ProcessSetup, vram: int) -> GpuProcess:
+        """An exited, unreaped process as the live source reads one: state Z, no CPU time
+        and no resident memory (its /proc stat and statm still read), no command line
+        (psutil raises ZombieProcess for it: ""), its parent named; NVML still lists it with
+        its memory and no utilization."""
+        assert s.zombie_of is not None
+        parent_pid, parent_name = s.zombie_of
+        return GpuProcess(
+            pid=s.pid,
+            gpu_index=s.gpu_index,
+            vram_bytes=vram,
+            sm_percent=0.0 if self.scene.gpus[s.gpu_index].model.per_process_utilization else None,
+            memory_access_percent=(
+                0.0 if self.scene.gpus[s.gpu_index].model.per_process_utilization else None
+            ),
+            cpu_percent=0.0,
+            rss_bytes=0,
+            state="Z",
+            user=s.user,
+            name="python",
+            command="",
+            create_time=self.start_time + s.start_s,
+            parent_pid=parent_pid,
+            parent_name=parent_name,
+            parent_state="S",
+        )
 
 
 def _spread(load: list[float], cores: tuple[int, ...]) -> None:
