@@ -230,7 +230,7 @@ def _unaccounted(
             "See them from the host: nvidia-smi or gputop-hints there, or start this "
             "container with --pid=host (Kubernetes: hostPID: true).",
         )
-    elif snap.source == "live":
+    elif snap.source in ("live", "demo"):  # a process view of the whole node (the demo's simulated)
         subtype, severity = "unlisted", Severity.WARNING
         cause = (
             "This monitor sees the host's processes, yet none is listed for the rest: a "

@@ -73,6 +73,8 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         vram = proc.vram_bytes or 0
         if vram < c.min_vram_gib * GIB or proc.key in hung or is_server(proc):
             continue  # a hung rank is collective-hang's; a server's idling is serving-idle's
+        if proc.defunct:
+            continue  # a zombie runs nothing and never will: ghost-memory names its parent
         idle_s = win.process_idle_for_s(proc, c.sm_below_percent)
         cpu = win.process_cpu_mean(proc)
         # Without the host side, a checkpoint save, an evaluation on the CPU or a dataset

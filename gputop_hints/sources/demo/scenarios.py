@@ -791,8 +791,9 @@ KINDS["zombie"] = JobKind(
     0.0,
     0.0,
     "python train.py --config configs/sweep/trial_17.yaml",
-    # it holds memory and runs nothing, which is what idle-holding-vram sees too
-    ("ghost-memory/defunct@pid:{pid}", "idle-holding-vram@pid:{pid}"),
+    # it holds memory and will never run again: ghost-memory names the parent to signal
+    # (idle-holding-vram leaves a zombie to it: its advice is for a live process)
+    ("ghost-memory/defunct@pid:{pid}",),
 )
 KINDS["sweep-trial"] = JobKind(
     _HEALTHY_LOOP,
