@@ -35,3 +35,18 @@ def test_usage_and_examples_list_every_subcommand() -> None:
     for sub in ("record", "replay", "report", "export", "config", "explain"):
         assert sub in text.split("options:", 1)[0], sub
     assert "gputop-hints export" in text
+
+
+def test_the_help_screen_lists_every_live_key_help_lists() -> None:
+    """The ``?`` screen's key table is written for reading; every key ``--help`` names
+    (live, not replay's own) is in it, so a new key cannot be left out of it (``w`` and
+    ``h`` were)."""
+    from gputop_hints.tui.keys import KEYS
+    from gputop_hints.tui.screens.help import help_text
+
+    text = help_text()
+    for key in KEYS:
+        if key.help is None or key.replay:
+            continue
+        shown = key.display or key.keys
+        assert any(f"`{part}`" in text for part in shown.split("/")), (shown, key.help)

@@ -179,6 +179,10 @@ def keys_help() -> str:
         "turn, then all |",
         "| `Esc` | every process again (clears the user and command filters) |",
         "| mouse | click a row to select it, a column title to sort by it (again: reverse) |",
+        "| `w` | where the selected process waits: its Python stacks read with py-spy, in "
+        "its detail view (docs/stacks.md) |",
+        "| `h` | who holds the GPUs' device files: `fuser -v /dev/nvidia*` run once, shown "
+        "read-only (live only; docs/hints.md#ghost-memory) |",
         "| `c` | next colour theme |",
         "| `I` / `T` / `K` | send SIGINT / SIGTERM / SIGKILL to the selected row's process |",
         "",
