@@ -108,9 +108,17 @@ def test_a_variable_past_the_read_bound_is_not_read(tmp_path: Path) -> None:
 
 def test_a_real_processs_environment_gives_the_names() -> None:
     env = {**os.environ, "HOSTNAME": "worker-3", "POD_NAMESPACE": "batch"}
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(30)"],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
     try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == b"up\n"  # running its own program
         assert pod_names(child.pid) == ("worker-3", "batch")
     finally:
         child.kill()
         child.wait(timeout=5)
+        if child.stdout is not None:
+            child.stdout.close()
