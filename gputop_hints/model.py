@@ -421,7 +421,7 @@ class GpuProcess:
     """Whether the process belongs to the attached job (None: no job, or unknown)."""
     container: str | None = None
     """The container or batch job the process runs in, from /proc/PID/cgroup ("docker
-    3f2a1b9c0d4e", "k8s pod 5c1e2a7b", "slurm job 1234"); None: none found, or unknown."""
+    3f2a1b9c0d4e", "pod ml/trainer-0", "slurm job 1234"); None: none found, or unknown."""
     frameworks: tuple[str, ...] = ()
     """The ML frameworks whose CUDA libraries the process has mapped ("jax", "tensorflow",
     "torch"), read from /proc/PID/maps when it was first seen on a GPU; () when none

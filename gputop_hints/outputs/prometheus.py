@@ -51,8 +51,12 @@ JOB_LABEL = "slurm_job"
 series its scrape job's own ``job`` label, which would move ours to ``exported_job``
 (dcgm-exporter's is ``hpc_job`` for the same reason)."""
 GPU_LABELS = ("gpu", "uuid", "host", JOB_LABEL)
-PROCESS_LABELS = ("gpu", "pid", "user", "command", "host", JOB_LABEL)
-FINDING_LABELS = ("rule", "subtype", "severity", "gpu", "pid", JOB_LABEL, "host")
+PROCESS_LABELS = ("gpu", "pid", "user", "command", "host", JOB_LABEL, "container")
+FINDING_LABELS = ("rule", "subtype", "severity", "gpu", "pid", JOB_LABEL, "host", "container")
+"""``container``: the container, pod or batch job of the process (``docker 8a6e3c1f5b2d``,
+``pod ml-team/trainer-0``, ``slurm job 1234``; model.GpuProcess.container), "" when it
+runs in none or the finding is about a whole GPU. Fixed for a process's life, so it
+adds no series."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +281,7 @@ def build_families(tick: Tick, max_processes: int = MAX_PROCESS_SERIES) -> list[
                     command_name(proc),
                     host,
                     _job_of(proc, snap),
+                    proc.container or "",
                 )
                 family.add_metric(labels, float(v))
         out.append(family)
@@ -361,9 +366,11 @@ def _finding_families(tick: Tick) -> list[Metric]:
     seen: set[tuple[str, ...]] = set()
     for finding in tick.findings:
         subject = finding.subject
+        container = ""
         if subject.pid is not None:
             proc = processes.get((subject.pid, subject.gpu_index))
             job = _job_of(proc, snap) if proc is not None else ""
+            container = (proc.container or "") if proc is not None else ""
         else:
             job = _job_of_gpu(subject.gpu_index, snap)
         labels = (
@@ -374,6 +381,7 @@ def _finding_families(tick: Tick) -> list[Metric]:
             "" if subject.pid is None else str(subject.pid),
             job,
             host,
+            container,
         )
         if labels in seen:  # one series per labels, whatever the engine gives
             continue

@@ -208,13 +208,20 @@ class Summary:
         if not snap.processes:
             out.append("No GPU processes.")
         else:
+            # CONTAINER (the container, pod or batch job) only when some process is
+            # in one: on a shared node or Kubernetes the PID says nothing, its cgroup does.
+            names = [len(p.container) for p in snap.processes if p.container]
+            cw = min(max([*names, len("CONTAINER")]), CONTAINER_TEXT_WIDTH) if names else 0
             out.append(
-                f"{'PID':>7} {'USER':<9} {'GPU':>3} {'VRAM':>8} {'SM%':>5} {'CPU%':>5} "
+                f"{'PID':>7} {'USER':<9} "
+                + (f"{'CONTAINER':<{cw}} " if cw else "")
+                + f"{'GPU':>3} {'VRAM':>8} {'SM%':>5} {'CPU%':>5} "
                 f"{'WORKERS':>11} {'RSS':>8}  COMMAND"
             )
-            fixed = 7 + 1 + 9 + 1 + 3 + 1 + 8 + 1 + 5 + 1 + 5 + 1 + 11 + 1 + 8 + 2
+            fixed = 7 + 1 + 9 + 1 + (cw + 1 if cw else 0) + 3 + 1 + 8 + 1 + 5 + 1 + 5
+            fixed += 1 + 11 + 1 + 8 + 2
             out.extend(
-                self._process_line(proc, max(width - fixed, 20))
+                self._process_line(proc, max(width - fixed, 20), cw)
                 for proc in sorted(snap.processes, key=lambda p: (p.gpu_index, p.pid))
             )
         per_process = [f for f in self.findings if f.subject.pid is not None]
@@ -289,7 +296,7 @@ class Summary:
         )
         return lines
 
-    def _process_line(self, proc: GpuProcess, command_width: int) -> str:
+    def _process_line(self, proc: GpuProcess, command_width: int, container_width: int = 0) -> str:
         ph = self.history.process(proc.pid, proc.gpu_index)
         cpu_mean = ph.cpu_percent.mean() if ph else proc.cpu_percent
         workers_cpu = proc.workers_cpu_percent
@@ -297,11 +304,21 @@ class Summary:
         command = proc.command or proc.name or ""
         if len(command) > command_width:
             command = command[: command_width - 1] + "~"
+        container = ""
+        if container_width:
+            name = proc.container or ""
+            if len(name) > container_width:
+                name = name[: container_width - 1] + "~"
+            container = f"{name:<{container_width}} "
         return (
-            f"{proc.pid:>7} {(proc.user or 'n/a')[:9]:<9} {proc.gpu_index:>3} "
+            f"{proc.pid:>7} {(proc.user or 'n/a')[:9]:<9} {container}{proc.gpu_index:>3} "
             f"{human_bytes(proc.vram_bytes):>8} {percent(proc.sm_percent):>5} "
             f"{percent(cpu_mean):>5} {workers:>11} {human_bytes(proc.rss_bytes):>8}  {command}"
         )
+
+
+CONTAINER_TEXT_WIDTH = 32
+"""The widest CONTAINER cell of the text summary; a longer pod name is cut with ``~``."""
 
 
 PROFILING_TEXT = (

@@ -84,7 +84,7 @@ def _process_lines(snapshot: Snapshot, width: int) -> list[str]:
     processes = sort_processes(snapshot.processes, SORT_KEYS[0])
     if not processes:
         return [" no GPU processes"]
-    columns = visible_columns(width)
+    columns = visible_columns(width, containers=any(p.container for p in processes))
     header = " " + "".join(aligned_cell(c.title, c) + " " for c in columns) + "COMMAND"
     rows = [header]
     for proc in processes:

@@ -7,6 +7,7 @@ that clears: their series must go); one test runs the real ``gputop-hints export
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import selectors
 import signal
@@ -154,6 +155,24 @@ def test_job_labels_come_from_the_slurm_job() -> None:
     assert finding.labels["slurm_job"] == "1234"
     [info] = _named(samples, "gputop_hints_job_info")
     assert (info.labels["slurm_job"], info.labels["step"]) == ("1234", "0")
+
+
+def test_process_and_finding_series_name_the_container() -> None:
+    pod = dataclasses.replace(_process(7, 2**30), container="pod ml-team/trainer-0")
+    bare = _process(8, 2**20)
+    collector = SnapshotCollector()
+    collector.update(_snapshot((pod, bare)), (_finding(7), _finding(8), _finding(None)))
+    samples = _scrape(collector)
+    vram = {
+        s.labels["pid"]: s.labels["container"]
+        for s in _named(samples, "gputop_hints_process_vram_bytes")
+    }
+    assert vram == {"7": "pod ml-team/trainer-0", "8": ""}
+    findings = {
+        s.labels["pid"]: s.labels["container"] for s in _named(samples, "gputop_hints_finding")
+    }
+    # A finding about the whole GPU (pid "") names no container.
+    assert findings == {"7": "pod ml-team/trainer-0", "8": "", "": ""}
 
 
 # --- the real command ---------------------------------------------------------------

@@ -63,8 +63,13 @@ class ProcessReading:
     ppid: int | None = None
 
 
+_POD_UID = r"([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
+_KUBEPODS = re.compile(r"kubepods[^\n]*?pod" + _POD_UID)
+"""A Kubernetes pod's cgroup: ``/kubepods/burstable/pod<uid>/<id>`` (cgroupfs driver)
+or ``kubepods-burstable-pod<uid with _>.slice`` (systemd driver); guaranteed pods
+have no QoS level in the path."""
+
 _CONTAINER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"kubepods[^\n]*?pod([0-9a-f]{8})[0-9a-f_-]*"), "k8s pod {}"),
     (re.compile(r"(?:/docker/|docker-)([0-9a-f]{12})[0-9a-f]*"), "docker {}"),
     (re.compile(r"libpod-(?:conmon-)?([0-9a-f]{12})[0-9a-f]*"), "podman {}"),
     (re.compile(r"cri-containerd-([0-9a-f]{12})[0-9a-f]*"), "containerd {}"),
@@ -72,14 +77,46 @@ _CONTAINER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:/lxc/|lxc\.payload\.)([\w.-]{1,40})"), "lxc {}"),
 )
 """cgroup paths that name a container runtime or a batch job: Docker and containerd
-(cgroupfs ``/docker/<id>`` and systemd ``docker-<id>.scope``), Kubernetes
-(``kubepods-...-pod<uid>.slice``), Podman (``libpod-<id>.scope``), SLURM's cgroup
-plugin (``/slurm/uid_N/job_N/step_N``, ``slurmstepd.scope/job_N``) and LXC."""
+(cgroupfs ``/docker/<id>`` and systemd ``docker-<id>.scope``), Podman
+(``libpod-<id>.scope``), SLURM's cgroup plugin (``/slurm/uid_N/job_N/step_N``,
+``slurmstepd.scope/job_N``) and LXC. Kubernetes (:data:`_KUBEPODS`) is tried first: a
+pod's containers are also ``cri-containerd-``/``docker-`` scopes. The shapes, and
+where each comes from, are in tests/fixtures/cgroup/README.md."""
+
+_K8S_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?")
+"""A Kubernetes object name (DNS subdomain, RFC 1123); a namespace is a shorter label."""
+
+_ENVIRON_BYTES = 16384
+"""How much of /proc/PID/environ is read, once per pid: the runtime puts HOSTNAME first
+and the pod spec's variables (POD_NAMESPACE) before the services' many."""
+
+SERVICE_ACCOUNT_NAMESPACE = "var/run/secrets/kubernetes.io/serviceaccount/namespace"
+"""The namespace file Kubernetes mounts into every container with a service account
+token (the default), relative to the container's root."""
 
 
-def container_of(cgroup_text: str) -> str | None:
+def pod_uid_of(cgroup_text: str) -> str | None:
+    """The uid of the Kubernetes pod a ``/proc/PID/cgroup`` text places its process in
+    (dashed, as ``kubectl get pod -o jsonpath={.metadata.uid}`` prints it); None if none."""
+    m = _KUBEPODS.search(cgroup_text)
+    return m.group(1).replace("_", "-") if m else None
+
+
+def container_of(
+    cgroup_text: str, pod_name: str | None = None, namespace: str | None = None
+) -> str | None:
     """A short name for the container or job a ``/proc/PID/cgroup`` text places its
-    process in; None when it names none (a plain login session or service)."""
+    process in; None when it names none (a plain login session or service). A
+    Kubernetes pod is ``pod <namespace>/<name>`` with the names given (read from the
+    process, :func:`pod_names`), else ``pod <name>``, else ``pod <uid>``."""
+    uid = pod_uid_of(cgroup_text)
+    if uid is not None:
+        name = pod_name if pod_name and _K8S_NAME.fullmatch(pod_name) else None
+        if name is None:
+            return f"pod {uid}"
+        if namespace and len(namespace) <= 63 and _K8S_NAME.fullmatch(namespace):
+            return f"pod {namespace}/{name}"
+        return f"pod {name}"
     for pattern, label in _CONTAINER_PATTERNS:
         m = pattern.search(cgroup_text)
         if m:
@@ -87,13 +124,56 @@ def container_of(cgroup_text: str) -> str | None:
     return None
 
 
-def cgroup_container(pid: int) -> str | None:
-    """:func:`container_of` for a live pid; None when its cgroup cannot be read."""
+def environ_names(environ: bytes) -> tuple[str | None, str | None]:
+    """The pod name and namespace a process's environment gives: ``HOSTNAME`` (the pod
+    name, unless the pod spec sets ``hostname``) and ``POD_NAMESPACE`` (the downward
+    API's usual name for ``metadata.namespace``). A variable cut by the read bound is
+    not trusted."""
+    name = namespace = None
+    entries = environ.split(b"\0")
+    if len(environ) >= _ENVIRON_BYTES:
+        entries = entries[:-1]  # the last one may be cut short
+    for entry in entries:
+        key, sep, value = entry.partition(b"=")
+        if not sep:
+            continue
+        if key == b"HOSTNAME" and name is None:
+            name = value.decode("utf-8", "replace")
+        elif key == b"POD_NAMESPACE" and namespace is None:
+            namespace = value.decode("utf-8", "replace")
+    return name, namespace
+
+
+def pod_names(pid: int, proc_root: str = "/proc") -> tuple[str | None, str | None]:
+    """The pod name and namespace of a process in a Kubernetes pod, read without asking
+    any daemon: its environment (readable by its user and root), and the namespace file
+    of the service account mounted into its root when the environment has none.
+    (None, None) where neither can be read."""
     try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
-            return container_of(f.read(16384))
+        with open(f"{proc_root}/{pid}/environ", "rb") as f:
+            name, namespace = environ_names(f.read(_ENVIRON_BYTES))
+    except OSError:
+        name = namespace = None
+    if name is not None and namespace is None:
+        try:
+            with open(f"{proc_root}/{pid}/root/{SERVICE_ACCOUNT_NAMESPACE}", "rb") as f:
+                namespace = f.read(64).decode("utf-8", "replace").strip() or None
+        except OSError:
+            pass
+    return name, namespace
+
+
+def cgroup_container(pid: int, proc_root: str = "/proc") -> str | None:
+    """:func:`container_of` for a live pid, with its pod's names where the process
+    shows them; None when its cgroup cannot be read. Called once per pid."""
+    try:
+        with open(f"{proc_root}/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            text = f.read(16384)
     except OSError:
         return None
+    if pod_uid_of(text) is None:
+        return container_of(text)
+    return container_of(text, *pod_names(pid, proc_root))
 
 
 _FRAMEWORK_LIBRARIES: tuple[tuple[bytes, str], ...] = (

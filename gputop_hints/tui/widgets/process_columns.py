@@ -3,8 +3,9 @@
 Columns are data (:data:`COLUMNS`): a column is a :class:`Column` whose cell
 function sees the process and the finding the hint engine attached to it.
 Columns with a higher ``drop_order`` disappear first when the terminal is
-narrow; the command column takes whatever width is left. The HINT column is
-never dropped -- it is the point of the product -- so on a narrow terminal
+narrow; the command column takes whatever width is left. CONTAINER is shown only
+while some process runs in a container, pod or batch job, and goes first. The HINT
+column is never dropped -- it is the point of the product -- so on a narrow terminal
 USER and RSS go first, then the command shrinks, and only then CPU and
 WORKERS.
 
@@ -59,6 +60,8 @@ class Column:
     descending: bool = True
     severity_styled: bool = False
     """Drawn in the colour of the row's finding's severity instead of ``style``."""
+    optional: bool = False
+    """Shown only while some process has something to show in it (CONTAINER)."""
 
 
 def _workers_cell(proc: GpuProcess, _finding: Finding | None) -> str:
@@ -76,12 +79,31 @@ def _hint_sort(_proc: GpuProcess, finding: Finding | None) -> SortValue | None:
     return int(finding.severity) * 2 + (1 if finding.subject.pid is not None else 0)
 
 
+def _container_cell(proc: GpuProcess, _finding: Finding | None) -> str:
+    return visible(proc.container or "")
+
+
+CONTAINER_WIDTH = 19
+"""``docker <12 hex>`` whole; a longer pod name is cut with an ellipsis."""
+
 HINT_WIDTH = 28
 """Mark, space and a label of up to ~24 cells, with room for the ``GPU:`` prefix."""
 
 COLUMNS: tuple[Column, ...] = (
     Column("pid", "PID", 7, lambda p, _: str(p.pid), "text", True, 0, lambda p, _: p.pid, False),
     Column("user", "USER", 9, lambda p, _: visible(p.user or UNKNOWN)[:9], "muted", False, 3),
+    Column(
+        "container",
+        "CONTAINER",
+        CONTAINER_WIDTH,
+        _container_cell,
+        "muted",
+        False,
+        5,
+        lambda p, _: p.container,
+        False,
+        optional=True,
+    ),
     Column(
         "gpu",
         "GPU",
@@ -183,7 +205,8 @@ warning, info, then the rest, each in GPU order) -- the promise is "which proces
 trouble", and on a busy node the troubled rows must not start off screen."""
 
 COLUMN_BY_KEY: Mapping[str, Column] = {c.key: c for c in COLUMNS}
-"""Each column by its ``key`` (what ``s`` cycles through names)."""
+"""Each column by its ``key`` (what ``s`` cycles through names, and what a click on a
+sortable title -- CONTAINER too, which ``s`` skips -- sorts by)."""
 
 
 def sort_processes(
@@ -226,15 +249,20 @@ def sort_processes(
     return ordered
 
 
-def visible_columns(width: int, mig: bool = False) -> list[Column]:
+def visible_columns(width: int, mig: bool = False, containers: bool = False) -> list[Column]:
     """The columns that fit in ``width`` cells with room left for the command.
 
-    USER and RSS give way while the command has under ``COMMAND_MIN_WIDTH``
-    cells; CPU% and WORKERS only once it would have under
+    CONTAINER, USER and RSS give way while the command has under
+    ``COMMAND_MIN_WIDTH`` cells; CPU% and WORKERS only once it would have under
     ``COMMAND_SQUEEZED_WIDTH``; PID, GPU, VRAM, SM% and HINT always stay.
     ``mig``: a process runs on a MIG instance, and the GPU column names it.
+    ``containers``: a process runs in a container or job (CONTAINER is shown).
     """
-    columns = [MIG_GPU_COLUMN if mig and c.key == "gpu" else c for c in COLUMNS]
+    columns = [
+        MIG_GPU_COLUMN if mig and c.key == "gpu" else c
+        for c in COLUMNS
+        if containers or not c.optional
+    ]
     while True:
         droppable = [c for c in columns if c.drop_order > 0]
         if not droppable:

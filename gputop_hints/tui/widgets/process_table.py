@@ -105,7 +105,7 @@ class ProcessTable(StripWidget, can_focus=True):
         """Each process's HINT-cell finding (processes with nothing to say are absent)."""
         self._cells: dict[ProcessKey, tuple[str, ...]] = {}
         self._row_cache: dict[ProcessKey, tuple[tuple[str, ...], tuple[bool, bool], Strip]] = {}
-        self._cache_for: tuple[int, Style, int] | None = None
+        self._cache_for: tuple[int, Style, int, bool, bool] | None = None
         self.cursor = 0
         self.top = 0
         self._chosen = False
@@ -129,6 +129,8 @@ class ProcessTable(StripWidget, can_focus=True):
         """``(GPU, GPU instance, compute instance)`` -> the MIG instance's label."""
         self.mig = False
         """Some process runs on a MIG instance: the GPU column names it."""
+        self.containers = False
+        """Some process runs in a container, pod or batch job: CONTAINER is shown."""
 
     # --- data ---------------------------------------------------------------
 
@@ -153,6 +155,7 @@ class ProcessTable(StripWidget, can_focus=True):
         """
         self.mig_labels = mig_labels or {}
         self.mig = any(p.mig_instance is not None for p in processes)
+        self.containers = any(p.container for p in processes)
         shown = {key: f for key, f in (hints or {}).items() if f is not None}
         self.hints = shown
         self.unseen = unseen
@@ -170,9 +173,7 @@ class ProcessTable(StripWidget, can_focus=True):
 
     def _rebuild_tree(self) -> None:
         if self.tree_view:
-            self.tree_rows = build_tree(
-                self.rows, self.launchers, self.rank_findings, self.toggled
-            )
+            self.tree_rows = build_tree(self.rows, self.launchers, self.rank_findings, self.toggled)
         else:
             self.tree_rows = []
 
@@ -228,7 +229,8 @@ class ProcessTable(StripWidget, can_focus=True):
 
     def cycle_sort(self) -> str:
         """Move to the next sort key (``s``); returns its name."""
-        position = SORT_KEYS.index(self.sort_key)
+        # Sorted by a column s skips (a click on CONTAINER): s starts the cycle again.
+        position = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
         self.sort_key = SORT_KEYS[(position + 1) % len(SORT_KEYS)]
         self._resort()
         return self.sort_key
@@ -236,9 +238,9 @@ class ProcessTable(StripWidget, can_focus=True):
     def column_at(self, x: int) -> str | None:
         """The sortable column whose title is drawn at cell ``x`` of the header."""
         start = 1  # the header begins with one blank cell, as every row does
-        for column in visible_columns(self.size.width, self.mig):
+        for column in visible_columns(self.size.width, self.mig, self.containers):
             if start <= x < start + column.width:
-                return column.key if column.key in SORT_KEYS else None
+                return column.key if column.sort_value is not None else None
             start += column.width + 1
         return None
 
@@ -474,11 +476,13 @@ class ProcessTable(StripWidget, can_focus=True):
     # --- drawing ------------------------------------------------------------
 
     def build_lines(self, width: int, height: int, base: Style, palette: Palette) -> list[Strip]:
-        cache_key = (width, base, id(palette))
+        # The columns shown (CONTAINER, the MIG GPU column) change a row's strip even
+        # where none of its own cells changed.
+        cache_key = (width, base, id(palette), self.mig, self.containers)
         if cache_key != self._cache_for:
             self._row_cache.clear()
             self._cache_for = cache_key
-        columns = visible_columns(width, self.mig)
+        columns = visible_columns(width, self.mig, self.containers)
         indices = [COLUMN_INDEX[c.key] for c in columns]
         lines = [self._header(columns, width, base, palette)]
         if not self.rows:

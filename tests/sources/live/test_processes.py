@@ -283,15 +283,21 @@ def test_a_gpu_process_names_the_framework_whose_library_it_has_mapped(
     ("cgroup", "container"),
     [
         # Docker, cgroup v1 with the cgroupfs driver (docs.docker.com, runmetrics).
-        ("12:memory:/docker/3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a\n",
-         "docker 3f2a1b9c0d4e"),
+        (
+            "12:memory:/docker/3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6c7d8e9f0a\n",
+            "docker 3f2a1b9c0d4e",
+        ),
         # Docker, cgroup v2 with the systemd driver.
-        ("0::/system.slice/docker-3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a.scope\n",
-         "docker 3f2a1b9c0d4e"),
+        (
+            "0::/system.slice/docker-3f2a1b9c0d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a.scope\n",
+            "docker 3f2a1b9c0d4e",
+        ),
         # Kubernetes, systemd driver: the pod's uid in the slice name.
-        ("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5c1e2a7b_90ab_"
-         "4cde_8f01_23456789abcd.slice/cri-containerd-0123456789abcdef.scope\n",
-         "k8s pod 5c1e2a7b"),
+        (
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5c1e2a7b_90ab_"
+            "4cde_8f01_23456789abcd.slice/cri-containerd-0123456789abcdef.scope\n",
+            "pod 5c1e2a7b-90ab-4cde-8f01-23456789abcd",
+        ),
         ("0::/machine.slice/libpod-0123456789abcdef0123.scope/container\n", "podman 0123456789ab"),
         # SLURM's cgroup plugin (v1 layout, then v2 under slurmstepd.scope).
         ("4:memory:/slurm/uid_1000/job_123456/step_0/task_0\n", "slurm job 123456"),
