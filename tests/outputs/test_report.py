@@ -432,3 +432,25 @@ def test_imported_log_with_memory_total_reports_vram_percent(name: str) -> None:
         assert g["vram_used_percent"]["mean"] == pytest.approx(sum(shares) / len(shares))
         assert g["vram_used_percent"]["max"] == pytest.approx(max(shares))
         assert f"({max(used_mib) / total_mib * 100:.0f}%)" in text
+
+
+def test_the_process_table_names_each_process_container(tmp_path: Path) -> None:
+    """A recording keeps each process's container (or pod, or SLURM job); the report's
+    process table names it, and its JSON carries it."""
+    snaps = [
+        dataclasses.replace(
+            s,
+            processes=tuple(
+                dataclasses.replace(p, container="pod research/bert-7f9c") for p in s.processes
+            ),
+        )
+        for s in [DemoSource("healthy", seed=0).sample() for _ in range(20)]
+    ]
+    path = tmp_path / "pod.jsonl"
+    with RecordingWriter(path) as writer:
+        for s in snaps:
+            writer.write(s)
+    report = build_report(open_recording(path), hint_stride=1)
+    assert "in pod research/bert-7f9c" in report_text(report, 120)
+    [first, *_] = report_json(report)["processes"]
+    assert first["container"] == "pod research/bert-7f9c"

@@ -254,6 +254,8 @@ def _process_table(report: Report, top: int) -> list[str]:
         mem = "n/a" if p.memory_access.mean is None else f"{p.memory_access.mean:.0f}"
         cpu = "n/a" if p.cpu.mean is None else f"{p.cpu.mean:.0f}"
         who = (p.name or "?") + (f" ({p.user})" if p.user else "")
+        if p.container:
+            who += f" in {p.container}"
         lines.append(
             f"{p.pid:>8}  {p.gpu_index:>3}  {sm:>13}  {mem:>10}  {cpu:>10}  "
             f"{human_bytes(p.vram_peak_bytes):>10}  {duration_text(seen):>10}  {who}"

@@ -349,6 +349,8 @@ class ProcessStats:
     gpu_index: int
     name: str | None = None
     user: str | None = None
+    container: str | None = None
+    """The container, pod or batch job it ran in (GpuProcess.container), where recorded."""
     first_seen: float = 0.0
     last_seen: float = 0.0
     ticks: int = 0
@@ -368,6 +370,7 @@ class ProcessStats:
             "gpu_index": self.gpu_index,
             "name": self.name,
             "user": self.user,
+            "container": self.container,
             "first_seen": self.first_seen,
             "last_seen": self.last_seen,
             "ticks": self.ticks,
@@ -402,6 +405,8 @@ class ProcessTable:
                 st.name = p.name
             if p.user:
                 st.user = p.user
+            if p.container:
+                st.container = p.container
             if p.sm_percent is not None:
                 st.sm.add(p.sm_percent)
             if p.memory_access_percent is not None:
