@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from gputop_hints.model import Snapshot
+from gputop_hints.model import Snapshot, snapshot_from_dict, snapshot_to_dict
 from gputop_hints.sources.prometheus.live import PrometheusSource
 from gputop_hints.tui.app import PROMETHEUS_PROCESSES, GputopApp
 from tests.outputs import test_job_report_prometheus as cluster
@@ -49,6 +49,8 @@ def test_each_tick_carries_the_findings_the_nodes_report(prometheus: str) -> Non
     levels = [f.severity for f in snap.node_findings]
     order = {"critical": 0, "warning": 1, "info": 2}
     assert levels == sorted(levels, key=order.__getitem__), "worst first"
+    # --json carries them (node_findings), and reads back the same.
+    assert snapshot_from_dict(snapshot_to_dict(snap)).node_findings == snap.node_findings
 
 
 async def test_the_live_view_lists_why_node_c_is_slow_and_n_narrows_it(prometheus: str) -> None:

@@ -557,7 +557,7 @@ def reported_findings(answer: Sequence[Series]) -> tuple[ReportedFinding, ...]:
     ``gputop_hints_finding`` series, with the start time its twin series carries,
     worst first, then the longest held, then by node, GPU and process."""
     since: dict[tuple[str, str, str, str, str, str], float] = {}
-    active: list[tuple[str, str, str, str, str, str]] = []
+    active: dict[tuple[str, str, str, str, str, str], None] = {}
     for series in answer:
         labels = series.labels
         if not series.points:
@@ -572,8 +572,8 @@ def reported_findings(answer: Sequence[Series]) -> tuple[ReportedFinding, ...]:
             get("pid", ""),
         )
         name = labels.get("__name__", "")
-        if name == FINDING and series.points[-1][1] > 0 and key not in active:
-            active.append(key)
+        if name == FINDING and series.points[-1][1] > 0:
+            active[key] = None
         elif name == FINDING_START:
             since[key] = series.points[-1][1]
     found = [ReportedFinding(*key, since=since.get(key)) for key in active]
