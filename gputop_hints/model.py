@@ -514,6 +514,28 @@ class JobInfo:
     outside the job: other jobs oversubscribing the node. None when unknown."""
 
 
+@dataclass(frozen=True, slots=True)
+class ReportedFinding:
+    """A finding another monitor reported, as it served it: a node's own
+    ``gputop-hints export`` (its ``gputop_hints_finding`` series), read back from
+    Prometheus by the ``--prometheus`` source. It has the node's host data, which the
+    job-wide view does not: the *why* behind a node that is slow. The strings are the
+    series' labels, from outside: shown through :func:`gputop_hints.text.visible`."""
+
+    node: str
+    rule: str
+    subtype: str
+    severity: str
+    """"critical", "warning" or "info", as the exporter labelled it."""
+    gpu: str
+    """The node's own GPU number ("" for a finding about the node)."""
+    pid: str
+    """The process ("" for a finding about a GPU)."""
+    since: float | None = None
+    """When its condition began on the node (seconds since the epoch); None where the
+    exporter did not say."""
+
+
 IMPORTED_SOURCES = frozenset({"replay", "prometheus"})
 """:attr:`Snapshot.source` values of data read back rather than sampled here."""
 
@@ -553,6 +575,9 @@ class Snapshot:
     pid), where processes of the host and of other containers are invisible -- NVML may
     not list them, or lists pids /proc does not have. None: not known, or not live.
     Recordings do not carry it (left out of equality: a recording reads back equal)."""
+    node_findings: tuple[ReportedFinding, ...] = ()
+    """``--prometheus``: the findings each node's own exporter reports now, worst first
+    (:class:`ReportedFinding`); () elsewhere, and for a node whose exporter has none."""
 
     @property
     def imported(self) -> bool:
@@ -661,7 +686,15 @@ def snapshot_from_dict(data: Mapping[str, Any]) -> Snapshot:
         job=_job_from_dict(data.get("job")),
         launchers=_launchers_from_dict(data.get("launchers")),
         pid_namespace_nested=data.get("pid_namespace_nested"),
+        node_findings=_reported_from_dict(data.get("node_findings")),
     )
+
+
+def _reported_from_dict(data: Any) -> tuple[ReportedFinding, ...]:
+    if not data:
+        return ()
+    keys = {f.name for f in fields(ReportedFinding)}
+    return tuple(ReportedFinding(**{k: v for k, v in item.items() if k in keys}) for item in data)
 
 
 def _launchers_from_dict(data: Any) -> tuple[Launcher, ...]:

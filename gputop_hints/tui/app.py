@@ -54,6 +54,7 @@ from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.history import History
 from gputop_hints.model import GpuSample, Snapshot
 from gputop_hints.outputs.cost_text import cost_short
+from gputop_hints.outputs.node_findings import node_findings_view
 from gputop_hints.sampling.sampler import Sampler
 from gputop_hints.sampling.stacks import StackResult, StackService
 from gputop_hints.sources import Source
@@ -77,6 +78,7 @@ from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_panel import RICH_HEIGHT, panel_height
 from gputop_hints.tui.widgets.gpu_unavailable_banner import GpuUnavailableBanner
 from gputop_hints.tui.widgets.header import APP_NAME, HeaderBar
+from gputop_hints.tui.widgets.node_findings import NodeFindingsTable
 from gputop_hints.tui.widgets.process_columns import SORT_KEYS
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.tui.widgets.where_it_waits import StackState
@@ -271,6 +273,9 @@ class GputopApp(PlaybackControls):
         yield self.gpu_area
         yield self.cpu_panel
         yield self.process_table
+        self.node_findings = NodeFindingsTable()
+        self.node_findings.display = False
+        yield self.node_findings
         self.filter_bar = FilterBar()
         yield self.filter_bar
         yield KeysFooter()
@@ -574,12 +579,9 @@ class GputopApp(PlaybackControls):
                 snapshot.launchers,
                 rank_findings,
                 snapshot.unseen_processes(),
-                {
-                    (gpu.index, *m.key): m.label
-                    for gpu in snapshot.gpus
-                    for m in gpu.mig_instances
-                },
+                {(gpu.index, *m.key): m.label for gpu in snapshot.gpus for m in gpu.mig_instances},
             )
+            self._update_node_findings(snapshot)
             self._apply_layout()
             screen = self.screen
             if isinstance(screen, ProcessDetailScreen):
@@ -759,6 +761,22 @@ class GputopApp(PlaybackControls):
                 verdict=diagnoser.verdicts.of(index),
             )
 
+    def _update_node_findings(self, snapshot: Snapshot) -> None:
+        """``--prometheus``: the nodes' own findings (all, or :attr:`node`'s) where the
+        process table would only say that no processes are read."""
+        prometheus = snapshot.source == "prometheus"
+        self.process_table.display = not prometheus
+        self.node_findings.display = prometheus
+        if not prometheus:
+            return
+        down = snapshot.gpu_unavailable_reason is not None
+        self.node_findings.update_from(
+            self.process_table.note,
+            None
+            if down
+            else node_findings_view(snapshot.node_findings, self.node, snapshot.timestamp),
+        )
+
     def action_cycle_node(self) -> None:
         """``N``: a job across nodes: only one node's GPUs, each node in turn, then all."""
         snapshot = self.snapshot
@@ -773,6 +791,7 @@ class GputopApp(PlaybackControls):
         self.node = order[(at + 1) % len(order)]
         self.gpu_area.show_gpus([g.index for g in self._shown_gpus(snapshot)])
         self._update_gpu_panels(snapshot)  # the latest tick's figures, not the next's
+        self._update_node_findings(snapshot)
         self.call_after_refresh(self._apply_layout)
         shown = "all nodes" if self.node is None else f"node {visible(self.node)} only"
         self.notify(f"GPUs of {shown} (N: next)")
@@ -867,9 +886,7 @@ class GputopApp(PlaybackControls):
         proc = next((p for p in self.snapshot.processes if p.pid == pid), None)
         if proc is None:
             return False
-        workers = [
-            w.pid for w in sorted(proc.workers, key=lambda w: -(w.cpu_percent or 0.0))
-        ]
+        workers = [w.pid for w in sorted(proc.workers, key=lambda w: -(w.cpu_percent or 0.0))]
         if self._stack_service is None:
             self._stack_service = StackService(self._on_stacks)
         return self._stack_service.request(pid, workers, manual=manual)

@@ -37,6 +37,7 @@ from gputop_hints.model import (
     METRIC_THROTTLE,
     GpuSample,
     HostSample,
+    ReportedFinding,
     Snapshot,
     pcie_link_bytes_per_s,
 )
@@ -528,3 +529,64 @@ def _finding_order(f: NodeFinding) -> tuple[int, float, str, str, str, str]:
 
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+FINDING = "gputop_hints_finding"
+FINDING_START = "gputop_hints_finding_start_time_seconds"
+
+
+def active_findings_query(job: str, nodes: Sequence[str]) -> str:
+    """The one instant query for the findings the job's nodes report now: each active
+    finding's ``gputop_hints_finding`` series and its start time, by the job label the
+    GPU series are read by (or by node name where ``nodes`` are given)."""
+    matcher = f'__name__=~"{FINDING}|{FINDING_START}"'
+    return " or ".join("{" + matcher + "," + s[1:-1] + "}" for s in selectors(OURS, job, nodes))
+
+
+def active_findings(
+    client: PrometheusClient, job: str, nodes: Sequence[str], at: float
+) -> tuple[ReportedFinding, ...]:
+    """The findings ``gputop-hints export`` on the job's nodes reports at ``at`` (one
+    instant query), worst first (:func:`reported_findings`); () where no node runs it
+    or none has a finding. A :class:`PrometheusError` where Prometheus does not answer."""
+    return reported_findings(client.query(active_findings_query(job, nodes), at=at))
+
+
+def reported_findings(answer: Sequence[Series]) -> tuple[ReportedFinding, ...]:
+    """An answer of :func:`active_findings_query` as findings: one per active
+    ``gputop_hints_finding`` series, with the start time its twin series carries,
+    worst first, then the longest held, then by node, GPU and process."""
+    since: dict[tuple[str, str, str, str, str, str], float] = {}
+    active: dict[tuple[str, str, str, str, str, str], None] = {}
+    for series in answer:
+        labels = series.labels
+        if not series.points:
+            continue
+        get = labels.get
+        key = (
+            get("host", ""),
+            get("rule", ""),
+            get("subtype", ""),
+            get("severity", ""),
+            get("gpu", ""),
+            get("pid", ""),
+        )
+        name = labels.get("__name__", "")
+        if name == FINDING and series.points[-1][1] > 0:
+            active[key] = None
+        elif name == FINDING_START:
+            since[key] = series.points[-1][1]
+    found = [ReportedFinding(*key, since=since.get(key)) for key in active]
+    return tuple(sorted(found, key=_reported_order))
+
+
+def _reported_order(f: ReportedFinding) -> tuple[int, float, str, int, str, int, str]:
+    return (
+        _SEVERITY_ORDER.get(f.severity, 3),
+        f.since if f.since is not None else float("inf"),
+        f.node,
+        int(f.gpu) if f.gpu.isdigit() else -1,
+        f.gpu,
+        int(f.pid) if f.pid.isdigit() else -1,
+        f.rule,
+    )

@@ -11,6 +11,12 @@ GPU-level hints across nodes. A value is as fresh as the last scrape (Prometheus
 keeps a series' latest sample for up to 5 minutes), so a tick faster than the
 scrape interval repeats it: ``--interval`` at the scrape interval is enough.
 
+The same tick reads the findings each node's own ``gputop-hints export`` reports now
+(one more instant query, :func:`.job.active_findings`: ``gputop_hints_finding`` and its
+start time, by the same job label) onto :attr:`Snapshot.node_findings`: the *why*
+behind a slow node, which its host data shows and the job-wide GPU series do not.
+Nodes read from another exporter report none.
+
 Prometheus going away mid-run is not a crash: the tick has no GPUs and says why
 (``gpu_unavailable_reason``), and the next tick tries again.
 """
@@ -21,12 +27,13 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 
-from gputop_hints.model import HostSample, Snapshot
+from gputop_hints.model import HostSample, ReportedFinding, Snapshot
 from gputop_hints.sources import SourceUnavailable
 from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
 from gputop_hints.sources.prometheus.job import (
     EXPORTERS,
     Exporter,
+    active_findings,
     check_job,
     exporter_query,
     gpu_order,
@@ -117,21 +124,23 @@ class PrometheusSource:
         now = time.time()
         host = HostSample(hostname=f"job {self.job}", cpu_percent_per_core=(), allowed_cores=())
         reason = None
-        if self._first is not None:
-            values, self._first = self._first, None
-        else:
-            try:
+        findings: tuple[ReportedFinding, ...] = ()
+        try:
+            if self._first is not None:
+                values, self._first = self._first, None
+            else:
                 values = self._read()
-                self._down_since = None
-            except PrometheusError as exc:
-                if self._down_since is None:
-                    self._down_since = now
-                since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
-                values = {}
-                reason = (
-                    f"Prometheus at {self.client.url} stopped answering at {since} ({exc}); "
-                    "asking again each tick"
-                )
+            findings = active_findings(self.client, self.job, self.nodes, now)
+            self._down_since = None
+        except PrometheusError as exc:
+            if self._down_since is None:
+                self._down_since = now
+            since = time.strftime("%H:%M:%S", time.localtime(self._down_since))
+            values = {}
+            reason = (
+                f"Prometheus at {self.client.url} stopped answering at {since} ({exc}); "
+                "asking again each tick"
+            )
         for key in sorted(values, key=gpu_order):
             if key not in self._index:
                 self._index[key] = len(self._index)
@@ -153,6 +162,7 @@ class PrometheusSource:
             source="prometheus",
             source_detail=f"Prometheus {self.client.url}, job {self.job} ({detail})",
             gpu_unavailable_reason=reason,
+            node_findings=findings,
         )
 
     def _quiet_nodes(
