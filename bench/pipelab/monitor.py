@@ -366,6 +366,7 @@ def _monitor(
                 start_s = CLI_START_S - (time.time() - first_board.slots[EPOCH])
                 watcher = _CliWatch(max(0.0, start_s), duration - CLI_START_S, interval_s)
             end = first_board.slots[EPOCH] + duration + CLOSE_S + END_GRACE_S
+            stacks_given = False
             while not all(board.slots[DONE] for _, board, _ in programs):
                 for _, board, proc in programs:
                     if proc.poll() is not None and not board.slots[DONE]:
@@ -376,10 +377,18 @@ def _monitor(
                 time.sleep(max(0.0, next_tick - time.time()))
                 feeder.update(time.time())
                 snap = source.sample()
+                if stack_reader is not None and not stacks_given and stack_reader.done():
+                    # As the live monitor does with a reading it took: the rules see it
+                    # from this tick on (host-device-sync, and evidence on the others).
+                    reading = stack_reader.result()
+                    if reading is not None:
+                        diagnoser.engine.set_stacks(reading, snap.timestamp)
+                    stacks_given = True
                 fed = diagnoser.feed(snap)
                 at_s = time.time() - first_board.slots[EPOCH]
                 if stacks and stack_reader is None and at_s >= duration - STACK_LEAD_S:
                     stack_reader = _StackReader(programs[0][2].pid)
+
                 foreign = None if snap.job is None else snap.job.foreign_cpu_percent
                 for run, consumer in zip(runs, consumers, strict=True):
                     pid = consumer.pid
@@ -434,6 +443,10 @@ class _StackReader:
 
     def _read(self, pid: int, workers: list[int]) -> None:
         self._samples = sample(pid, workers, samples=STACK_SAMPLES, period_s=STACK_PERIOD_S)
+
+    def done(self) -> bool:
+        """Whether the reading is taken (:meth:`result` then returns at once)."""
+        return not self._thread.is_alive()
 
     def result(self) -> StackReading | None:
         self._thread.join(CLI_JOIN_S)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from lab import where_it_waits
-from pipelab.monitor import Lab
+from pipelab.monitor import Lab, Run
 from pipelab.scenarios import BY_NAME
 
 from gputop_hints.stacks import StackReading, find_py_spy
@@ -33,11 +33,17 @@ def lab() -> Iterator[Lab]:
         yield lab
 
 
-def _stacks(lab: Lab, name: str) -> StackReading:
+def _run(lab: Lab, name: str) -> Run:
     config = replace(lab.config(**BY_NAME[name].settings), duration_s=DURATION_S)
-    reading = lab.run(config, stacks=True).stacks
+    run = lab.run(config, stacks=True)
+    assert run.stacks is not None
+    assert run.stacks.samples, run.stacks.reason
+    return run
+
+
+def _stacks(lab: Lab, name: str) -> StackReading:
+    reading = _run(lab, name).stacks
     assert reading is not None
-    assert reading.samples, reading.reason
     return reading
 
 
@@ -66,12 +72,19 @@ def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
 
 
 def test_sync_every_step_waits_on_the_trainers_item_line(lab: Lab) -> None:
-    reading = _stacks(lab, "sync-every-step")
+    run = _run(lab, "sync-every-step")
+    reading = run.stacks
+    assert reading is not None
     assert _dominant(reading) == "host-device-sync", where_it_waits(reading)
     line = reading.categories[0].top_frames[0].frame
     assert line.file == str(TRAINER)
     assert TRAINER.read_text().splitlines()[line.line - 1].strip() == "loss_value = loss.item()"
     assert where_it_waits(reading).endswith(f"(trainer.py:{line.line})")
+    # The monitor is handed the reading, as the live one is: the host-device-sync finding
+    # on the trainer names the line (info while the GPU it waits for stays busy).
+    found = [f for t in run.ticks for f in t.findings if f.rule == "host-device-sync"]
+    assert found, [[f.rule for f in t.findings] for t in run.ticks]
+    assert f"trainer.py:{line.line}" in found[0].summary
 
 
 def test_small_batch_launches_from_python(lab: Lab) -> None:
