@@ -20,6 +20,7 @@ from pipelab.monitor import Lab, Run
 from pipelab.scenarios import BY_NAME
 
 from gputop_hints.stacks import StackReading, find_py_spy
+from tests.bench.test_lab import HOST_BUSY_MAX
 
 pytestmark = pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is not installed")
 
@@ -102,3 +103,20 @@ def test_pageable_copies_copy_on_the_trainers_to_device_line(lab: Lab) -> None:
     line = reading.categories[0].top_frames[0].frame
     assert line.file == str(TRAINER)
     assert ".to(device" in TRAINER.read_text().splitlines()[line.line - 1]
+
+
+def test_slow_storage_waits_for_the_workers_batch(lab: Lab) -> None:
+    """One worker reading past the page cache: the main thread waits for its batch --
+    what input-starved/storage-bound says. On a host whose cores other work holds, the
+    launches themselves run late and can outweigh the wait (docs/lab.md): skipped then,
+    with the figures."""
+    run = _run(lab, "slow-storage")
+    reading = run.stacks
+    assert reading is not None
+    if _dominant(reading) != "waiting-for-batch" and run.host_busy_before > HOST_BUSY_MAX:
+        pytest.skip(
+            f"the host was {run.host_busy_before:.0f} % busy before the run "
+            f"(> {HOST_BUSY_MAX:g} %): {where_it_waits(reading)}"
+        )
+    assert _dominant(reading) == "waiting-for-batch", where_it_waits(reading)
+    assert reading.categories[0].top_frames[0].frame.function.endswith("Loader.next_batch")
