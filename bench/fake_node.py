@@ -6,7 +6,8 @@ both a library and a launcher. As a launcher it installs the fake for
 GPUs) and then calls, in the same process, gputop-hints' own
 ``gputop_hints.cli.main`` or unmodified nvitop's ``nvitop.cli.main`` with the
 rest of the command line (or, for ``none``, nothing: the launcher's own start-up,
-the floor under both)::
+the floor under both; for ``floor``, gputop-hints' app with its whole widget tree and
+no data: never sampled)::
 
     PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p ours
     PYTHONPATH=. .venv/bin/python bench/fake_node.py --gpus 8 --pids-file /tmp/p nvitop
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from tests.support.fake_nvml import FakeGpu, FakeNvml, make_gpus
 
-PROGRAMS = ("ours", "nvitop", "none")
+PROGRAMS = ("ours", "nvitop", "none", "floor")
 
 
 def spawn_sleepers(count: int) -> list[subprocess.Popen[bytes]]:
@@ -90,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.calls_out is not None:
         threading.Thread(target=_keep_calls, args=(fake, args.calls_out), daemon=True).start()
     if args.program == "none":
+        return 0
+    if args.program == "floor":
+        # The monitor's own widget tree holding no data (issue 49's memory floor): the
+        # app on this node's source, never sampled -- Textual, the widgets, the themes.
+        from gputop_hints.sources.live.source import LiveSource
+        from gputop_hints.tui.app import GputopApp
+
+        GputopApp(LiveSource(1.0, detect_job=False), autostart=False).run()
         return 0
     if args.program == "nvitop":
         from nvitop.cli import main as nvitop_main

@@ -142,6 +142,28 @@ def library_rss_mb(program: str) -> float:
     return int(out.stdout.strip()) * 1024 / 1e6
 
 
+def widget_floor_mb(gpus: int, pids_file: Path, size: tuple[int, int]) -> float:
+    """RSS (MB) of gputop-hints' app with its whole widget tree drawn and no data (never
+    sampled: ``fake_node.py floor``) in a tmux pane of ``size``: the floor under its
+    steady RSS that Textual and the widgets set, before any sample is held."""
+    tmux = Tmux()
+    command = [sys.executable, str(ROOT / "bench" / "fake_node.py"), "--gpus", str(gpus)]
+    command += ["--pids-file", str(pids_file), "floor"]
+    try:
+        tmux.start(command, width=size[0], height=size[1], env={"PYTHONPATH": str(ROOT)})
+        pid = tmux.pid()
+        launched = time.monotonic()
+        while "waiting for the first sample" not in tmux.screen():
+            if time.monotonic() - launched > 120:
+                raise RuntimeError("the floor app drew nothing in 120 s")
+            time.sleep(0.05)
+        time.sleep(SETTLE_S)
+        _, rss = _peak_rss_bytes(pid)
+    finally:
+        tmux.kill()
+    return rss / 1e6
+
+
 ONCE_ARGS = {
     "ours": ["--once", "--duration", "0.25", "--interval", "0.25"],
     "nvitop": ["--once"],
@@ -247,6 +269,17 @@ def main() -> int:
         f"({LIBRARIES['ours'].removeprefix('import ')}), nvitop {floor['nvitop']:.1f} MB "
         f"({LIBRARIES['nvitop'].removeprefix('import ')}): "
         f"{floor['ours'] / floor['nvitop']:.2f}x before either holds a sample"
+    )
+    fd, floor_name = tempfile.mkstemp(prefix="vs-floor-")  # no GPU process: no pid
+    os.close(fd)
+    floor_pids = Path(floor_name)
+    try:
+        tree_mb = widget_floor_mb(1, floor_pids, (cols, rows))
+    finally:
+        floor_pids.unlink(missing_ok=True)
+    print(
+        f"gputop-hints' widget tree drawn, no data (its memory floor, issue 49): {tree_mb:.1f} MB "
+        f"at {args.size}; the RSS rows below hold that plus the data"
     )
     print(f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
     for case in args.cases.split(","):
