@@ -190,9 +190,14 @@ class CostMeter:
                 self.energy_j[key] = self.energy_j.get(key, 0.0) + lost * x.watts
 
     def restart(self) -> None:
-        """Time jumped (a replay seek): the next evaluation starts a new count of time."""
-        self._last_ts = None
+        """Time jumped (a replay seek): the count starts again from the next evaluation --
+        a seek back would otherwise count the replayed stretch twice."""
+        self.gpu_seconds = 0.0
+        self.lost_s = {}
+        self.energy_j = {}
+        self.unpowered_s = 0.0
         self.last = {}
+        self._last_ts = None
 
     def totals(self) -> CostTotals:
         by_rule: dict[str, float] = {}

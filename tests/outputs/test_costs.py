@@ -187,3 +187,21 @@ def test_a_meter_without_power_claims_no_energy() -> None:
     assert totals.lost_s == pytest.approx(10.0)
     assert totals.energy_j is None and totals.unpowered_s == pytest.approx(10.0)
     assert meter.gpu_seconds == pytest.approx(10.0)
+
+
+def test_a_seek_starts_the_count_again() -> None:
+    """A replay seek restarts the diagnoser: the running figure counts from there, so a
+    seek back never counts the replayed stretch twice."""
+    meter = CostMeter()
+    run = Run()
+    finding = _finding("idle-holding-vram", 0, 4000, Severity.WARNING)
+    for _ in range(10):
+        run.tick(Tick(gpus=(G(sm=0.0, vram_gib=40.0),), procs=(P(vram_gib=40.0),)))
+        meter.add([finding], run.history)
+    assert meter.totals().lost_s == pytest.approx(10.0)
+    meter.restart()
+    for _ in range(4):
+        run.tick(Tick(gpus=(G(sm=0.0, vram_gib=40.0),), procs=(P(vram_gib=40.0),)))
+        meter.add([finding], run.history)
+    assert meter.totals().lost_s == pytest.approx(4.0)
+    assert meter.gpu_seconds == pytest.approx(4.0)
