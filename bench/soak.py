@@ -171,6 +171,10 @@ def node(argv: list[str]) -> int:
         threading.Thread(
             target=_trace_growth, args=(args.tracemalloc, 120.0, 60.0), daemon=True
         ).start()
+    if "--demo" in args.rest:  # the demo simulates its GPUs: no fake NVML, no pids
+        from gputop_hints.cli import main as demo_main
+
+        return demo_main([a for a in args.rest if a != "--"])
     pids = [int(line) for line in args.pids_file.read_text().split()]
     fake = FakeNvml(gpus_for(args.gpus, pids))
     fake.install()  # for the life of the process
@@ -192,6 +196,11 @@ def soak(args: argparse.Namespace) -> list[Step]:
     if args.demo:
         command = [sys.executable, "-m", "gputop_hints", "--demo", "--gpus", str(args.gpus)]
         command += ["--processes", str(args.procs)]
+        if args.tracemalloc is not None:  # through the launcher, which traces in-process
+            command = [sys.executable, str(Path(__file__).resolve()), "node", "--gpus", "0"]
+            command += ["--pids-file", str(pids_file), "--tracemalloc"]
+            command += [str(args.tracemalloc.resolve()), "--", "--demo", "--gpus", str(args.gpus)]
+            command += ["--processes", str(args.procs)]
     else:
         sleepers = spawn_sleepers(args.gpus * args.procs)
         churn = Churn(sleepers, pids_file)
