@@ -130,3 +130,19 @@ def test_the_demo_samples_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert any(f["severity"] == "warning" and f["subject"]["pid"] for f in doc["findings"])
     assert doc["stacks"] == []
+
+
+def test_without_py_spy_the_reading_says_how_to_install_it(
+    syncing_pid: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No py-spy on PATH nor beside the interpreter: one entry for the warned pid, whose
+    reason says how to install it; the text summary says the same under the hints."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    code, out = _once(syncing_pid, capsys, "--json")
+    [reading] = json.loads(out)["stacks"]
+    assert code == 0
+    assert reading["pid"] == syncing_pid and reading["samples"] == 0
+    assert reading["categories"] == [] and "pip install py-spy" in reading["reason"]
+    code, out = _once(syncing_pid, capsys)
+    assert f"PID {syncing_pid}: Where it waits: not read -- py-spy is not installed" in out
