@@ -248,6 +248,16 @@ def _run_once(source: Source, args: argparse.Namespace, thresholds: Thresholds |
     from gputop_hints.outputs.summary import Summary
 
     summary = Summary.of(snapshots, loaded[0], context, args.cost_per_gpu_hour)
+    # The warned processes' own stacks (py-spy), only where their pids are this
+    # machine's: never a demo's, a replay's or a Prometheus node's.
+    if source.kind == "live" and not getattr(args, "no_stacks", False):
+        from gputop_hints.sampling.once_stacks import read_warned
+
+        stacks = read_warned(summary.findings, summary.latest)
+        if stacks:
+            summary = Summary.of(
+                snapshots, loaded[0], context, args.cost_per_gpu_hour, stacks=stacks
+            )
     sys.stdout.write(summary.to_json_text() if args.json else summary.to_text())
     sys.stdout.flush()
     return EXIT_OK

@@ -15,6 +15,7 @@ import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from gputop_hints import __version__
@@ -34,7 +35,8 @@ from gputop_hints.model import (
 )
 from gputop_hints.outputs.cost_text import cost_line
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
-from gputop_hints.text import visible_lines
+from gputop_hints.stacks import WORDS, StackReading
+from gputop_hints.text import visible, visible_lines
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
 
 JSON_SCHEMA_VERSION = 1
@@ -57,6 +59,9 @@ class Summary:
     """GPU-time and energy lost under the findings over the ticks sampled (hints.costs)."""
     cost_per_gpu_hour: float | None = None
     """``--cost-per-gpu-hour``: the lost time also in money."""
+    stacks: tuple[StackReading, ...] = ()
+    """py-spy readings of the warned processes (sampling.once_stacks), taken after the
+    last tick; empty when none was taken."""
 
     @classmethod
     def of(
@@ -65,11 +70,14 @@ class Summary:
         thresholds: Thresholds | None = None,
         context: Sequence[Snapshot] = (),
         cost_per_gpu_hour: float | None = None,
+        stacks: Sequence[StackReading] = (),
     ) -> Summary:
         """Summarise ``snapshots``; ``context`` (earlier ticks) feeds the hints only.
 
         A one-off summary has no time to wait out the hints' hysteresis, so the
         rules are evaluated as they stand at the last tick, over every tick given.
+        ``stacks``: readings taken after the last tick, given to the rules (as of the
+        last tick's time) before it is evaluated.
         """
         if not snapshots:
             raise ValueError("a summary needs at least one snapshot")
@@ -81,7 +89,10 @@ class Summary:
         diagnoser = Diagnoser.one_off(seen, thresholds)
         diagnoser.feed_all(context)
         diagnoser.costs = CostMeter()  # the cost covers the ticks sampled, not the context
-        findings = diagnoser.feed_all(snapshots)
+        diagnoser.feed_all(snapshots[:-1])
+        for reading in stacks:
+            diagnoser.engine.set_stacks(reading, last.timestamp)
+        findings = diagnoser.feed(last)
         return cls(
             tuple(snapshots),
             history,
@@ -89,6 +100,7 @@ class Summary:
             tuple(diagnoser.verdicts.all()),
             diagnoser.costs.totals(),
             cost_per_gpu_hour,
+            tuple(stacks),
         )
 
     @property
@@ -157,6 +169,7 @@ class Summary:
             "findings": [f.to_dict() for f in self.findings],
             "verdicts": [v.to_dict() for v in self.verdicts],
             "costs": None if self.costs is None else self.costs.to_dict(self.cost_per_gpu_hour),
+            "stacks": [r.to_dict() for r in self.stacks],
         }
 
     def to_json_text(self) -> str:
@@ -229,6 +242,17 @@ class Summary:
             out.append("")
             out.append("Hints (per process):")
             out.extend(_finding_lines(f, "  ", width, with_subject=True) for f in per_process)
+        if self.stacks:
+            out.append("")
+            out.extend(
+                textwrap.fill(
+                    f"PID {r.pid}: {where_it_waits_text(r)}",
+                    width,
+                    initial_indent="  ",
+                    subsequent_indent="      ",
+                )
+                for r in self.stacks
+            )
         if self.costs is not None and snap.gpus:
             line = cost_line(
                 self.costs,
@@ -354,6 +378,24 @@ def _verdict_line(verdict: Verdict, indent: str, width: int) -> str:
     return "\n".join(
         textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "    ")
     )
+
+
+def where_it_waits_text(reading: StackReading) -> str:
+    """``Where it waits (py-spy, 10 samples): 83 % waiting for the next batch at
+    Loader.next_batch (train.py:88)``, the next category after it, or why it could not
+    be read. The names are the target's own: made visible (gputop_hints.text)."""
+    if not reading.categories:
+        why = reading.reason or "py-spy read no stack of its main thread"
+        return f"Where it waits: not read -- {visible(why)}"
+    parts = []
+    for category in reading.categories[:2]:
+        part = f"{category.share * 100:.0f} % {WORDS.get(category.name, category.name)}"
+        if category.top_frames:
+            frame = category.top_frames[0].frame
+            where = f"{frame.function} ({PurePath(frame.file).name}:{frame.line})"
+            part += f" at {visible(where)}"
+        parts.append(part)
+    return f"Where it waits (py-spy, {reading.samples} samples): " + "; ".join(parts)
 
 
 def _mean_of_allowed(history: History, allowed: Sequence[int]) -> float | None:

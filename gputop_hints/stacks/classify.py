@@ -39,6 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from gputop_hints.stacks.sampler import Frame, ProcessSamples, StackSamples
 
@@ -134,6 +135,16 @@ class FrameCount:
     samples: int
     user: bool
 
+    def to_dict(self) -> dict[str, Any]:
+        f = self.frame
+        return {
+            "function": f.function,
+            "file": f.file,
+            "line": f.line,
+            "samples": self.samples,
+            "user": self.user,
+        }
+
 
 @dataclass(frozen=True)
 class Category:
@@ -144,6 +155,15 @@ class Category:
     samples: int
     share: float
     top_frames: tuple[FrameCount, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "words": WORDS.get(self.name, self.name),
+            "samples": self.samples,
+            "share": self.share,
+            "top_frames": [f.to_dict() for f in self.top_frames],
+        }
 
 
 @dataclass(frozen=True)
@@ -157,6 +177,16 @@ class WorkerReading:
     reason: str | None = None
     kind: str | None = None
     """"compile" or "dataloader" as its stack tells (:func:`worker_kind`), else None."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "samples": self.samples,
+            "busy_samples": self.busy_samples,
+            "kind": self.kind,
+            "reason": self.reason,
+            "top_frames": [f.to_dict() for f in self.top_frames],
+        }
 
 
 @dataclass(frozen=True)
@@ -175,6 +205,18 @@ class StackReading:
 
     def category(self, name: str) -> Category | None:
         return next((c for c in self.categories if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (``--json``'s ``stacks[]``, docs/json.md): the strings are the
+        target's own (function and file names), data here, never printed raw."""
+        return {
+            "pid": self.pid,
+            "samples": self.samples,
+            "reason": self.reason,
+            "notes": list(self.notes),
+            "categories": [c.to_dict() for c in self.categories],
+            "workers": [w.to_dict() for w in self.workers],
+        }
 
 
 def is_user_code(frame: Frame) -> bool:
