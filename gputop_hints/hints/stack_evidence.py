@@ -50,10 +50,16 @@ def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:
     metric = f"main thread {WORDS.get(shown.name, shown.name)} (py-spy, {reading.samples} samples)"
     if frame:
         metric += f" at {frame}"
+    if shown.name in wanted:
+        threshold = f">= {CONFIRMS * 100:g} confirms"
+    else:  # the stack is elsewhere: say what would have confirmed it, not that this does
+        threshold = "confirms at >= {:g} in {}".format(
+            CONFIRMS * 100, " or ".join(WORDS.get(w, w) for w in wanted)
+        )
     row = Evidence(
         metric,
         shown.share * 100,
-        f">= {CONFIRMS * 100:g} confirms",
+        threshold,
         "%",
         Scope.PROCESS,
         met=True if confirmed else None,

@@ -76,3 +76,13 @@ def test_a_main_thread_copying_to_the_device_confirms_pcie_thrash() -> None:
     [row] = [e for e in f.evidence if e.metric.startswith("main thread")]
     assert row.met is True and "copying to the GPU" in row.metric
     assert "train.py:41" in f.advice[0]
+
+
+def test_a_stack_elsewhere_says_what_would_have_confirmed_it() -> None:
+    """A reading that does not show the finding's cause is context: its row names the
+    categories that would confirm it, never the bare ">= 50 confirms" beside its 100 %."""
+    f = starved([reading("host-device-sync", 1.0, Frame("train", "/home/me/train.py", 9))])
+    [row] = [e for e in f.evidence if e.metric.startswith("main thread")]
+    assert row.met is None and row.value == 100.0
+    assert row.threshold.startswith("confirms at >= 50 in waiting for the next batch")
+    assert "loading batches itself" in row.threshold
