@@ -183,6 +183,17 @@ _segment_cells: dict[tuple[str, Style | None, ColorSystem], list[Cell]] = {}
 system): most of a changed line's segments (labels, notes, padding, a sparkline
 that did not move) were seen on an earlier tick."""
 
+MAX_CACHED_CELLS = 65536
+"""The most cells :data:`_segment_cells` holds (~5 MB: a cell is a tuple and a list
+slot) before it is emptied. Bounded by cells, not by segments: a segment is up to a
+whole line, and the figures in them change every tick, so a bound of 8192 *segments*
+let it grow to tens of MB over a long run before it was ever emptied -- the slow RSS
+slope of a monitor left running (issue 43; bench/soak.py --demo --tracemalloc). A
+160x50 screen is 8,000 cells: the segments that repeat fit many times over."""
+
+_cached_cells = [0]
+"""How many cells :data:`_segment_cells` holds now."""
+
 
 def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
     """``strip`` cell by cell; a wide character is its cell then a continuation cell."""
@@ -216,9 +227,11 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
             if not run:
                 _add_cells(cells, text, key)
                 continue
-        if len(known) > 8192:
+        if _cached_cells[0] + len(run) > MAX_CACHED_CELLS:
             known.clear()
+            _cached_cells[0] = 0
         known[(text, style, color_system)] = run
+        _cached_cells[0] += len(run)
         extend(run)
     return cells
 

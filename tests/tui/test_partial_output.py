@@ -457,3 +457,26 @@ def test_a_new_size_forgets_the_screen() -> None:
     draw_line(console, styled_line("45%"))
     again = change_line(console, styled_line("45%"), 0, 30, width=30)
     assert "GPU0" in again
+
+
+def test_the_segment_cache_stays_bounded_by_cells_over_a_long_run() -> None:
+    """Issue 43: a monitor left running drew new figures every tick, and the cache of
+    segments' cells, bounded by segments (each up to a line), grew for tens of minutes.
+    Held cells never pass the bound, and what is drawn stays right."""
+    from rich.color import ColorSystem
+    from rich.segment import Segment
+    from textual.strip import Strip
+
+    from gputop_hints.tui.partial_output import (
+        MAX_CACHED_CELLS,
+        _cached_cells,
+        _segment_cells,
+        cells_of,
+    )
+
+    for tick in range(3000):  # 3000 ticks of a wide line of changing figures
+        line = f"GPU {tick % 8}  SM {tick * 7 % 101:3d} %  " + f"{tick:>12d} B/s " * 8
+        cells = cells_of(Strip([Segment(line)]), ColorSystem.TRUECOLOR)
+        assert "".join(c for c, _ in cells) == line
+        held = sum(len(run) for run in _segment_cells.values())
+        assert held == _cached_cells[0] <= MAX_CACHED_CELLS
