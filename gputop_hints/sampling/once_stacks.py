@@ -30,16 +30,26 @@ TIMEOUT_S = 0.5
 
 def warned_processes(findings: Sequence[Finding], snapshot: Snapshot) -> list[GpuProcess]:
     """The processes of ``snapshot`` with a warning-or-worse finding, worst first (then
-    as the findings are ordered), each once, at most :data:`MAX_PROCESSES`."""
+    as the findings are ordered), each once, at most :data:`MAX_PROCESSES`. A finding
+    about a whole GPU (low utilization, a sawtooth seen only on the device) counts for
+    the process when it is the only one on that GPU: its stack is the GPU's story."""
     by_pid = {p.pid: p for p in snapshot.processes}
+    on_gpu: dict[int, list[GpuProcess]] = {}
+    for p in snapshot.processes:
+        on_gpu.setdefault(p.gpu_index, []).append(p)
     ranked = sorted(
-        (f for f in findings if f.severity >= Severity.WARNING and f.subject.pid in by_pid),
+        (f for f in findings if f.severity >= Severity.WARNING),
         key=lambda f: -f.severity,
     )
     out: dict[int, GpuProcess] = {}
     for f in ranked:
-        if f.subject.pid is not None:
-            out.setdefault(f.subject.pid, by_pid[f.subject.pid])
+        pid = f.subject.pid
+        if pid is None:
+            alone = on_gpu.get(f.subject.gpu_index) if f.subject.gpu_index is not None else None
+            if alone is not None and len(alone) == 1:
+                out.setdefault(alone[0].pid, alone[0])
+        elif pid in by_pid:
+            out.setdefault(pid, by_pid[pid])
     return list(out.values())[:MAX_PROCESSES]
 
 
