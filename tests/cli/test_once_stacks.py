@@ -10,7 +10,6 @@ finding has the main thread's row as evidence.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from gputop_hints.cli import main
 from gputop_hints.stacks import find_py_spy
+from tests.stacks.programs import running
 from tests.support.fake_nvml import FakeGpu, FakeNvml, FakeProc
 
 SYNCING = """
@@ -45,17 +45,8 @@ needs_py_spy = pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is 
 
 @pytest.fixture
 def syncing_pid(tmp_path: Path) -> Iterator[int]:
-    script = tmp_path / "train.py"
-    script.write_text(SYNCING)
-    child = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    with running(tmp_path / "train.py", SYNCING) as child:
         yield child.pid
-    finally:
-        child.kill()
-        child.wait()
 
 
 def _warned_or_skip(doc: dict[str, Any], pid: int) -> None:

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,21 +25,14 @@ from gputop_hints.stacks import (
     refusal_reason,
     sample,
 )
-from tests.stacks.programs import WAITING_FOR_BATCH
+from tests.stacks.programs import WAITING_FOR_BATCH, start_program
 
 PY_SPY = find_py_spy().path
 needs_py_spy = pytest.mark.skipif(PY_SPY is None, reason="py-spy is not installed")
 
 
 def _start(tmp_path: Path, source: str, python: str = sys.executable) -> subprocess.Popen[str]:
-    script = tmp_path / "target.py"
-    script.write_text(textwrap.dedent(source))
-    proc = subprocess.Popen(
-        [python, str(script)], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
-    )
-    assert proc.stdout is not None
-    assert proc.stdout.readline().strip() == "ready"
-    return proc
+    return start_program(tmp_path / "target.py", source, python)
 
 
 @pytest.fixture

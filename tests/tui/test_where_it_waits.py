@@ -8,8 +8,6 @@ section then says where its main thread waits and names the frame.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,13 @@ from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.tui.widgets.where_it_waits import WhereItWaits
-from tests.stacks.programs import WAITING_FOR_BATCH
+from tests.stacks.programs import WAITING_FOR_BATCH, running
 from tests.support.fake_nvml import FakeNvml, make_gpus
 
 
 @pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is not installed")
 async def test_opening_a_process_shows_where_its_main_thread_waits(tmp_path: Path) -> None:
-    script = tmp_path / "train.py"
-    script.write_text(WAITING_FOR_BATCH)
-    child = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    with running(tmp_path / "train.py", WAITING_FOR_BATCH) as child:
         with FakeNvml(make_gpus(1, [[child.pid]])):
             live = LiveSource(detect_job=False)
             app = GputopApp(live, autostart=False)
@@ -51,9 +43,6 @@ async def test_opening_a_process_shows_where_its_main_thread_waits(tmp_path: Pat
                 await pilot.pause()
                 lines = where.text_lines()
         live.close()
-    finally:
-        child.kill()
-        child.wait()
     assert lines[0].startswith(" WHERE IT WAITS  (py-spy, 15 samples")
     assert any(
         "waiting for the next batch" in line and "Batches.__next__" in line for line in lines

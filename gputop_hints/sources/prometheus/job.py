@@ -451,20 +451,33 @@ def nodes_of_job(job: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class NodeFinding:
-    """A finding a node's own ``gputop-hints export`` reported in the range (with its
-    host data: the cause the job-wide view cannot see)."""
+class NodeFinding(ReportedFinding):
+    """A finding a node's own ``gputop-hints export`` reported in the range: the labels
+    the live view reads (:class:`ReportedFinding`) and how it held over the range."""
 
-    node: str
-    rule: str
-    subtype: str
-    severity: str
-    gpu: str
-    pid: str
-    seconds: float
+    seconds: float = 0.0
     """How long it was active in the range (points seen x step)."""
-    first: float
-    last: float
+    first: float = 0.0
+    last: float = 0.0
+
+
+FindingLabels = tuple[str, str, str, str, str, str]
+"""(node, rule, subtype, severity, gpu, pid): a ``gputop_hints_finding`` series' labels,
+in :class:`ReportedFinding`'s field order."""
+
+
+def finding_labels(labels: Mapping[str, str]) -> FindingLabels:
+    """A finding series' labels as :class:`ReportedFinding`'s first fields ("" where one
+    is missing)."""
+    get = labels.get
+    return (
+        get("host", ""),
+        get("rule", ""),
+        get("subtype", ""),
+        get("severity", ""),
+        get("gpu", ""),
+        get("pid", ""),
+    )
 
 
 LINK_QUERIES = (
@@ -505,17 +518,11 @@ def node_findings(client: PrometheusClient, query: JobQuery) -> list[NodeFinding
     union = " or ".join(f"(gputop_hints_finding{s})" for s in sels)
     out = []
     for series in client.query_range(union, query.start, query.end, query.step_s):
-        labels = series.labels
         if not series.points:
             continue
         out.append(
             NodeFinding(
-                node=labels.get("host", ""),
-                rule=labels.get("rule", ""),
-                subtype=labels.get("subtype", ""),
-                severity=labels.get("severity", ""),
-                gpu=labels.get("gpu", ""),
-                pid=labels.get("pid", ""),
+                *finding_labels(series.labels),
                 seconds=len(series.points) * query.step_s,
                 first=series.points[0][0],
                 last=series.points[-1][0],
@@ -556,22 +563,13 @@ def reported_findings(answer: Sequence[Series]) -> tuple[ReportedFinding, ...]:
     """An answer of :func:`active_findings_query` as findings: one per active
     ``gputop_hints_finding`` series, with the start time its twin series carries,
     worst first, then the longest held, then by node, GPU and process."""
-    since: dict[tuple[str, str, str, str, str, str], float] = {}
-    active: dict[tuple[str, str, str, str, str, str], None] = {}
+    since: dict[FindingLabels, float] = {}
+    active: dict[FindingLabels, None] = {}
     for series in answer:
-        labels = series.labels
         if not series.points:
             continue
-        get = labels.get
-        key = (
-            get("host", ""),
-            get("rule", ""),
-            get("subtype", ""),
-            get("severity", ""),
-            get("gpu", ""),
-            get("pid", ""),
-        )
-        name = labels.get("__name__", "")
+        key = finding_labels(series.labels)
+        name = series.labels.get("__name__", "")
         if name == FINDING and series.points[-1][1] > 0:
             active[key] = None
         elif name == FINDING_START:
