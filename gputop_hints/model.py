@@ -1,4 +1,4 @@
-"""One tick of what the monitor knows, as frozen dataclasses.
+"""One tick of what the monitor knows, as immutable records (:func:`record`).
 
 Every source (live NVML + psutil, the demo simulator, later replay and the
 log importers) produces :class:`Snapshot` objects; history, hints and views
@@ -20,10 +20,34 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_kwargs: Any) -> Callable[[Any], Any]:
+        return lambda function: function
+
+
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True)
+def record(cls: type[_T]) -> type[_T]:
+    """A model record: a slotted dataclass, compared and hashed by value, and immutable
+    -- checked statically, not at run time. To mypy (CI runs it strict) a record is a
+    frozen dataclass, and assigning to a field is an error; at run time it is a plain
+    slotted dataclass, because a frozen one's ``__init__`` stores every field through
+    ``object.__setattr__``, three times the cost of a plain one for the 33 fields of a
+    :class:`GpuSample` -- and readers build one per GPU reading, millions a file
+    (``bench/report_speed.py --formats``, its "build us" column; docs/import.md).
+    Change a record with :func:`dataclasses.replace`, never by assignment."""
+    return dataclass(slots=True, unsafe_hash=True)(cls)
+
 
 SCHEMA_VERSION = 1
 """Version of the dictionary/JSON form produced by :func:`snapshot_to_dict`."""
@@ -109,7 +133,7 @@ def pcie_link_bytes_per_s(generation: int | None, width: int | None) -> float | 
     return per_lane * width
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostSample:
     """The machine the monitor runs on, at one tick."""
 
@@ -137,7 +161,7 @@ class HostSample:
         return sum(values) / len(values) if values else None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UtilizationSample:
     """One entry of NVML's buffered utilization samples (``nvmlDeviceGetSamples``)."""
 
@@ -169,7 +193,7 @@ PROFILING_FIELDS = (
 every reader and writer of them uses (the recording's ``profiling`` column)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MigInstance:
     """One MIG instance (a GPU instance with one compute instance in it) of a GPU in MIG
     mode, at one tick. NVML gives no utilization for it (``utilization.gpu`` answers
@@ -202,7 +226,7 @@ class MigInstance:
         return self.profile or f"GI {self.gpu_instance_id}/CI {self.compute_instance_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuSample:
     """One GPU at one tick."""
 
@@ -340,7 +364,7 @@ class GpuSample:
         return tuple(r for r in self.throttle_reasons if r in HOLDING_CLOCK_REASONS)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class WorkerProcess:
     """A child of a GPU process (a DataLoader worker, usually)."""
 
@@ -396,7 +420,7 @@ def known_frameworks(values: Any) -> tuple[str, ...]:
     return tuple(f for f in values or () if f in FRAMEWORKS)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuProcess:
     """A process holding a context on one GPU, with its host-side picture."""
 
@@ -469,7 +493,7 @@ class GpuProcess:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Launcher:
     """A process that started GPU processes as ranks of one job (``torchrun``,
     ``python -m torch.distributed.run``, ``deepspeed``, ``accelerate launch``,
@@ -485,7 +509,7 @@ class Launcher:
     """Its own CPU, % of one core (None: not measured)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JobInfo:
     """The batch job the monitor is attached to (SLURM), when there is one."""
 
@@ -514,7 +538,7 @@ class JobInfo:
     outside the job: other jobs oversubscribing the node. None when unknown."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ReportedFinding:
     """A finding another monitor reported, as it served it: a node's own
     ``gputop-hints export`` (its ``gputop_hints_finding`` series), read back from
@@ -540,7 +564,7 @@ IMPORTED_SOURCES = frozenset({"replay", "prometheus"})
 """:attr:`Snapshot.source` values of data read back rather than sampled here."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Snapshot:
     """Everything known at one tick."""
 
@@ -718,46 +742,3 @@ def _job_from_dict(data: Mapping[str, Any] | None) -> JobInfo | None:
     gpus = data.get("gpu_indices")
     kwargs["gpu_indices"] = None if gpus is None else tuple(gpus)
     return JobInfo(**kwargs)
-
-
-# --- fast construction --------------------------------------------------------
-
-
-def _fast_init(cls: type) -> None:
-    """Give a frozen, slotted dataclass an ``__init__`` that stores each field through
-    its slot's descriptor: the same signature, defaults and frozen instances, ~40 %
-    cheaper than the generated one (which calls ``object.__setattr__`` per field,
-    looking the slot up every time). Readers build millions of these per file."""
-    params = []
-    namespace: dict[str, Any] = {}
-    body = []
-    for f in fields(cls):
-        if f.default_factory is not MISSING or not f.init:
-            return  # not this simple form: keep the generated __init__
-        if f.default is MISSING:
-            params.append(f.name)
-        else:
-            namespace[f"_d_{f.name}"] = f.default
-            params.append(f"{f.name}=_d_{f.name}")
-        namespace[f"_s_{f.name}"] = cls.__dict__[f.name].__set__
-        body.append(f"    _s_{f.name}(self, {f.name})")
-    source = f"def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
-    exec(source, namespace)  # built from the class's own field names only
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    init.__doc__ = cls.__dict__["__init__"].__doc__
-    type.__setattr__(cls, "__init__", init)
-
-
-for _cls in (
-    HostSample,
-    UtilizationSample,
-    GpuSample,
-    WorkerProcess,
-    GpuProcess,
-    Launcher,
-    JobInfo,
-    Snapshot,
-):
-    _fast_init(_cls)

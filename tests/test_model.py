@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -107,10 +109,31 @@ def test_json_round_trip_keeps_every_field_and_none() -> None:
     assert data["gpus"][0]["pcie_tx_bytes_per_s"] is None
 
 
-def test_snapshots_are_frozen() -> None:
+def test_records_are_immutable_to_the_type_checker(tmp_path: Path) -> None:
+    """Records are frozen for mypy (``model.record``), plain slotted classes at run time:
+    assigning a field is a type error, while building and replacing one is not."""
+    mypy_api = pytest.importorskip("mypy.api", reason="mypy (the [test] extra) checks this")
+    program = tmp_path / "uses_records.py"
+    program.write_text(
+        "import dataclasses\n"
+        "from gputop_hints.model import GpuSample, Snapshot\n"
+        "gpu = GpuSample(index=0, sm_percent=5.0)\n"
+        "gpu = dataclasses.replace(gpu, sm_percent=6.0)\n"
+        "gpu.sm_percent = 7.0\n"
+        "def clear(snapshot: Snapshot) -> None:\n"
+        "    snapshot.gpus = ()\n"
+    )
+    out, _err, status = mypy_api.run(
+        ["--no-incremental", "--follow-imports=silent", "--no-error-summary", str(program)]
+    )
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert status == 1
+    assert [line.split(":")[1] for line in errors] == ["5", "7"], out
+    assert all("read-only" in line for line in errors), out
+    # Compared and hashed by value, as a frozen dataclass is.
     snap = _snapshot()
-    with pytest.raises(AttributeError):
-        snap.gpus[0].sm_percent = 5.0  # type: ignore[misc]
+    assert snap.gpus[0] == dataclasses.replace(snap.gpus[0])
+    assert hash(snap.gpus[0]) == hash(dataclasses.replace(snap.gpus[0]))
 
 
 def test_job_round_trips_with_its_processes() -> None:
@@ -130,7 +153,8 @@ def test_job_round_trips_with_its_processes() -> None:
 
 
 def test_construction_keeps_defaults_positions_and_refuses_unknown_fields() -> None:
-    # The classes are built with a faster __init__: the same signature as the dataclass's.
+    # Records are plain slotted dataclasses at run time (model.record): their generated
+    # __init__ keeps the declared signature and defaults.
     gpu = GpuSample(3)
     assert gpu.index == 3
     assert gpu.sm_percent is None
@@ -145,5 +169,5 @@ def test_construction_keeps_defaults_positions_and_refuses_unknown_fields() -> N
     with pytest.raises(TypeError):
         GpuSample(0, bogus=1)  # type: ignore[call-arg]
     with pytest.raises(AttributeError):
-        gpu.index = 4  # type: ignore[misc]
+        gpu.bogus = 4  # type: ignore[attr-defined]  # slots: no attribute outside the fields
     assert hash(GpuSample(3, name="a")) == hash(GpuSample(index=3, name="a"))
