@@ -20,6 +20,7 @@ from gputop_hints.hints.rules import (
     LOW_UTILIZATION_EXPLAINED_BY,
     RuleSpec,
 )
+from gputop_hints.hints.running import HostTallies
 from gputop_hints.hints.stack_evidence import with_stack_evidence
 from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import (
@@ -151,6 +152,9 @@ class HintEngine:
         self._stacks: dict[int, tuple[float, StackReading]] = {}
         """Per pid: the last stack reading (issue 45) and when it was taken (the
         snapshots' clock); dropped when the pid leaves the snapshot."""
+        self._host_tallies = HostTallies(self.thresholds.general.worker_busy_percent)
+        """Each process's host side (busy workers, D states) counted once per snapshot
+        as it enters the ring: a window's sums are read off them (:mod:`.running`)."""
 
     def update(self, history: History) -> tuple[Finding, ...]:
         """Evaluate every rule on the newest window; return the visible findings."""
@@ -158,6 +162,7 @@ class HintEngine:
         if history.latest is None:
             return ()
         self._track_gpu_activity(history)
+        self._host_tallies.sync(history)
         win = Window(
             history,
             self.thresholds.general.window_s,
@@ -166,6 +171,7 @@ class HintEngine:
             process_active_at=self._process_active_at,
             vram_steady_since=self._vram_steady_since,
             stacks=self._stacks,
+            host_tallies=self._host_tallies,
         )
         now = win.now
         raw: dict[tuple[str, Subject], Finding] = {}

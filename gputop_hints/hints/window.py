@@ -16,6 +16,7 @@ from itertools import islice, pairwise
 from operator import attrgetter
 from typing import Any, TypeVar, cast
 
+from gputop_hints.hints.running import HostTallies
 from gputop_hints.hints.traces import (
     GIB,
     VRAM_JUMP_S,
@@ -51,7 +52,6 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-
 def median_of(values: Sequence[float]) -> float:
     """The median (the mean of the middle two of an even count), as ``statistics.median``
     gives it, without importing ``statistics`` (and ``fractions``, ``decimal``), ~4 ms of
@@ -63,6 +63,7 @@ def median_of(values: Sequence[float]) -> float:
     if len(ordered) % 2:
         return ordered[mid]
     return (ordered[mid - 1] + ordered[mid]) / 2
+
 
 def _any_throttle_reasons(snaps: list[Snapshot]) -> bool:
     """Whether any GPU of ``snaps`` gives its throttle reasons (an nvidia-smi CSV
@@ -88,6 +89,7 @@ class Window:
         process_active_at: dict[tuple[int, int], float] | None = None,
         vram_steady_since: dict[tuple[int, int], tuple[float, float, float]] | None = None,
         stacks: dict[int, tuple[float, StackReading]] | None = None,
+        host_tallies: HostTallies | None = None,
     ) -> None:
         latest = history.latest
         if latest is None:
@@ -107,8 +109,17 @@ class Window:
         """Engine-kept (level, since, rise) of each process's VRAM."""
         self.stacks = stacks
         """Engine-kept stack readings by pid, with when they were taken (issue 45)."""
+        self.host_tallies = (
+            host_tallies
+            if host_tallies is not None
+            and host_tallies.worker_busy_percent == worker_busy_percent
+            and host_tallies.covers(history)
+            else None
+        )
+        """Engine-kept running host-side tallies of the ring (:mod:`.running`), where they
+        are of this history as it is now: a window's host side is then read off them."""
         self._derived: dict[object, Any] = {}
-        self._host_cache: dict[tuple[int, int], tuple[list[int], int, int]] = {}
+        self._host_cache: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
         self._most_of_ring = 2 * self.ticks > len(history)
@@ -139,6 +150,7 @@ class Window:
                 gpu_active_at=self.gpu_active_at,
                 process_active_at=self.process_active_at,
                 vram_steady_since=self.vram_steady_since,
+                host_tallies=self.host_tallies,
             )
         return win
 
@@ -549,39 +561,49 @@ class Window:
         index = self.history.processes_by_key
         return [index(snap) for snap in list(self.history.snapshots)[-self.ticks :]]
 
-    def _host_side(self, proc: GpuProcess) -> tuple[list[int], int, int]:
-        """Busy-worker count per tick, and (D-state, known) state counts, for one process.
+    def _host_side(self, proc: GpuProcess) -> tuple[int, int, int, int]:
+        """Ticks present, busy workers summed, and (D-state, known) state counts, for one
+        process over the window's snapshots.
 
-        Computed only for processes a rule gets far enough to ask about.
+        Read off the engine's running tallies where it keeps them (a window of any length
+        costs the same); else counted, only for processes a rule gets far enough to ask
+        about.
         """
         key = proc.key
         cached = self._host_cache.get(key)
         if cached is not None:
             return cached
+        tallies = self.host_tallies
+        if tallies is not None:
+            result = tallies.window(key, min(self.ticks, len(self.history.snapshots)))
+        else:
+            result = self._host_side_counted(key)
+        self._host_cache[key] = result
+        return result
+
+    def _host_side_counted(self, key: tuple[int, int]) -> tuple[int, int, int, int]:
         threshold = self.worker_busy_percent
-        busy: list[int] = []
-        d = known = 0
+        n = busy = d = known = 0
         for index in self._window_index:
             p = index.get(key)
             if p is None:
                 continue
-            busy.append(p.busy_workers(threshold))
+            n += 1
+            busy += p.busy_workers(threshold)
             for state in (p.state, *(w.state for w in p.workers)):
                 if state is not None:
                     known += 1
                     d += state == "D"
-        result = (busy, d, known)
-        self._host_cache[key] = result
-        return result
+        return n, busy, d, known
 
     def process_busy_workers_mean(self, proc: GpuProcess) -> float | None:
         """Mean number of workers above ``worker_busy_percent`` of a core, over the window."""
-        busy, _, _ = self._host_side(proc)
-        return sum(busy) / len(busy) if busy else None
+        n, busy, _, _ = self._host_side(proc)
+        return busy / n if n else None
 
     def process_d_state_fraction(self, proc: GpuProcess) -> float:
         """Share of (process or worker, tick) pairs in D state, main process included."""
-        _, d, known = self._host_side(proc)
+        _, _, d, known = self._host_side(proc)
         return d / known if known else 0.0
 
     def significant_processes_on(self, index: int, min_vram_bytes: float) -> list[GpuProcess]:
