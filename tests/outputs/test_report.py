@@ -365,7 +365,8 @@ def test_long_imported_log_gets_a_stride_from_its_estimated_length(
         stream.close()
     assert report.samples == ticks  # the probed ticks are not lost
     exact = choose_hint_stride(ticks, 2, 500)
-    assert 1 < report.hint_stride <= exact  # buffering ahead can only lower the estimate
+    # Estimated where the reader read on, not from how far it read ahead: close to exact.
+    assert 0.8 * exact <= report.hint_stride <= 1.2 * exact
     assert report.hint_evaluations == ticks // report.hint_stride
     assert report_json(report)["hints"]["stride_ticks"] == report.hint_stride
 

@@ -176,8 +176,9 @@ PROBE_MIN_TICKS = 256
 PROBE_MAX_TICKS = 2048
 PROBE_MIN_BYTES = 2_000_000
 """A stream that cannot count its ticks is probed on its first ticks: at least
-PROBE_MIN_TICKS and PROBE_MIN_BYTES of the file (so the readers' buffers ahead
-of the ticks are a small share), at most PROBE_MAX_TICKS (they are held in memory)."""
+PROBE_MIN_TICKS and PROBE_MIN_BYTES of the file, and the reader asking for more of
+the file at least once past its first block (:func:`_probe_stride`), at most
+PROBE_MAX_TICKS (they are held in memory)."""
 
 
 def _probe_stride(
@@ -187,9 +188,13 @@ def _probe_stride(
 
     Reads the first ticks, holding them, and estimates the count from the bytes
     they took of the file (:func:`~gputop_hints.streams.read_positions`, bytes on
-    disk, so a gzip file's ratio holds too): ``ticks * size / position``. The
-    readers buffer ahead of the ticks, which can only lower the estimate. A file
-    that ends within the probe is counted exactly."""
+    disk, so a gzip file's ratio holds too). The readers read ahead in blocks, so
+    the position is a step ahead of the ticks: the estimate is taken where the
+    reader last asked for more -- then the ticks so far had used up the bytes read
+    before (``ticks * size / bytes before that read``). Without such a step in the
+    probe, ``ticks * size / position``, which the read-ahead can only lower (a 32-byte
+    ``watch`` redraw behind a 64 KiB block: half the count). A file that ends within
+    the probe is counted exactly."""
     path = os.fspath(stream.info.path)
     try:
         size = os.path.getsize(path)
@@ -197,16 +202,26 @@ def _probe_stride(
         size = 0
     held: list[TickView] = []
     position = 0
+    used = (0, 0)
+    """(ticks, bytes): the ticks held when the reader last read on, and the bytes read
+    before that read -- what those ticks took."""
     exhausted = True
     for view in views:
         held.append(view)
-        if len(held) >= PROBE_MIN_TICKS:
-            position = read_positions().get(path, 0)
-            if position >= PROBE_MIN_BYTES or len(held) >= PROBE_MAX_TICKS:
-                exhausted = False
-                break
+        now = read_positions().get(path, 0)
+        if now > position:
+            if position:
+                used = (len(held), position)
+            position = now
+        if len(held) >= PROBE_MAX_TICKS or (
+            len(held) >= PROBE_MIN_TICKS and used[1] and position >= PROBE_MIN_BYTES
+        ):
+            exhausted = False
+            break
     if exhausted:
         count = len(held)
+    elif used[1] and used[1] < size:
+        count = math.ceil(used[0] * size / used[1])
     elif 0 < position < size:
         count = math.ceil(len(held) * size / position)
     else:
