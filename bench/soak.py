@@ -202,7 +202,7 @@ def soak(args: argparse.Namespace) -> list[Step]:
             command += [str(args.tracemalloc.resolve()), "--", "--demo", "--gpus", str(args.gpus)]
             command += ["--processes", str(args.procs)]
     else:
-        sleepers = spawn_sleepers(args.gpus * args.procs)
+        sleepers = spawn_sleepers(args.procs)  # in all, spread round-robin over the GPUs
         churn = Churn(sleepers, pids_file)
         command = [sys.executable, str(Path(__file__).resolve()), "node", "--gpus", str(args.gpus)]
         command += ["--pids-file", str(pids_file)]
