@@ -40,6 +40,7 @@ from gputop_hints.model import (
     ReportedFinding,
     Snapshot,
     pcie_link_bytes_per_s,
+    record,
 )
 from gputop_hints.sources.dcgm_fields import DCGM_FIELDS, MIB, with_totals
 from gputop_hints.sources.prometheus.client import PrometheusClient, PrometheusError, Series
@@ -450,7 +451,7 @@ def nodes_of_job(job: str) -> tuple[str, ...]:
     return tuple(n for n in names.stdout.split() if n)
 
 
-@dataclass(frozen=True)
+@record
 class NodeFinding(ReportedFinding):
     """A finding a node's own ``gputop-hints export`` reported in the range: the labels
     the live view reads (:class:`ReportedFinding`) and how it held over the range."""
