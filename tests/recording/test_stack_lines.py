@@ -24,7 +24,17 @@ from gputop_hints.recording import RecordingWriter
 from gputop_hints.recording.reader import open_recording
 from gputop_hints.sources.demo import DemoSource
 from gputop_hints.sources.replay import ReplaySource
-from gputop_hints.stacks import Category, Frame, FrameCount, StackReading, WorkerReading
+from gputop_hints.stacks import (
+    Category,
+    Frame,
+    FrameCount,
+    StackReading,
+    WorkerReading,
+    find_py_spy,
+)
+from tests.cli.test_once_stacks import SYNC_LINE, SYNCING
+from tests.stacks.programs import running
+from tests.support.fake_nvml import FakeGpu, FakeNvml, FakeProc
 
 TICKS = 90
 STACK_AFTER = 30
@@ -233,3 +243,45 @@ def test_a_stack_line_names_are_made_visible_in_the_text(tmp_path: Path) -> None
         if f["stack"]
     ]
     assert funcs and funcs[0] == "evil\x1b]0;owned\x07"
+
+
+@pytest.mark.skipif(find_py_spy().path is None, reason="py-spy is not installed")
+def test_record_samples_a_warned_process_and_report_quotes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """End to end: ``record --notify-cmd`` on the fake NVML, whose GPU runs kernels 10 %
+    of the time for its one process, a real Python program spinning on ``loss.item()``.
+    The hints warn on the GPU (low-utilization, after its 10 s hysteresis) and so on its
+    one process; the recorder samples it with a real py-spy in the background and writes
+    the reading; ``report`` on the file then names the line, as ``--once`` does live."""
+    path = tmp_path / "run.jsonl"
+    with running(tmp_path / "train.py", SYNCING) as child:
+        procs = [FakeProc(child.pid, sm_util=10, mem_util=5)]
+        with FakeNvml([FakeGpu(0, sm=10, power_mw=90_000, processes=procs)]):
+            code = main(["record", "-o", str(path), "--duration", "22", "--notify-cmd", "true"])
+    err = capsys.readouterr().err
+    assert code == 0 and "1 stack reading(s)" in err
+    with open_recording(path) as stream:
+        assert sum(1 for _ in stream) == 22
+        [stack] = stream.stacks
+    reading = StackReading.from_dict(stack.record)
+    assert reading.pid == child.pid and reading.reason is None and reading.samples >= 5
+    assert reading.categories[0].name == "host-device-sync"
+    assert main(["report", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    sync = next(f for f in doc["findings"] if f["rule"] == "host-device-sync")
+    assert f"train.py:{SYNC_LINE})" in sync["summary"] and sync["severity"] == "warning"
+    assert sync["stack"]["pid"] == child.pid and sync["stack"]["taken_at"] == stack.taken_at
+    assert main(["report", str(path)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"% waiting on the GPU (sync) at train ({tmp_path}/train.py:{SYNC_LINE})" in text
+
+
+def test_record_samples_nothing_on_a_demo_or_with_no_stacks(tmp_path: Path) -> None:
+    """A demo's pids are made up: its warnings are never sampled, --notify or not."""
+    path = tmp_path / "demo.jsonl"
+    argv = ["record", "-o", str(path), "--demo", "starved-loader", "--duration", "30"]
+    assert main([*argv, "--notify-cmd", "true"]) == 0
+    with open_recording(path) as stream:
+        assert sum(1 for _ in stream) == 30 and stream.stacks == []
+    assert '"type":"stack"' not in path.read_text()
