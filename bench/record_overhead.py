@@ -8,9 +8,13 @@ itself costs ~1.6 ms a tick, which stands in for the live source's sampling
 (~2.5-5 ms a tick on the fake NVML); the writer's share is what recording adds
 to a monitor's cost.
 
+With ``--hints`` the hints also run on every tick, as ``record --notify`` runs them
+(and as recording would have to, to choose whom to sample with py-spy, issue 45): their
+share is printed apart.
+
 Usage::
 
-    python bench/record_overhead.py [--seconds 60] [--gz]
+    python bench/record_overhead.py [--seconds 60] [--gz] [--hints]
 """
 
 from __future__ import annotations
@@ -45,13 +49,23 @@ def timed_sample():
     sampled[0] += time.thread_time() - c
     return s
 source.sample = timed_sample
+hinted = [0.0]
+on_tick = None
+if sys.argv[3] == "1":
+    from gputop_hints.hints.diagnoser import Diagnoser
+    diagnoser = Diagnoser(interval_s=1.0)
+    def on_tick(snapshot):
+        c = time.thread_time()
+        diagnoser.feed(snapshot)
+        hinted[0] += time.thread_time() - c
 c0 = time.process_time(); t0 = time.monotonic()
 # pace=True: a bounded demo recording would otherwise run as fast as it goes, and
 # the cost of recording in real time is what this measures.
-code = record(source, sys.argv[1], interval_s=1.0, duration_s=float(sys.argv[2]), pace=True)
+code = record(source, sys.argv[1], interval_s=1.0, duration_s=float(sys.argv[2]), pace=True,
+              on_tick=on_tick)
 wall = time.monotonic() - t0
 print(json.dumps({"cpu": time.process_time() - c0, "wall": wall, "writer": spent[0],
-                  "source": sampled[0], "code": code}))
+                  "source": sampled[0], "hints": hinted[0], "code": code}))
 """
 
 
@@ -59,11 +73,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--gz", action="store_true")
+    parser.add_argument("--hints", action="store_true", help="run the hints on every tick")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / ("bench.jsonl.gz" if args.gz else "bench.jsonl")
         out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path), str(args.seconds)],
+            [sys.executable, "-c", CHILD, str(path), str(args.seconds), "1" if args.hints else "0"],
             check=True,
             capture_output=True,
             text=True,
@@ -77,6 +92,9 @@ def main() -> int:
     print(f"  whole recorder process: {r['cpu'] / wall * 100:.2f} % of one core")
     print(f"    demo simulator (stands in for NVML + psutil): {r['source'] / wall * 100:.2f} %")
     print(f"    writer (encode + write + flush):              {r['writer'] / wall * 100:.2f} %")
+    if args.hints:
+        hints = r["hints"] / wall * 100
+        print(f"    hints (Diagnoser.feed, as --notify runs them): {hints:.2f} %")
     ticks = round(args.seconds)
     print(
         f"  writer per tick: {r['writer'] / ticks * 1e3:.2f} ms; bytes per tick: {size / ticks:.0f}"

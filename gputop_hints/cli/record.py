@@ -40,6 +40,7 @@ from gputop_hints.typed_yaml import ConfigError
 if TYPE_CHECKING:
     from gputop_hints.alerts import Notifier
     from gputop_hints.model import Snapshot
+    from gputop_hints.sampling.record import RecordStacks
 
 
 def build_record_parser() -> argparse.ArgumentParser:
@@ -81,6 +82,13 @@ def build_record_parser() -> argparse.ArgumentParser:
         default=5,
         metavar="K",
         help="rotated parts to keep (default 5; 0 keeps none)",
+    )
+    parser.add_argument(
+        "--no-stacks",
+        action="store_true",
+        help="never sample a process's stacks with py-spy (by default, with --notify on a "
+        "live source: once when a warning appears on it, written to FILE as a stack line "
+        "that 'report' quotes)",
     )
     add_source_args(parser)
     add_config_arg(parser)
@@ -146,7 +154,7 @@ def _record_locked(args: argparse.Namespace, output: Path) -> int:
     except (SourceUnavailable, ValueError) as exc:
         return usage_error(exc)
     try:
-        on_tick, notifier = _alerts(args)
+        on_tick, notifier, stacks = _alerts(args, source.kind == "live")
     except ConfigError as exc:
         source.close()
         return usage_error(exc)
@@ -159,22 +167,32 @@ def _record_locked(args: argparse.Namespace, output: Path) -> int:
             max_bytes=args.max_bytes,
             keep=args.keep,
             on_tick=on_tick,
+            stacks=None if stacks is None else stacks.drain,
         )
     finally:
+        if stacks is not None:
+            stacks.close()
         if notifier is not None:
             notifier.close()
         source.close()
 
 
 def _alerts(
-    args: argparse.Namespace,
-) -> tuple[Callable[[Snapshot], None] | None, Notifier | None]:
+    args: argparse.Namespace, live: bool
+) -> tuple[Callable[[Snapshot], None] | None, Notifier | None, RecordStacks | None]:
     """``--notify`` while recording: the hints run on every tick recorded, and their
     alerts go out -- the bell and OSC to this terminal only when standard output is
-    one, the command always. (None, None) when alerts are off."""
+    one, the command always. (None, None, None) when alerts are off.
+
+    On a ``live`` source, unless ``--no-stacks``, a process the hints warn about is also
+    sampled with py-spy in the background (the third value, sampling.record.RecordStacks,
+    whose ``drain`` hands the readings to the loop, which writes them; they go to the
+    hints too, so the alerts that follow name the frame). Never on a demo or a replay: their pids
+    are not this machine's. Without ``--notify`` the hints do not run, so nothing is
+    sampled (docs/recording.md says why)."""
     settings = args.notify_settings
     if settings is None or not settings.enabled:
-        return None, None
+        return None, None, None
     from gputop_hints.alerts import Notifier
     from gputop_hints.hints.config import load_file
     from gputop_hints.hints.diagnoser import Diagnoser
@@ -203,8 +221,16 @@ def _alerts(
         print(f"gputop-hints record: {message}", file=sys.stderr)
 
     notifier = Notifier(settings, terminal, problem)
+    sampler: RecordStacks | None = None
+    if live and not args.no_stacks:
+        from gputop_hints.sampling.record import RecordStacks
+
+        sampler = RecordStacks(on_reading=diagnoser.engine.set_stacks)
 
     def on_tick(snapshot: Snapshot) -> None:
-        notifier.tick(diagnoser.feed(snapshot), snapshot)
+        findings = diagnoser.feed(snapshot)
+        notifier.tick(findings, snapshot)
+        if sampler is not None:
+            sampler.consider(findings, snapshot)
 
-    return on_tick, notifier
+    return on_tick, notifier, sampler

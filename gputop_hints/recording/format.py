@@ -352,6 +352,19 @@ def encode_tick(snapshot: Snapshot) -> list[Any]:
     return tick
 
 
+STACK = "stack"
+"""The type of a ``stack`` line: a py-spy reading of one process (issue 45), written when
+the recorder sampled it -- ``{"type": "stack", "taken_at": T, **StackReading.to_dict()}``
+(``pid``, ``samples``, ``reason``, ``notes``, ``categories``, ``workers``; docs/json.md).
+``taken_at`` is when the sampling ended, on the ticks' clock. A reader that predates it
+skips it as a record of a type it does not know (docs/recording.md)."""
+
+
+def stack_record(reading: Mapping[str, Any], taken_at: float) -> dict[str, Any]:
+    """A ``stack`` line's object for ``reading`` (a ``StackReading.to_dict()``)."""
+    return {"type": STACK, "taken_at": _num(taken_at), **reading}
+
+
 # --- decoding ---------------------------------------------------------------------------
 
 

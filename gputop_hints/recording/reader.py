@@ -25,15 +25,17 @@ from gputop_hints.model import Snapshot
 from gputop_hints.recording.format import (
     FORMAT,
     SCHEMA_VERSION,
+    STACK,
     valid_tick,
 )
 from gputop_hints.recording.lazy import LazyTick, gpu_part
-from gputop_hints.recording.state import DecoderState, SeekPoint
+from gputop_hints.recording.state import DecoderState, RecordedStack, SeekPoint
 from gputop_hints.recording.values import (
     clean_gpu_columns,
     clean_tick,
     header_problem,
     loads_line,
+    record_problem,
     replaced_reason,
 )
 from gputop_hints.streams import (
@@ -50,6 +52,11 @@ from gputop_hints.streams import (
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A longer line is skipped as malformed: a tick of a big machine is tens of KB, and
 parsing a line costs several times its size in memory."""
+
+MAX_STACKS = 4096
+"""``stack`` lines kept per stream (a few kB each); the recorder writes at most one a
+minute (sampling.stacks.AUTO_GAP_S), so this holds about three days of them. Those past
+it are counted (``counters.found["stacks_left_out"]``)."""
 
 _REMEMBERED_BAD_LINES = 100_000
 """How many bad line numbers are remembered so a second pass does not count them again."""
@@ -145,6 +152,10 @@ class RecordingStream:
         """True once a partial last line (or an unfinished gzip stream) was met."""
         self._open: list[IO[bytes]] = []
         self._counted: set[int] = set()
+        self.stacks: list[RecordedStack] = []
+        """The ``stack`` lines read so far, in file order (each once, however many
+        passes read it): the py-spy readings the recorder took (issue 45)."""
+        self._stack_lines: set[int] = set()
 
     def _note(self, line_no: int, reason: str) -> None:
         """Count a bad line once, however many passes read it (the report reads the
@@ -232,6 +243,9 @@ class RecordingStream:
                     self._note(line_no, f"header line: {problem}")
                     return state
                 return DecoderState.from_header(value)
+            if value.get("type") == STACK:
+                self._take_stack(value, line_no)
+                return state
             try:
                 new = state.copy()
                 new.apply(value)
@@ -241,6 +255,26 @@ class RecordingStream:
             return new
         self._note(line_no, "neither a tick nor a record")
         return state
+
+    def _take_stack(self, record: dict[str, Any], line_no: int) -> None:
+        """Keep a ``stack`` line (once, however many passes read it), or count it bad."""
+        if line_no in self._stack_lines or line_no in self._counted:
+            return
+        problem = record_problem(record)
+        if problem is not None:
+            self._note(line_no, f"stack line with the wrong shape ({problem})")
+            return
+        self._stack_lines.add(line_no)
+        if len(self.stacks) >= MAX_STACKS:
+            left = self.counters.found.get("stacks_left_out", 0)
+            self.counters.found["stacks_left_out"] = (left if isinstance(left, int) else 0) + 1
+            return
+        self.stacks.append(RecordedStack(line_no, float(record["taken_at"]), record["pid"], record))
+
+    def note_bad_stack(self, stack: RecordedStack, problem: str) -> None:
+        """Count a ``stack`` line whose reading does not read (the caller decodes it:
+        ``StackReading.from_dict``, a package above this one) as a bad line."""
+        self._note(stack.line_no, f"stack line with the wrong shape ({problem})")
 
     def _bad_json(self, line: bytes, line_no: int, exc: Exception) -> None:
         if line.strip():

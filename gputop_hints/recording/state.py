@@ -7,8 +7,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputop_hints.model import Snapshot
-from gputop_hints.recording.format import META_FIELDS, decode_tick
+from gputop_hints.recording.format import META_FIELDS, STACK, decode_tick
 from gputop_hints.recording.values import record_problem
+
+
+@dataclass(frozen=True)
+class RecordedStack:
+    """A ``stack`` line (format.STACK) as read: where it is, when it was taken, whose, and
+    the reading as the file holds it (``StackReading.from_dict`` reads it: the stacks
+    package lies above this one, docs/recording.md)."""
+
+    line_no: int
+    taken_at: float
+    pid: int
+    record: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,8 @@ class DecoderState:
             self.workers[int(record["pid"])] = (record.get("name"), record.get("command"))
         elif kind == "launcher":
             self.launchers[int(record["pid"])] = record
+        elif kind == STACK:
+            pass  # an event, not a record in force: the stream hands it on (reader.py)
         else:
             return False
         return True

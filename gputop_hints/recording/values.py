@@ -416,6 +416,17 @@ def record_problem(record: dict[str, Any]) -> str | None:
         return _ints_problem(record, "pid") or _kinds_problem(
             record, {"name": _TEXT_OR_NONE, "command": _TEXT_OR_NONE}
         )
+    if kind == "stack":
+        return _ints_problem(record, "pid") or _stack_time_problem(record.get("taken_at"))
+    return None
+
+
+def _stack_time_problem(value: Any) -> str | None:
+    """A ``stack`` line's ``taken_at``: a finite number (seconds, the ticks' clock). Its
+    reading's own keys are checked where it is read as one (``StackReading.from_dict``:
+    this layer does not know the stacks package)."""
+    if value.__class__ not in (int, float) or not math.isfinite(value):
+        return "key 'taken_at' is not a finite number"
     return None
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from operator import attrgetter
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Protocol, cast
 
 from gputop_hints.model import GpuProcess, GpuSample, Launcher, Snapshot
 from gputop_hints.recording.format import (
@@ -30,6 +30,7 @@ from gputop_hints.recording.format import (
     meta_of,
     mig_static,
     process_static,
+    stack_record,
 )
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
@@ -51,6 +52,13 @@ _process_facts = cast(
     Callable[[GpuProcess], tuple[Any, ...]], attrgetter(*PROCESS_STATIC_FIELDS)
 )
 _launcher_facts = cast(Callable[[Launcher], tuple[Any, ...]], attrgetter(*LAUNCHER_STATIC_FIELDS))
+
+
+class Reading(Protocol):
+    """What :meth:`RecordingWriter.write_stack` takes: a ``StackReading`` (the stacks
+    package lies above this one)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 class RecordingWriter:
@@ -81,6 +89,8 @@ class RecordingWriter:
         self.bytes_written = 0
         """Bytes written to disk, over all files (compressed size for .gz)."""
         self.rotations = 0
+        self.stacks = 0
+        """``stack`` lines written, over all files."""
         self._out: IO[bytes] | None = None
         self._raw: IO[bytes] | None = None
         self._file_bytes = 0
@@ -110,6 +120,22 @@ class RecordingWriter:
         self._emit(("\n".join(lines) + "\n").encode("utf-8"))
         self.ticks += 1
         self._file_ticks += 1
+
+    def write_stack(self, reading: Reading, taken_at: float) -> bool:
+        """Append a ``stack`` line (format.STACK): ``reading``, taken at ``taken_at`` (the
+        ticks' clock), flushed at once. False (nothing written) before the first tick: a
+        file starts with its header, and a reading belongs after the ticks it explains."""
+        if self._closed:
+            raise ValueError("write to a closed RecordingWriter")
+        if self._out is None:
+            return False
+        try:
+            line = _dumps(stack_record(reading.to_dict(), taken_at))
+        except ValueError:  # a non-finite number: the reading is left out, the file goes on
+            return False
+        self._emit((line + "\n").encode("utf-8"))
+        self.stacks += 1
+        return True
 
     def _static_records(self, snapshot: Snapshot) -> list[str]:
         """The record lines this tick needs before it: what appeared or changed.

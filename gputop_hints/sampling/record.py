@@ -19,20 +19,25 @@ No Textual here.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import IO, Any
 
+from gputop_hints.hints.findings import Finding
 from gputop_hints.model import Snapshot, not_answering_text
 from gputop_hints.recording.writer import RecordingWriter
+from gputop_hints.sampling.once_stacks import warned_processes
 from gputop_hints.sampling.pace import Deadlines
+from gputop_hints.sampling.stacks import MAX_WORKERS, StackResult, StackService
 from gputop_hints.sources import Source
+from gputop_hints.stacks import StackReading
 
 EXIT_RECORDED = 0
 """Recorded (also when stopped by a signal)."""
@@ -91,6 +96,55 @@ def _report_not_answering(snapshot: Snapshot, silent: set[int], err: IO[str]) ->
             print(f"gputop-hints record: GPU {gpu.index} answers again", file=err)
 
 
+class RecordStacks:
+    """The stacks of the processes the hints warn about while recording (issue 45).
+
+    :meth:`consider` runs after the hints on each tick: a process with a warning-or-worse
+    finding (``once_stacks.warned_processes``: worst first, at most three, a GPU-wide
+    warning counting for the one process on its GPU) is sampled once per warning -- again
+    only after it was not warned for a tick -- by a :class:`StackService` on its own
+    thread, under the live monitor's rate limits (one sampling at a time, at most one
+    automatic one a minute). The tick never waits for py-spy: :meth:`drain` hands the
+    readings done since the last tick to the loop, which writes them as ``stack`` lines.
+    """
+
+    def __init__(
+        self,
+        on_reading: Callable[[StackReading, float], None] | None = None,
+        service: Callable[[Callable[[StackResult], None]], StackService] = StackService,
+    ) -> None:
+        """``on_reading`` gets each reading as :meth:`drain` hands it on (on the loop's
+        thread): the recorder's hint engine takes it, as the live monitor's does."""
+        self._done: collections.deque[StackResult] = collections.deque()
+        self._service = service(self._done.append)
+        self._asked: set[int] = set()
+        self._on_reading = on_reading
+
+    def consider(self, findings: Sequence[Finding], snapshot: Snapshot) -> None:
+        warned = warned_processes(findings, snapshot)
+        self._asked &= {p.pid for p in warned}
+        for proc in warned:
+            if proc.pid in self._asked or not self._service.due(proc.pid):
+                continue
+            busiest = sorted(proc.workers, key=lambda w: -(w.cpu_percent or 0.0))
+            workers = [w.pid for w in busiest[:MAX_WORKERS]]
+            if self._service.request(proc.pid, workers):
+                self._asked.add(proc.pid)
+
+    def drain(self) -> list[tuple[StackReading, float]]:
+        """The readings finished since the last call, with when each was taken."""
+        out = []
+        while self._done:
+            result = self._done.popleft()
+            out.append((result.reading, result.at))
+            if self._on_reading is not None:
+                self._on_reading(result.reading, result.at)
+        return out
+
+    def close(self) -> None:
+        self._service.close()
+
+
 def record(
     source: Source,
     path: str | os.PathLike[str],
@@ -105,6 +159,7 @@ def record(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], object] | None = None,
     stop: threading.Event | None = None,
+    stacks: Callable[[], Sequence[tuple[StackReading, float]]] | None = None,
 ) -> int:
     """Sample ``source`` every ``interval_s`` into ``path`` until stopped; return an exit code.
 
@@ -112,7 +167,8 @@ def record(
     to sleep between ticks; None decides by :func:`paces_in_real_time`.
     ``clock`` and ``sleep`` measure and spend the time between ticks (by default
     the monotonic clock and a wait that a signal cuts short). ``stop``, set from
-    any thread, ends the recording as a signal does. Prints one summary
+    any thread, ends the recording as a signal does. ``stacks`` (:meth:`RecordStacks.drain`)
+    gives, after each tick, the stack readings to write as ``stack`` lines. Prints one summary
     line to ``stderr`` at the end. Exit codes: :data:`EXIT_RECORDED`,
     :data:`EXIT_WRITE_FAILED`.
     """
@@ -138,6 +194,9 @@ def record(
                 _report_not_answering(snapshot, silent, err)
                 if on_tick is not None:
                     on_tick(snapshot)
+                if stacks is not None:
+                    for reading, taken_at in stacks():
+                        writer.write_stack(reading, taken_at)
                 if pace and (count is None or writer.ticks < count):
                     wait(deadlines.wait_s())
         except OSError as exc:
@@ -150,6 +209,8 @@ def record(
                 print(f"gputop-hints record: closing {path}: {exc}", file=err)
                 code = EXIT_WRITE_FAILED
     rotated = f", {writer.rotations} rotation(s)" if writer.rotations else ""
+    if writer.stacks:
+        rotated += f", {writer.stacks} stack reading(s)"
     print(
         f"gputop-hints record: {writer.ticks} ticks, {writer.bytes_written} bytes{rotated} "
         f"-> {path} ({clock() - started:.1f} s)",

@@ -218,6 +218,105 @@ class StackReading:
             "workers": [w.to_dict() for w in self.workers],
         }
 
+    @classmethod
+    def from_dict(cls, data: Any) -> StackReading:
+        """The reading :meth:`to_dict` wrote (:func:`reading_from_dict`); raises
+        :class:`BadReading` (a ValueError) naming the key of a value of the wrong type."""
+        return reading_from_dict(data)
+
+
+class BadReading(ValueError):
+    """A stack reading's JSON (a recording's ``stack`` line) with a value of the wrong
+    type; the message names the key."""
+
+
+def _want(data: Any, key: str, kinds: tuple[type, ...], where: str) -> Any:
+    """``data[key]``, checked to be one of ``kinds`` (a bool is never a number here)."""
+    if data.__class__ is not dict:
+        raise BadReading(f"{where} is not an object")
+    value = data.get(key)
+    if value.__class__ not in kinds:
+        raise BadReading(f"key {where}.{key} is not {' or '.join(_KIND_WORDS[k] for k in kinds)}")
+    return value
+
+
+_KIND_WORDS = {int: "an integer", float: "a number", str: "text", list: "a list",
+               bool: "true/false", type(None): "null"}  # fmt: skip
+
+
+def _count(data: Any, key: str, where: str) -> int:
+    value = _want(data, key, (int,), where)
+    if value < 0:
+        raise BadReading(f"key {where}.{key} is negative")
+    return int(value)
+
+
+def _frames_from(data: Any, where: str) -> tuple[FrameCount, ...]:
+    out = []
+    for i, f in enumerate(_want(data, "top_frames", (list,), where)):
+        here = f"{where}.top_frames[{i}]"
+        out.append(
+            FrameCount(
+                Frame(
+                    _want(f, "function", (str,), here),
+                    _want(f, "file", (str,), here),
+                    _count(f, "line", here),
+                ),
+                _count(f, "samples", here),
+                _want(f, "user", (bool,), here),
+            )
+        )
+    return tuple(out)
+
+
+def _share(data: Any, where: str) -> float:
+    value = _want(data, "share", (int, float), where)
+    if not 0.0 <= value <= 1.0:
+        raise BadReading(f"key {where}.share is not between 0 and 1")
+    return float(value)
+
+
+def reading_from_dict(data: Any) -> StackReading:
+    """The :class:`StackReading` that :meth:`StackReading.to_dict` wrote (a recording's
+    ``stack`` line). Raises :class:`BadReading` naming the key at fault; keys it does not
+    know are ignored (a newer writer may add some)."""
+    where = "stack"
+    categories = []
+    for i, c in enumerate(_want(data, "categories", (list,), where)):
+        here = f"{where}.categories[{i}]"
+        categories.append(
+            Category(
+                _want(c, "name", (str,), here),
+                _count(c, "samples", here),
+                _share(c, here),
+                _frames_from(c, here),
+            )
+        )
+    workers = []
+    for i, w in enumerate(_want(data, "workers", (list,), where)):
+        here = f"{where}.workers[{i}]"
+        workers.append(
+            WorkerReading(
+                _count(w, "pid", here),
+                _count(w, "samples", here),
+                _count(w, "busy_samples", here),
+                _frames_from(w, here),
+                reason=_want(w, "reason", (str, type(None)), here),
+                kind=_want(w, "kind", (str, type(None)), here),
+            )
+        )
+    notes = _want(data, "notes", (list,), where)
+    if any(n.__class__ is not str for n in notes):
+        raise BadReading(f"key {where}.notes holds a value that is not text")
+    return StackReading(
+        _count(data, "pid", where),
+        _count(data, "samples", where),
+        tuple(categories),
+        tuple(workers),
+        reason=_want(data, "reason", (str, type(None)), where),
+        notes=tuple(notes),
+    )
+
 
 def is_user_code(frame: Frame) -> bool:
     """Outside site-packages / dist-packages and the standard library (and not one of

@@ -29,6 +29,8 @@ from typing import Any
 
 from gputop_hints.hints.costs import allot
 from gputop_hints.hints.diagnoser import Diagnoser
+from gputop_hints.hints.engine import HintEngine
+from gputop_hints.hints.findings import Finding
 from gputop_hints.hints.phases import PhaseTracker, Verdict, interval_or_one
 from gputop_hints.hints.rules import ALL_RULES, LEVEL_RULES, RULE_NEEDS, hysteresis_for
 from gputop_hints.hints.thresholds import Thresholds
@@ -39,7 +41,9 @@ from gputop_hints.outputs.report.stats import GpuTable, ProcessTable
 from gputop_hints.recording.format import G_INDEX, G_POWER, G_SM, G_TEMPERATURE, G_VRAM_USED
 from gputop_hints.recording.lazy import LazyTick
 from gputop_hints.recording.reader import open_recording
+from gputop_hints.recording.state import RecordedStack
 from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S
+from gputop_hints.stacks import StackReading
 from gputop_hints.streams import (
     METRIC_HOST_CPU,
     METRIC_MEMORY_ACCESS,
@@ -123,6 +127,7 @@ def build_report(
     hints = _HintsAsIfLive(thresholds, stride, info.interval_s)
     processes = ProcessTable()
     phases = _Phases(gpus.header_records, info.interval_s)
+    stacks = _Stacks(stream)
     for i, tick in enumerate(views):
         timeline.add(tick.timestamp)
         gpus.add(tick, metrics.seen)
@@ -134,13 +139,17 @@ def build_report(
             continue
         metrics.add_snapshot(snap)
         processes.add(snap)
+        stacks.feed(hints.engine, snap)
         hints.add(i, snap, phases)
     hints.drop_teardown(phases)
+    stacks.read_rest()
     truncated = getattr(stream, "truncated", False)
     report = _assemble(info, stream.counters, timeline, gpus, metrics, hints, truncated)
     report.processes = processes.ranked()
     report.processes_dropped = processes.dropped
     report.verdicts = phases.verdicts()
+    for ft in report.findings:
+        ft.stack = stacks.quoted_for(ft)
     return report
 
 
@@ -391,6 +400,98 @@ class _Phases:
         return [self.trackers[i].verdict() for i in sorted(self.trackers)]
 
 
+class _Stacks:
+    """The recording's ``stack`` lines (issue 45): each reading given to the report's hint
+    engine once the ticks reach the time it was taken -- so the rules' own stack evidence
+    and host-device-sync show as they did live -- and kept, per pid, for the quote under
+    the findings (:meth:`quoted_for`). A stream without them (an imported log) has none."""
+
+    def __init__(self, stream: SnapshotStream) -> None:
+        self._stream = stream
+        recorded = getattr(stream, "stacks", None)
+        self._recorded: list[RecordedStack] | None = (
+            recorded if isinstance(recorded, list) else None
+        )
+        self._read = 0
+        self._pending: list[tuple[float, StackReading]] = []
+        self.by_pid: dict[int, list[tuple[float, StackReading]]] = {}
+        self._gpus_of: dict[int, set[int]] = {}
+        """Pid with a reading -> the GPUs it was seen on."""
+        self._shared: set[int] = set()
+        """GPUs seen with more than one process at once."""
+
+    def read_rest(self) -> None:
+        """Decode the stack lines read since last asked (a bad one is counted, not kept)."""
+        recorded = self._recorded
+        if recorded is None or self._read >= len(recorded):
+            return
+        for st in recorded[self._read :]:
+            try:
+                reading = StackReading.from_dict(st.record)
+            except ValueError as exc:
+                note = getattr(self._stream, "note_bad_stack", None)
+                if note is not None:
+                    note(st, str(exc))
+                continue
+            self._pending.append((st.taken_at, reading))
+            self.by_pid.setdefault(reading.pid, []).append((st.taken_at, reading))
+        self._read = len(recorded)
+
+    def feed(self, engine: HintEngine, snap: Snapshot) -> None:
+        """Give ``engine`` the readings taken up to ``snap``'s time, oldest first."""
+        self.read_rest()
+        if self._pending:
+            now = snap.timestamp
+            due = sorted((p for p in self._pending if p[0] <= now), key=lambda p: p[0])
+            if due:
+                self._pending = [p for p in self._pending if p[0] > now]
+                for at, reading in due:
+                    engine.set_stacks(reading, at)
+        if self.by_pid:
+            per_gpu: dict[int, int] = {}
+            for p in snap.processes:
+                per_gpu[p.gpu_index] = per_gpu.get(p.gpu_index, 0) + 1
+                if p.pid in self.by_pid:
+                    self._gpus_of.setdefault(p.pid, set()).add(p.gpu_index)
+            self._shared.update(g for g, n in per_gpu.items() if n > 1)
+
+    def quoted_for(self, ft: FindingTime) -> tuple[float, StackReading] | None:
+        """The reading to quote under ``ft``: of its process (for a finding about a whole
+        GPU, of the one process on it, as ``--once`` samples), taken while it was shown,
+        else the nearest in time; one with samples before a refused one taken as near."""
+        subject = ft.finding.subject
+        pid = subject.pid
+        if pid is None:
+            gpu = subject.gpu_index
+            if gpu is None or gpu in self._shared:
+                return None
+            alone = [p for p, on in self._gpus_of.items() if on == {gpu}]
+            if len(alone) != 1:
+                return None
+            pid = alone[0]
+        readings = self.by_pid.get(pid)
+        if not readings:
+            return None
+
+        def rank(item: tuple[float, StackReading]) -> tuple[bool, bool, float, float]:
+            at, reading = item
+            distance = max(ft.first_seen - at, at - ft.last_seen, 0.0)
+            return (distance > _QUOTE_SLACK_S, not reading.samples, distance, at)
+
+        return min(readings, key=rank)
+
+
+def _read_stack(finding: Finding) -> bool:
+    """Whether ``finding`` carries a stack reading's evidence (hints.stack_evidence)."""
+    return any("py-spy" in e.metric for e in finding.evidence)
+
+
+_QUOTE_SLACK_S = 60.0
+"""A reading taken up to this long after a finding's last evaluation still counts as
+taken while it was shown: sampling starts after the tick that warned and lasts seconds,
+and the report evaluates every stride-th tick."""
+
+
 class _HintsAsIfLive:
     """The hint engine run every ``stride``-th tick, and the time each finding was shown.
 
@@ -418,6 +519,10 @@ class _HintsAsIfLive:
         """Rule -> seconds taken back from it as judged on an unsettled start-up."""
         self._thresholds = thresholds
         """Rule -> seconds it was shown, up to now, only after its GPUs' last activity."""
+
+    @property
+    def engine(self) -> HintEngine:
+        return self._diagnoser.engine
 
     def wants(self, i: int) -> bool:
         """Whether tick ``i`` is in a burst, so is worth decoding in full."""
@@ -475,6 +580,8 @@ class _HintsAsIfLive:
             if f.severity > ft.worst:
                 ft.worst = f.severity
                 ft.finding = f
+            elif f.severity == ft.worst and _read_stack(f) and not _read_stack(ft.finding):
+                ft.finding = f  # the same, now with its process's stack as evidence (as live)
             ft.seconds += credit
             ft.add_loss(credit, losses.get((f.rule, f.subject.gpu_index, f.subject.pid)))
             ft.add_evidence(f)

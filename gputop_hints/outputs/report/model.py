@@ -13,6 +13,7 @@ from gputop_hints.hints.costs import CostTotals, Loss
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.hints.phases import Verdict
 from gputop_hints.outputs.report.stats import GpuStats, ProcessStats
+from gputop_hints.stacks import StackReading
 from gputop_hints.streams import ReadCounters, StreamInfo
 
 EXIT_OK = 0
@@ -81,6 +82,9 @@ class FindingTime:
     early_episode: bool = False
     """The current episode began while its GPU's start-up was not settled."""
     """(time, seconds, new episode) of each showing while its GPU was maybe in start-up."""
+    stack: tuple[float, StackReading] | None = None
+    """The recorded py-spy reading of its process quoted under it, and when it was taken
+    (issue 45): taken while it was shown, else the nearest (build._Stacks.quoted_for)."""
 
     def hold_tail(self, anchor: float | None, credit: float, new_episode: bool) -> None:
         """This evaluation's credit lies after the GPU's last activity (``anchor``)."""

@@ -19,6 +19,7 @@ from gputop_hints.outputs.cost_text import cost_line
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
 from gputop_hints.outputs.report.model import FindingTime, Report
 from gputop_hints.outputs.report.stats import PercentStats
+from gputop_hints.stacks import WORDS, StackReading
 from gputop_hints.text import visible_lines
 from gputop_hints.units import duration_text, human_bytes, human_rate
 
@@ -82,6 +83,9 @@ def report_json(report: Report, cost_per_gpu_hour: float | None = None) -> dict[
                 "episodes": ft.episodes,
                 "lost_gpu_seconds": ft.lost_s,
                 "lost_energy_j": ft.energy_j if ft.energy_weight > 0 else None,
+                "stack": None
+                if ft.stack is None
+                else {"taken_at": ft.stack[0], **ft.stack[1].to_dict()},
             }
             for ft in report.findings
         ],
@@ -294,7 +298,7 @@ def _finding_block(
             return e.shown(seen.mean)
         return f"mean {e.shown(seen.mean)}, range {e.shown(seen.low)}-{e.shown(seen.high)}"
 
-    return finding_lines(
+    lines = finding_lines(
         f,
         headline,
         indent="        ",
@@ -302,6 +306,32 @@ def _finding_block(
         summary=f"as first shown: {f.summary}",
         evidence_value=over_episodes,
     )
+    if ft.stack is not None:
+        lines.extend(_wrap(where_it_waits(*ft.stack, origin), width, "        ", "          "))
+    return lines
+
+
+def where_it_waits(taken_at: float, reading: StackReading, origin: float | None = None) -> str:
+    """The recorded stack reading quoted under a finding: "where it waits (py-spy, 40
+    samples at 14:02:11): 83 % waiting for the next batch at Loader.next_batch
+    (train.py:88)" -- the main thread's largest share and its top frame, user code first.
+    The names are the target's own: report_text makes them visible (gputop_hints.text)."""
+    clock = (
+        time.strftime("%H:%M:%S", time.localtime(taken_at))
+        if origin is None
+        else _stamp(taken_at, origin)
+    )
+    if not reading.samples or not reading.categories:
+        why = reading.reason or "no samples"
+        return f"where it waits (py-spy at {clock}, pid {reading.pid}): not read -- {why}"
+    top = reading.categories[0]
+    text = (
+        f"where it waits (py-spy, {reading.samples} samples at {clock}): "
+        f"{top.share * 100:.0f} % {WORDS.get(top.name, top.name)}"
+    )
+    if top.top_frames:
+        text += f" at {top.top_frames[0].frame.where()}"
+    return text
 
 
 def _wrap(text: str, width: int, first: str, rest: str | None = None) -> list[str]:
