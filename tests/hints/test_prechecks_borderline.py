@@ -1,25 +1,29 @@
 """The hint engine's shortcuts never drop a finding: processes just meeting a rule.
 
 To cost less a tick, the rules skip work a verdict cannot need: small-batch reads the
-host side (main process pegged, no busy worker) before it builds a gap trace,
+host side (main process pegged, no busy worker) before it builds a gap trace;
 input-starved does not ask twice whether a process's own samples leave room for a
-burst, the sub-second trace of a process on a shared GPU is built without the
-intermediate per-tick lists, and its idle gaps are worked out once a window for both
-rules. A shortcut that skipped a process the rule would have flagged shows here: each
-case is a process exactly at the rule's bounds (the main process at the pegged
-threshold, the busy-worker mean just under its bound, exactly the fewest gaps, a burst
-exactly at its floor), flagged, beside the same process just past one bound, not.
+burst, and reads its ``filled`` path's VRAM share before any mean; idle-holding-vram
+skips a process idle for less than both of its waits before reading its CPU; the
+sub-second trace of a process on a shared GPU is built without the intermediate
+per-tick lists, and its idle gaps are worked out once a window for both rules. A
+shortcut that skipped a process the rule would have flagged shows here: each case is a
+process exactly at the rule's bounds (the main process at the pegged threshold, the
+busy-worker mean just under its bound, exactly the fewest gaps, a burst exactly at its
+floor, idle exactly the shorter wait, exactly the VRAM share), flagged, beside the same
+process just past one bound, not.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
 from gputop_hints.hints.attribution import others_sm_per_tick, process_fine_sm
 from gputop_hints.hints.findings import Scope
-from gputop_hints.hints.rules import RuleSpec, input_starved, small_batch
+from gputop_hints.hints.rules import RuleSpec, idle_holding_vram, input_starved, small_batch
 from gputop_hints.hints.rules.shared import gaps_seen_by, own_burst_ruled_out
 from gputop_hints.hints.window import Window
 from gputop_hints.history import History
@@ -236,3 +240,41 @@ def test_a_burst_not_asked_again_gives_the_gaps_asking_gives() -> None:
                     burst_not_ruled_out=True,
                 )
                 assert told == asked
+
+
+def test_idle_holding_vram_at_the_shorter_of_its_two_waits_is_flagged() -> None:
+    """The rule skips a process idle for less than both of its waits before reading its
+    CPU. With the wait without host data the shorter one, a process without host data
+    idle for exactly that long is flagged, and one second less is not."""
+    c = replace(THRESHOLDS.idle_holding_vram, idle_for_s=30.0, idle_for_s_without_host=10.0)
+    t = replace(THRESHOLDS, idle_holding_vram=c)
+    proc = (P(vram_gib=40.0, cpu=None),)
+    run = Run().feed([Tick((G(sm=95.0),), proc)] * 5)
+    run.feed([Tick((G(sm=0.0),), proc)] * 9)
+    assert not idle_holding_vram.SPEC.check(window(run.history), t)
+    run.tick(Tick((G(sm=0.0),), proc))
+    (f,) = idle_holding_vram.SPEC.check(window(run.history), t)
+    assert evidence(f, "no kernel of its own for") == 10
+
+
+def _filled_job(vram_gib: float) -> History:
+    """A num_workers=0 job at 31 % of its own beside a tenant at 62 %: the device full
+    (93 %), its gaps filled by the other (input-starved's ``filled`` path)."""
+    job = P(pid=4100, vram_gib=vram_gib, sm=31.0, cpu=92.0)
+    other = P(pid=6100, vram_gib=30.0, sm=62.0, cpu=13.0, workers=(W(30.0), W(30.0)))
+    return Run().feed([Tick((G(0, 93.0, samples=(93.0,) * 6),), (job, other), H())] * 8).history
+
+
+def test_starved_beside_a_tenant_at_exactly_the_small_batch_vram_share_is_flagged() -> None:
+    """input-starved's ``filled`` path reads the VRAM share off the newest snapshot
+    before any mean: a process holding exactly small_batch.vram_share_below of the card
+    is still judged (and flagged), one holding a little less is small-batch's."""
+    share = THRESHOLDS.small_batch.vram_share_below
+    (f,) = [
+        f
+        for f in input_starved.SPEC.check(window(_filled_job(80.0 * share)), THRESHOLDS)
+        if f.subject.pid == 4100
+    ]
+    assert f.subtype == "num-workers-0"
+    assert evidence(f, "other tenants' own SM %") == pytest.approx(62.0)
+    assert not _flagged(input_starved.SPEC, _filled_job(80.0 * share - 0.1))

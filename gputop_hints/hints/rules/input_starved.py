@@ -336,17 +336,20 @@ def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """
     g = t.general
     c = t.input_starved
-    if loader_workers(proc) != 0:
-        return None
-    cpu = win.process_cpu_mean(proc)
-    if cpu is None or cpu < g.main_pegged_percent:
-        return None
+    # Every condition below must hold and each is a pure reading of the window, so
+    # their order changes no verdict: the ones read off the newest snapshot go first,
+    # before any mean over the window.
     gpu = win.gpu(proc.gpu_index)
     vram = proc.vram_bytes or 0
     if gpu is None or not gpu.vram_total_bytes:
         return None
     if vram / gpu.vram_total_bytes < t.small_batch.vram_share_below:
         return None  # small-batch's picture: it names both possibilities
+    if loader_workers(proc) != 0:
+        return None
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None or cpu < g.main_pegged_percent:
+        return None
     sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or scope is not Scope.PROCESS or sm >= c.sm_mean_below_percent:
         return None
