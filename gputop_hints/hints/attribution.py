@@ -60,32 +60,38 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     if fine is None or not win.process_samples_reported(proc.gpu_index):
         return None
     times, values, period = fine
-    others = others_sm_per_tick(win, proc)
+    # What others_sm_per_tick gives, without building it: per tick, the GPU's summed own
+    # SM % less this process's own sample (none = ran nothing = 0), never below 0.
+    index = proc.gpu_index
+    totals = win.derived(("gpu-process-sm", index), lambda: _gpu_sm_sums(win, index))
+    n_ticks = len(totals)
     ph = win.process_history(proc)
-    own = ph.sm_percent.last(len(others)) if ph else []
-    own = [*([None] * (len(others) - len(own))), *own]
+    own = ph.sm_percent.last(n_ticks) if ph else []
+    pad = n_ticks - len(own)
     out: list[float] = []
-    n_ticks = len(others)
+    extend = out.extend
+    now, interval = win.now, win.interval_s
     # Tick i (oldest first) covers (now - (n - i) * interval, now - (n - 1 - i) * interval];
     # samples are in time order, so each tick's are one slice.
     start = 0
     for i in range(n_ticks):
-        end_t = win.now - (n_ticks - 1 - i) * win.interval_s + 1e-6
+        end_t = now - (n_ticks - 1 - i) * interval + 1e-6
         end = bisect_right(times, end_t, lo=start) if i < n_ticks - 1 else len(times)
         if end == start:
             continue
-        floor = others[i]
+        mine = own[i - pad] if i >= pad else None
+        floor = max(0.0, totals[i] - (mine or 0.0))
         rest = [v - floor if v > floor else 0.0 for v in values[start:end]]
         # The others' kernels come in bursts inside a tick too: a burst of theirs must
         # not become this process's. Within each tick its part keeps the shape of what
         # is left but averages to its own sample (none = ran nothing = 0).
-        target = own[i] or 0.0
+        target = mine or 0.0
         total = sum(rest)
         if total > 0:
             scale = target * len(rest) / total
-            out.extend([r * scale if r * scale < 100.0 else 100.0 for r in rest])
+            extend([x if (x := r * scale) < 100.0 else 100.0 for r in rest])
         else:
-            out.extend([target] * len(rest))
+            extend([target] * len(rest))
         start = end
     return out, period
 

@@ -76,6 +76,11 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
         if proc.defunct:
             continue  # a zombie runs nothing and never will: ghost-memory names its parent
         idle_s = win.process_idle_for_s(proc, c.sm_below_percent)
+        if idle_s < c.idle_for_s and idle_s < c.idle_for_s_without_host:
+            # ``needed`` below is at least one of the two whatever the host side says:
+            # idle for less than both, the process cannot qualify (a process running
+            # kernels, nearly every one, stops here without reading its CPU).
+            continue
         cpu = win.process_cpu_mean(proc)
         # Without the host side, a checkpoint save, an evaluation on the CPU or a dataset
         # load (tens of seconds to minutes) cannot be told from idleness: wait longer.

@@ -210,9 +210,7 @@ def _one_holder_throughout(win: Window, index: int) -> bool:
     cannot tell: True."""
     if not win.latest.processes:
         return True
-    return any(
-        present_throughout(win, p) for p in win.latest.processes if p.gpu_index == index
-    )
+    return any(present_throughout(win, p) for p in win.latest.processes if p.gpu_index == index)
 
 
 def _duty_cycle_finding(index: int, sm: float, why: str, duty: DutyCycle, t: Thresholds) -> Finding:
@@ -338,17 +336,20 @@ def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """
     g = t.general
     c = t.input_starved
-    if loader_workers(proc) != 0:
-        return None
-    cpu = win.process_cpu_mean(proc)
-    if cpu is None or cpu < g.main_pegged_percent:
-        return None
+    # Every condition below must hold and each is a pure reading of the window, so
+    # their order changes no verdict: the ones read off the newest snapshot go first,
+    # before any mean over the window.
     gpu = win.gpu(proc.gpu_index)
     vram = proc.vram_bytes or 0
     if gpu is None or not gpu.vram_total_bytes:
         return None
     if vram / gpu.vram_total_bytes < t.small_batch.vram_share_below:
         return None  # small-batch's picture: it names both possibilities
+    if loader_workers(proc) != 0:
+        return None
+    cpu = win.process_cpu_mean(proc)
+    if cpu is None or cpu < g.main_pegged_percent:
+        return None
     sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or scope is not Scope.PROCESS or sm >= c.sm_mean_below_percent:
         return None
@@ -358,9 +359,7 @@ def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     device = win.gpu_sm_mean(proc.gpu_index)
     if device is None or device < t.compute_bound.sm_above_percent:
         return None  # the device has idle time: its gaps are the evidence, not filled
-    running = [
-        m for o in others_on_gpu(win, proc, t) if (m := win.process_sm_mean(o)) and m >= 1.0
-    ]
+    running = [m for o in others_on_gpu(win, proc, t) if (m := win.process_sm_mean(o)) and m >= 1.0]
     if not running:
         return None  # alone on the GPU: unchanged
     others = math.fsum(running)
@@ -382,7 +381,8 @@ def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
 def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """The condition on one window as its gaps (or a blocked loader) show it, or None."""
     c = t.input_starved
-    if not _loader_blocked(win, t, proc) and own_burst_ruled_out(win, proc, t):
+    blocked = _loader_blocked(win, t, proc)
+    if not blocked and own_burst_ruled_out(win, proc, t):
         # Not blocked on storage (that path asks for no burst), and every other path
         # needs a burst of its own: most tenants of a shared GPU stop here.
         return None
@@ -400,7 +400,9 @@ def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
         if not _slow_reads(win, t, proc, sm):
             return None
         path = "slow-reads"
-    gaps, gaps_scope = gaps_seen_by(win, proc, t, scope, need_burst=True)
+    gaps, gaps_scope = gaps_seen_by(
+        win, proc, t, scope, need_burst=True, burst_not_ruled_out=not blocked
+    )
     if gaps is None or gaps.fraction < c.min_gap_fraction or gaps.count < c.min_gaps:
         return None
     if gaps_scope is Scope.DEVICE and not present_throughout(win, proc):

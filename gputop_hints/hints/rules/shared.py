@@ -68,7 +68,12 @@ def sm_evidence(
 
 
 def gaps_seen_by(
-    win: Window, proc: GpuProcess, t: Thresholds, scope: Scope, need_burst: bool = False
+    win: Window,
+    proc: GpuProcess,
+    t: Thresholds,
+    scope: Scope,
+    need_burst: bool = False,
+    burst_not_ruled_out: bool = False,
 ) -> tuple[Gaps | None, Scope]:
     """Idle gaps as this process sees them.
 
@@ -76,10 +81,17 @@ def gaps_seen_by(
     finest, but on a GPU shared with other busy processes their kernels fill this
     one's gaps; then, when NVML reports the process's own SM %, its own trace
     (one value per tick) is the one that shows them. ``need_burst``: without a
-    burst in its own trace there is no sawtooth to find (None).
+    burst in its own trace there is no sawtooth to find (None). ``burst_not_ruled_out``:
+    the caller asked :func:`own_burst_ruled_out` of this window and process and got
+    False (a pure function of them: asking again gives the same), so it is not asked.
     """
     c = t.input_starved
-    if need_burst and scope is Scope.PROCESS and own_burst_ruled_out(win, proc, t):
+    if (
+        need_burst
+        and not burst_not_ruled_out
+        and scope is Scope.PROCESS
+        and own_burst_ruled_out(win, proc, t)
+    ):
         return None, Scope.PROCESS  # no burst of its own: no sawtooth to find
     others = others_on_gpu(win, proc, t)
     if others and scope is Scope.PROCESS and win.window_s <= t.general.window_s:
@@ -93,7 +105,11 @@ def gaps_seen_by(
             if need_burst and not _interior_gaps(values, period, below, min_gap):
                 # One burst between idle stretches (a notebook cell) is no sawtooth.
                 return None, Scope.PROCESS
-            gaps = idle_gaps(values, period, c.gap_sm_below_percent, c.min_gap_s, fine=True)
+            # Once per window and process: input-starved and small-batch both ask.
+            gaps = win.derived(
+                ("process-fine-gaps", proc.key, below, min_gap),
+                lambda: idle_gaps(values, period, below, min_gap, fine=True),
+            )
             return gaps, Scope.PROCESS
     if others and scope is Scope.PROCESS and _others_ran_nothing(win, proc, t):
         # The others ran no kernel in the window: the device's finer trace is this one's.

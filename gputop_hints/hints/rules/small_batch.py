@@ -92,14 +92,17 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if active is not None and active >= c.sm_active_below_percent:
             continue
-        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
-        if gaps is None or gaps.fraction > c.max_gap_fraction:
-            continue
+        # The host side before the gap trace: every condition must hold and each is a
+        # pure reading of the window, so their order changes no verdict -- and the main
+        # process's mean (one number a tick) rules out most processes without a trace.
         main_cpu = win.process_cpu_mean(proc)
         if main_cpu is None or main_cpu < g.main_pegged_percent:
             continue
         busy_workers = win.process_busy_workers_mean(proc) or 0.0
         if busy_workers >= 0.5:
+            continue
+        gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
+        if gaps is None or gaps.fraction > c.max_gap_fraction:
             continue
         # How much larger a batch fits: aim at headroom_target of the card, at least double.
         factor = max(2, int(c.headroom_target * gpu.vram_total_bytes / vram))
