@@ -53,6 +53,8 @@ class Costs:
     output: list[int] = field(default_factory=list)
     frames: list[int] = field(default_factory=list)
     digest: str = ""
+    lines: dict[str, list[float]] = field(default_factory=dict)
+    """Per widget class: lines a tick [kept, rebuilt the same as drawn, changed]."""
     ingest_calls: int = 0
     engine_calls: int = 0
     render_calls: int = 0
@@ -69,6 +71,7 @@ async def measure(args: argparse.Namespace) -> Costs:
     from gputop_hints.cli.gc_tuning import tune_for_long_run
     from gputop_hints.sources.demo import DemoSource
     from gputop_hints.tui.app import GputopApp
+    from gputop_hints.tui.widgets.base import StripWidget
 
     source = DemoSource(
         args.scenario, gpus=args.gpus, processes=args.processes, seed=0, cores=args.cores
@@ -158,10 +161,22 @@ async def measure(args: argparse.Namespace) -> Costs:
                 costs.output.append(int(state["bytes"]))
                 costs.frames.append(int(state["frames"]))
 
+        def diffed() -> dict[str, list[int]]:
+            totals: dict[str, list[int]] = {}
+            for widget in app.screen.query(StripWidget):
+                row = totals.setdefault(type(widget).__name__, [0, 0, 0])
+                for i, n in enumerate(widget.lines_diffed):
+                    row[i] += n
+            return totals
+
         for _ in range(args.warm):
             await tick(record=False)
+        before = diffed()
         for _ in range(args.ticks):
             await tick()
+        for name, row in diffed().items():
+            old = before.get(name, [0, 0, 0])
+            costs.lines[name] = [(n - o) / args.ticks for n, o in zip(row, old, strict=True)]
         if args.calls:
             ingest_profile = cProfile.Profile()
             render_profile = cProfile.Profile()
@@ -235,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  total   {total:7.2f}  (TUI without the engine: {total - engine:.2f})")
     print(f"  terminal output digest {costs.digest} (same input, same drawing: same digest)")
+    shown = {name: row for name, row in costs.lines.items() if any(row)}
+    if shown:
+        print("  lines a tick, diffed after an update: kept / rebuilt the same / changed")
+        for name, (kept, same, changed) in sorted(shown.items()):
+            print(f"    {name:<16} {kept:6.1f} {same:6.1f} {changed:6.1f}")
     if args.calls:
         print(
             f"  Python calls per tick: ingest {costs.ingest_calls} "

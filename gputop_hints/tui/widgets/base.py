@@ -52,6 +52,10 @@ class StripWidget(Widget):
         self._styles_cache_used = False
         self.builds = 0
         """How many times the lines were rebuilt (for tests and profiling)."""
+        self.lines_diffed = [0, 0, 0]
+        """Lines compared after a rebuild on screen (for profiling, ``bench/tui_cost.py``):
+        [kept -- the very strip drawn, from a row cache; rebuilt and the same as drawn;
+        changed]. Only the second is work a key at display resolution would save."""
 
     def invalidate(self) -> None:
         """The data changed: repaint the cells that differ (or everything, lazily).
@@ -61,21 +65,24 @@ class StripWidget(Widget):
         the changed spans are refreshed. Otherwise the lines are rebuilt on the
         next paint and the whole widget is repainted.
         """
-        if self._dirty or not self._can_diff():
+        size = self.size  # computed from the layout on each lookup: once here
+        if self._dirty or not self._can_diff(size):
             self._dirty = True
             self.refresh()
             return
-        size = self.size
         old = self._lines
         new = self._build(size)
         width = size.width
         regions = []
+        counts = self.lines_diffed
         for y in range(max(len(old), len(new))):
             before = old[y] if y < len(old) else None
             after = new[y] if y < len(new) else None
             if before is after:
+                counts[0] += 1
                 continue
             if before is None or after is None:
+                counts[2] += 1
                 regions.append(Region(0, y, width, 1))
                 continue
             span = changed_span(before, after)
@@ -83,17 +90,20 @@ class StripWidget(Widget):
                 # The line drawn already stays, so what was cached on it (the app's
                 # line filters, the crops) serves the next paint too.
                 new[y] = before
+                counts[1] += 1
                 continue
+            counts[2] += 1
             start, end = span
             regions.append(Region(start, y, max(1, end - start), 1))
         if regions:
             self.refresh(*regions)
 
-    def _can_diff(self) -> bool:
-        """True when the painted lines are exactly the cached ones, for this size."""
-        if not self.is_mounted or not self.display or self._built_for != self.size:
+    def _can_diff(self, size: Size) -> bool:
+        """True when the painted lines are exactly the cached ones, for ``size`` (the
+        widget's size now)."""
+        if not self.is_mounted or not self.display or self._built_for != size:
             return False
-        if self.size.width <= 0 or self.size.height <= 0:
+        if size.width <= 0 or size.height <= 0:
             return False
         try:
             return self.screen is self.app.screen
