@@ -9,6 +9,8 @@ this machine). Goal (issue 23): median <= 3 ms at 8 x 64.
 Wall time moves with the machine's load; two figures that do not (much) come with it:
 the median CPU time of a tick (``time.process_time``) and, with ``--calls``, the Python
 calls a tick makes (the measured ticks run again under cProfile, on a copy of the state).
+``--rules`` runs the measured ticks again on another copy, each rule's check timed apart,
+and prints the CPU ms a tick of the costliest rules (where a tick's time goes).
 
 ``--shape waves`` is the steady state the demo never reaches (issue 49): every process
 holds 1 GiB and runs its own utilization wave, 5-95 % with a period of 7-17 s, so that
@@ -18,7 +20,7 @@ minutes of simulated ticks after the warm-up and prints the median CPU ms of min
 and of minute M, so that a cost growing with uptime shows.
 
     PYTHONPATH=. .venv/bin/python bench/engine_cost.py [--shape demo|waves] [--gpus 8]
-        [--processes 64] [--ticks 300] [--minutes 10] [--calls]
+        [--processes 64] [--ticks 300] [--minutes 10] [--calls] [--rules]
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import dataclasses
 import math
 import os
 import pstats
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.thresholds import Thresholds
@@ -83,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls", action="store_true", help="also count the Python calls a tick makes"
     )
+    parser.add_argument(
+        "--rules", action="store_true", help="also print the CPU ms a tick of the costliest rules"
+    )
     args = parser.parse_args(argv)
     if args.shape == "waves":
         ticks = waves(args.gpus, args.processes)
@@ -97,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         diagnoser.append(next(ticks))
         diagnoser.evaluate()
     profiled = copy.deepcopy(diagnoser) if args.calls else None
-    snaps = [next(ticks) for _ in range(measured)] if args.calls else None
+    by_rule = copy.deepcopy(diagnoser) if args.rules else None
+    snaps = [next(ticks) for _ in range(measured)] if args.calls or args.rules else None
     costs: list[float] = []
     cpu: list[float] = []
     for i in range(measured):
@@ -136,7 +143,45 @@ def main(argv: list[str] | None = None) -> int:
         stats = pstats.Stats(profile)
         calls = sum(row[1] for row in stats.stats.values())  # type: ignore[attr-defined]
         print(f"  Python calls: {calls / len(snaps):.0f} per tick")
+    if by_rule is not None:
+        assert snaps is not None
+        _print_rule_costs(by_rule, snaps)
     return 0
+
+
+def _print_rule_costs(diagnoser: Diagnoser, snaps: list[Snapshot]) -> None:
+    """Feed ``snaps`` with each rule's check timed apart (CPU time); print the costliest."""
+    spent: dict[str, float] = {}
+
+    def timed(spec_id: str, check: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object) -> object:
+            started = time.process_time()
+            try:
+                return check(*args)
+            finally:
+                spent[spec_id] = spent.get(spec_id, 0.0) + time.process_time() - started
+
+        return run
+
+    engine = diagnoser.engine
+    engine.rules = [dataclasses.replace(s, check=timed(s.id, s.check)) for s in engine.rules]
+    total = 0.0
+    for snap in snaps:
+        diagnoser.append(snap)
+        started = time.process_time()
+        diagnoser.evaluate()
+        total += time.process_time() - started
+    n = len(snaps)
+    ranked = sorted(spent.items(), key=lambda item: -item[1])
+    rules = sum(spent.values())
+    print(
+        f"  by rule (CPU ms a tick, mean): all {total / n * 1000:.2f}, "
+        f"rules {rules / n * 1000:.2f}, outside the rules {(total - rules) / n * 1000:.2f}"
+    )
+    for spec_id, seconds in ranked[:6]:
+        print(f"    {spec_id:<24} {seconds / n * 1000:.2f}")
+    rest = sum(seconds for _, seconds in ranked[6:])
+    print(f"    {'the other ' + str(len(ranked) - 6) + ' rules':<24} {rest / n * 1000:.2f}")
 
 
 if __name__ == "__main__":
