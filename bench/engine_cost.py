@@ -35,10 +35,13 @@ import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from gputop_hints.hints.diagnoser import Diagnoser
+from gputop_hints.hints.findings import Finding
+from gputop_hints.hints.rules.spec import Rule
 from gputop_hints.hints.thresholds import Thresholds
+from gputop_hints.hints.window import Window
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.demo import DemoSource
 
@@ -153,11 +156,11 @@ def _print_rule_costs(diagnoser: Diagnoser, snaps: list[Snapshot]) -> None:
     """Feed ``snaps`` with each rule's check timed apart (CPU time); print the costliest."""
     spent: dict[str, float] = {}
 
-    def timed(spec_id: str, check: Callable[..., object]) -> Callable[..., object]:
-        def run(*args: object) -> object:
+    def timed(spec_id: str, check: Rule) -> Rule:
+        def run(win: Window, t: Thresholds) -> list[Finding]:
             started = time.process_time()
             try:
-                return check(*args)
+                return check(win, t)
             finally:
                 spent[spec_id] = spent.get(spec_id, 0.0) + time.process_time() - started
 
