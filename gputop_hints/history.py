@@ -144,6 +144,15 @@ class Series:
             cache = self._cache = {}
         elif (1, n) in cache:
             return cast("float | None", cache[(1, n)])
+        if not self._unknown:
+            # Every entry known: fsum of the newest ones straight off the ring, no copy
+            # (fsum is exact then rounded once, so the order it reads them in is no matter).
+            ring = cast("deque[float]", self._values)  # no None in it
+            size = len(ring)
+            m = size if n is None or n >= size else max(n, 0)
+            result = (math.fsum(islice(reversed(ring), m)) / m) if m else None
+            cache[(1, n)] = result
+            return result
         values = cache.get((0, n))
         if values is None:
             values = self.last(n)
@@ -296,9 +305,7 @@ class GpuHistory:
         new = [s for s in gpu.sm_samples if s.timestamp > last]
         if not new:
             return
-        if self.sm_samples_ordered and any(
-            b.timestamp < a.timestamp for a, b in pairwise(new)
-        ):
+        if self.sm_samples_ordered and any(b.timestamp < a.timestamp for a, b in pairwise(new)):
             self.sm_samples_ordered = False
         self.sm_samples.extend(new)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from gputop_hints.history import MAX_GONE_PROCESSES, History, Series
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot, UtilizationSample
 
@@ -136,3 +138,19 @@ def test_a_process_that_just_ended_is_kept_for_the_window() -> None:
     gone = h.process(2, 0)
     assert gone is not None
     assert gone.cpu_percent.last(2) == [None, None]
+
+
+def test_a_window_mean_is_the_exact_mean_of_its_readings_tick_by_tick() -> None:
+    # Fractional readings of mixed magnitude (no float sum of them is exact), with
+    # unknown stretches entering the ring and leaving it: every window's mean, at every
+    # tick, is the correctly rounded sum of its known readings over their count -- the
+    # same float however the ring is read (a ring with and without unknowns).
+    s = Series(13)
+    for k in range(200):
+        unknown = (k // 17) % 3 == 1 and k % 5 != 0
+        s.append(None if unknown else (k % 7) * 0.1 + 1e6 * (k % 3) + 1 / (k + 3))
+        for n in (None, 0, 1, 2, 6, 7, 12, 13, 20):
+            known = [v for v in s.last(n) if v is not None]
+            expected = math.fsum(known) / len(known) if known else None
+            assert s.mean(n) == expected, (k, n)
+            assert s.mean(n) == expected, (k, n)  # asked again in the tick
