@@ -199,6 +199,11 @@ def record(
                         writer.write_stack(reading, taken_at)
                 if pace and (count is None or writer.ticks < count):
                     wait(deadlines.wait_s())
+            if stacks is not None:
+                # Readings that finished after the last tick's drain: written too, not lost
+                # with the stop (one still being sampled is: the stop does not wait for it).
+                for reading, taken_at in stacks():
+                    writer.write_stack(reading, taken_at)
         except OSError as exc:
             print(f"gputop-hints record: cannot write {path}: {exc}", file=err)
             code = EXIT_WRITE_FAILED

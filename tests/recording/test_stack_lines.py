@@ -285,3 +285,29 @@ def test_record_samples_nothing_on_a_demo_or_with_no_stacks(tmp_path: Path) -> N
     with open_recording(path) as stream:
         assert sum(1 for _ in stream) == 30 and stream.stacks == []
     assert '"type":"stack"' not in path.read_text()
+
+
+def test_a_reading_that_finishes_after_the_last_tick_is_written_at_the_stop(
+    tmp_path: Path,
+) -> None:
+    """A sampling that ends between the last tick and the stop: its reading is in the file."""
+    from gputop_hints.sampling.record import record
+
+    path = tmp_path / "run.jsonl"
+    drains: list[int] = []
+
+    def stacks() -> list[tuple[StackReading, float]]:
+        drains.append(len(drains))
+        # Nothing was done during the ticks; the reading is done once they are over.
+        return [(_reading(4242), 1_700_000_100.0)] if len(drains) > 3 else []
+
+    code = record(
+        DemoSource(seed=1), path, interval_s=1.0, duration_s=3.0, pace=False, stacks=stacks
+    )
+    assert code == 0
+    stream = open_recording(path)
+    try:
+        assert sum(1 for _ in stream) == 3
+        assert [(s.pid, s.taken_at) for s in stream.stacks] == [(4242, 1_700_000_100.0)]
+    finally:
+        stream.close()
