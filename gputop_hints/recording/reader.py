@@ -38,6 +38,7 @@ from gputop_hints.recording.values import (
     record_problem,
     replaced_reason,
 )
+from gputop_hints.stacks import StackReading
 from gputop_hints.streams import (
     GZIP_MAGIC,
     ReadCounters,
@@ -261,7 +262,13 @@ class RecordingStream:
         if line_no in self._stack_lines or line_no in self._counted:
             return
         problem = record_problem(record)
-        if problem is not None:
+        reading = None
+        if problem is None:
+            try:
+                reading = StackReading.from_dict(record)
+            except ValueError as exc:
+                problem = str(exc)
+        if reading is None:
             self._note(line_no, f"stack line with the wrong shape ({problem})")
             return
         self._stack_lines.add(line_no)
@@ -269,12 +276,8 @@ class RecordingStream:
             left = self.counters.found.get("stacks_left_out", 0)
             self.counters.found["stacks_left_out"] = (left if isinstance(left, int) else 0) + 1
             return
-        self.stacks.append(RecordedStack(line_no, float(record["taken_at"]), record["pid"], record))
-
-    def note_bad_stack(self, stack: RecordedStack, problem: str) -> None:
-        """Count a ``stack`` line whose reading does not read (the caller decodes it:
-        ``StackReading.from_dict``, a package above this one) as a bad line."""
-        self._note(stack.line_no, f"stack line with the wrong shape ({problem})")
+        taken_at = float(record["taken_at"])
+        self.stacks.append(RecordedStack(line_no, taken_at, record["pid"], reading))
 
     def _bad_json(self, line: bytes, line_no: int, exc: Exception) -> None:
         if line.strip():

@@ -9,18 +9,18 @@ from typing import Any
 from gputop_hints.model import Snapshot
 from gputop_hints.recording.format import META_FIELDS, STACK, decode_tick
 from gputop_hints.recording.values import record_problem
+from gputop_hints.stacks import StackReading
 
 
 @dataclass(frozen=True)
 class RecordedStack:
     """A ``stack`` line (format.STACK) as read: where it is, when it was taken, whose, and
-    the reading as the file holds it (``StackReading.from_dict`` reads it: the stacks
-    package lies above this one, docs/recording.md)."""
+    the reading (``StackReading.from_dict``, every key's type checked)."""
 
     line_no: int
     taken_at: float
     pid: int
-    record: dict[str, Any]
+    reading: StackReading
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,4 @@ class DecoderState:
 
     def snapshot(self, tick: list[Any]) -> Snapshot:
         """Rebuild the Snapshot of a tick line."""
-        return decode_tick(
-            tick, self.meta, self.gpus, self.processes, self.workers, self.launchers
-        )
+        return decode_tick(tick, self.meta, self.gpus, self.processes, self.workers, self.launchers)

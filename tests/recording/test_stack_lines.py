@@ -98,7 +98,7 @@ def test_a_stack_line_reads_back_as_the_same_reading(tmp_path: Path) -> None:
         [stack] = stream.stacks
         assert ticks == TICKS and stream.counters.bad_lines == 0
     assert (stack.pid, stack.taken_at) == (pid, taken_at)
-    assert StackReading.from_dict(stack.record) == _reading(pid)
+    assert stack.reading == _reading(pid)
     line = path.read_text().splitlines()[STACK_AFTER + 2 + _records_before(path)]
     assert json.loads(line)["type"] == "stack"
 
@@ -146,6 +146,9 @@ def test_a_malformed_stack_line_is_counted_with_its_number_not_fatal(
     numbers = [
         i + 1 for i, ln in enumerate(path.read_text().splitlines()) if ln in (no_time, bad_body)
     ]
+    with open_recording(path) as stream:  # the reader alone (replay's) counts both
+        assert sum(1 for _ in stream) == TICKS
+        assert stream.counters.bad_lines == 2 and len(stream.stacks) == 1
     report = report_file(str(path))
     assert report.counters.bad_lines == 2
     assert report.counters.first_bad_line == numbers[0]
@@ -264,7 +267,7 @@ def test_record_samples_a_warned_process_and_report_quotes_it(
     with open_recording(path) as stream:
         assert sum(1 for _ in stream) == 22
         [stack] = stream.stacks
-    reading = StackReading.from_dict(stack.record)
+    reading = stack.reading
     assert reading.pid == child.pid and reading.reason is None and reading.samples >= 5
     assert reading.categories[0].name == "host-device-sync"
     assert main(["report", str(path), "--json"]) == 0

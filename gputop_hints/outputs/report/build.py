@@ -421,18 +421,13 @@ class _Stacks:
         """GPUs seen with more than one process at once."""
 
     def read_rest(self) -> None:
-        """Decode the stack lines read since last asked (a bad one is counted, not kept)."""
+        """Take the stack lines read since last asked (the reader decoded each; a bad one was
+        counted there, not kept)."""
         recorded = self._recorded
         if recorded is None or self._read >= len(recorded):
             return
         for st in recorded[self._read :]:
-            try:
-                reading = StackReading.from_dict(st.record)
-            except ValueError as exc:
-                note = getattr(self._stream, "note_bad_stack", None)
-                if note is not None:
-                    note(st, str(exc))
-                continue
+            reading = st.reading
             self._pending.append((st.taken_at, reading))
             self.by_pid.setdefault(reading.pid, []).append((st.taken_at, reading))
         self._read = len(recorded)
