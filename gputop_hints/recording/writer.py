@@ -55,8 +55,8 @@ _launcher_facts = cast(Callable[[Launcher], tuple[Any, ...]], attrgetter(*LAUNCH
 
 
 class Reading(Protocol):
-    """What :meth:`RecordingWriter.write_stack` takes: a ``StackReading`` (the stacks
-    package lies above this one)."""
+    """What :meth:`RecordingWriter.write_stack` takes: a ``StackReading``, or anything
+    that gives its JSON form."""
 
     def to_dict(self) -> dict[str, Any]: ...
 
