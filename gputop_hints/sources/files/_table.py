@@ -348,7 +348,10 @@ def _row_time(
         return None, False
     if not has_date_column:
         return row_time(time_cell)
-    return _parsed_time(time_cell, date_cell, True)
+    try:  # what _parsed_time does with a date column, without the call
+        return v.dmon_datetime(date_cell, time_cell)
+    except v.CellError as exc:
+        raise v.CellError(f"time: {exc}") from None
 
 
 def _parsed_time(
@@ -468,9 +471,7 @@ if tuple(f.name for f in dataclass_fields(Snapshot))[: len(_SNAPSHOT_HEAD)] != _
 class Assembler:
     """Groups rows into ticks: a new tick starts when a GPU repeats or time moves on."""
 
-    def __init__(
-        self, counters: ReadCounters, interval: float, hostname: str, detail: str
-    ) -> None:
+    def __init__(self, counters: ReadCounters, interval: float, hostname: str, detail: str) -> None:
         self.counters = counters
         self.interval = interval
         self.clock = Clock(counters, interval)

@@ -349,8 +349,41 @@ def is_time_of_day(cell: str) -> bool:
     return _HMS_RE.match(cell.strip().strip('"')) is not None
 
 
+_DMON_MINUTES: dict[tuple[str | None, str], tuple[float, bool]] = {}
+""":func:`dmon_datetime`'s answers lately for the start of a minute, by the date cell and
+the time cell's ``HH:MM:`` (cleared when full; a cell that does not read is not kept):
+the rows of a log stamped to the second share a handful of minutes."""
+_DMON_MINUTES_ZONE: list[object] = [None]
+"""The ``time.tzname`` that cache is for (``TZ`` moves a local time)."""
+
+
 def dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
     """dmon ``-o DT`` (``20241123``, ``12:23:29``) or ``-o T`` (time of day only)."""
+    if (
+        len(time_cell) == 8
+        and time_cell[5] == ":"
+        and time_cell[6:].isdigit()
+        and time_cell.isascii()
+    ):  # HH:MM:SS, the common cell: its minute's start (read once), plus its seconds
+        if time.tzname is not _DMON_MINUTES_ZONE[0]:
+            _DMON_MINUTES.clear()
+            _DMON_MINUTES_ZONE[0] = time.tzname
+        key = (date_cell, time_cell[:6])
+        minute = _DMON_MINUTES.get(key)
+        if minute is None:
+            try:
+                minute = _dmon_datetime(date_cell, time_cell[:6] + "00")
+            except CellError:
+                return _dmon_datetime(date_cell, time_cell)  # refused in its own words
+            if len(_DMON_MINUTES) >= 256:
+                _DMON_MINUTES.clear()
+            _DMON_MINUTES[key] = minute
+        return minute[0] + int(time_cell[6:]), minute[1]
+    return _dmon_datetime(date_cell, time_cell)
+
+
+def _dmon_datetime(date_cell: str | None, time_cell: str) -> tuple[float, bool]:
+    """:func:`dmon_datetime` without its cache."""
     m = _HMS_RE.match(time_cell.strip())
     if m is None:
         raise CellError(f"bad time {time_cell.strip()[:20]!r}")

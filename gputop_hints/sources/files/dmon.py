@@ -145,16 +145,30 @@ def read(
         columns = plan.columns
         ncols = plan.ncols
         comma = plan.comma
+        headers: dict[str, tuple[list[Column], int, bool] | None] = {}
+        """What each '#' line seen meant (dmon prints its header pair again and again):
+        the columns it switches to, or None (the plan's header, a units line, a comment)."""
         for line, text in source.lines():
-            if not text.strip():
-                continue
-            if text.lstrip().startswith("#"):
-                names = header_names(text)
-                if names is not None and names != plan.names:
-                    columns = columns_for(names)
-                    ncols = len(names)
-                    comma = "," in text
-                continue  # header, units line or comment
+            first = text[:1]
+            if first == "#" or first.isspace() or not first:
+                stripped = text.lstrip()
+                if not stripped:
+                    continue
+                if stripped[0] == "#":
+                    if text in headers:
+                        switch = headers[text]
+                    else:
+                        names = header_names(text)
+                        switch = (
+                            (columns_for(names), len(names), "," in text)
+                            if names is not None and names != plan.names
+                            else None
+                        )
+                        if len(headers) < 64:
+                            headers[text] = switch
+                    if switch is not None:
+                        columns, ncols, comma = switch
+                    continue  # header, units line or comment
             cells = cells_of(text, comma)
             if len(cells) != ncols:
                 bad(counters, line, f"expected {ncols} fields, found {len(cells)}")
