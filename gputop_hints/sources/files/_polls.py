@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
-from gputop_hints.sources.files._table import Clock
+from gputop_hints.sources.files._table import _BY_INDEX, Clock
 from gputop_hints.streams import ReadCounters
 
 
@@ -108,17 +108,14 @@ def snapshots(
                         made_procs.clear()
                     moved = made_procs[id(p), index] = (p, _on(p, index))
                 processes.append(moved[1])
-        gpus.sort(key=lambda g: g.index)
+        if len(gpus) > 1:
+            gpus.sort(key=_BY_INDEX)
         counters.saw_gpus(len(gpus))
+        # By position, as the Assembler passes them (see _table._SNAPSHOT_HEAD).
         yield Snapshot(
-            timestamp=clock.next(poll.timestamp),
-            interval_s=interval,
-            host=host,
-            gpus=tuple(gpus),
-            processes=tuple(processes),
-            source="replay",
-            source_detail=detail,
-        )
+            clock.next(poll.timestamp), interval, host, tuple(gpus), tuple(processes),
+            "replay", detail, None,
+        )  # fmt: skip
 
 
 _MADE_MAX = 4096

@@ -154,7 +154,8 @@ def open_pmon(
     notes = [f"columns {' '.join(plan.names)}"]
     times = sorted({r.timestamp for r in plan.rows if r.timestamp is not None})
     present = tuple(
-        metric for name, metric in (("sm", METRIC_SM), ("mem", METRIC_MEMORY_ACCESS))
+        metric
+        for name, metric in (("sm", METRIC_SM), ("mem", METRIC_MEMORY_ACCESS))
         if name in plan.names
     )
     if present:
@@ -168,14 +169,26 @@ def open_pmon(
         def rows() -> Iterator[ProcessRow]:
             names = plan.names
             memo = _RowMemo(names)
+            headers: dict[str, list[str] | None] = {}
+            """What each '#' line seen names (pmon prints its header pair again and
+            again): header_names of its text."""
             for line, text in source.lines():
-                if not text.strip():
-                    continue
-                if text.lstrip().startswith("#"):
-                    names = header_names(text) or names
-                    if names != memo.names:
-                        memo = _RowMemo(names)
-                    continue
+                first = text[:1]
+                if first == "#" or first.isspace() or not first:
+                    stripped = text.lstrip()
+                    if not stripped:
+                        continue
+                    if stripped[0] == "#":
+                        if text in headers:
+                            named = headers[text]
+                        else:
+                            named = header_names(text)
+                            if len(headers) < 64:
+                                headers[text] = named
+                        names = named or names
+                        if names != memo.names:
+                            memo = _RowMemo(names)
+                        continue
                 try:
                     yield memo.row(text.split(), line)
                 except v.CellError as exc:
