@@ -13,6 +13,7 @@ import itertools
 import math
 import operator
 import statistics
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -358,14 +359,57 @@ def _parsed_time(
     time_cell: str, date_cell: str | None, has_date_column: bool
 ) -> tuple[float | None, bool]:
     """:func:`_row_time` past its quick paths: a time of day (with dmon's date cell) or
-    any timestamp shape :func:`v.timestamp` reads."""
+    any timestamp shape :func:`v.timestamp` reads (remembered by the cell's text: the
+    GPUs of one poll share it)."""
+    if not has_date_column:
+        if time.tzname is not _TIME_CELLS_ZONE[0]:
+            _TIME_CELLS.clear()
+            _TIME_CELLS_ZONE[0] = time.tzname
+        known = _TIME_CELLS.get(time_cell)
+        if known is not None:
+            return known
+        if (
+            len(time_cell) == 20
+            and time_cell[19] == "Z"
+            and time_cell[10] == "T"
+            and time_cell[16] == ":"
+            and time_cell[17] in "012345"
+            and time_cell[18].isdigit()
+            and time_cell.isascii()
+        ):  # 2025-01-15T10:00:00Z: its minute's start (read once), plus its seconds
+            minute = _UTC_MINUTES.get(time_cell[:17])
+            if minute is None:
+                try:
+                    minute = v.timestamp(time_cell[:17] + "00Z")
+                except v.CellError:
+                    minute = None  # the careful path below says why, in its own words
+                else:
+                    if len(_UTC_MINUTES) >= 256:
+                        _UTC_MINUTES.clear()
+                    _UTC_MINUTES[time_cell[:17]] = minute
+            if minute is not None and minute[0] is not None:
+                return minute[0] + int(time_cell[17:19]), minute[1]
     try:
         if has_date_column or _is_time_of_day(time_cell):
             return v.dmon_datetime(date_cell, time_cell)
         parsed = v.timestamp(time_cell)
     except v.CellError as exc:
         raise v.CellError(f"time: {exc}") from None
-    return (None, False) if parsed is None else parsed
+    answer = (None, False) if parsed is None else parsed
+    if len(_TIME_CELLS) >= 256:
+        _TIME_CELLS.clear()
+    _TIME_CELLS[time_cell] = answer
+    return answer
+
+
+_TIME_CELLS: dict[str, tuple[float | None, bool]] = {}
+""":func:`_parsed_time`'s answers lately for a time cell alone (cleared when full; a
+cell that does not read is not kept)."""
+_TIME_CELLS_ZONE: list[object] = [None]
+"""The ``time.tzname`` that cache is for (``TZ`` moves a local time)."""
+_UTC_MINUTES: dict[str, tuple[float | None, bool] | None] = {}
+""":func:`_parsed_time`'s answers for the start of a minute of ISO times in UTC
+(``2025-01-15T10:00:``), cleared when full."""
 
 
 def _is_time_of_day(cell: str) -> bool:

@@ -18,7 +18,8 @@ strings as nvidia-smi prints them (``"45 %"``, ``"1000 MiB"``); ``null`` is unkn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import operator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,7 @@ def _cell(obj: Any, path: Path_) -> str:
     return "" if as_cell is None else as_cell(obj)
 
 
-def _cells_of(doc: dict[str, Any], plan: JsonPlan) -> list[list[str]] | None:
+def _cells_of(doc: dict[str, Any], plan: JsonPlan) -> list[Sequence[str]] | None:
     """The cells of :attr:`JsonPlan.paths` for each GPU in ``doc``; None when ``doc``
     lacks the GPU list."""
     paths = plan.paths
@@ -129,16 +130,70 @@ def _cells_of(doc: dict[str, Any], plan: JsonPlan) -> list[list[str]] | None:
     ]
 
 
+_CellsOf = Callable[[dict[str, Any]], "list[Sequence[str]] | None"]
+
+
+def quick_cells(plan: JsonPlan) -> _CellsOf:
+    """:func:`_cells_of` for ``plan``, its work on the paths done once: per object the
+    top level's cells are read once for all its GPUs, a GPU's values under one key
+    fetched together (``map(gpu.get, keys)``), then put in column order by one
+    ``itemgetter``. The same cells as :func:`_cells_of` (a test holds them to it)."""
+    paths = plan.paths
+    gpu_list = plan.gpu_list
+    if gpu_list is None or len(paths) < 2:
+        return lambda doc: _cells_of(doc, plan)
+    tops = [path for in_gpu, path in paths if not in_gpu]
+    keys = [path[0] for in_gpu, path in paths if in_gpu and len(path) == 1]
+    deep = [path for in_gpu, path in paths if in_gpu and len(path) > 1]
+    # where each column's cell sits in: tops + keys' cells + deep ones' + [place]
+    where: list[int] = []
+    counts = {"top": 0, "key": 0, "deep": 0}
+    for in_gpu, path in paths:
+        if not in_gpu:
+            where.append(counts["top"])
+            counts["top"] += 1
+        elif len(path) == 1:
+            where.append(len(tops) + counts["key"])
+            counts["key"] += 1
+        elif path:
+            where.append(len(tops) + len(keys) + counts["deep"])
+            counts["deep"] += 1
+        else:
+            where.append(len(tops) + len(keys) + len(deep))
+    in_order = operator.itemgetter(*where)
+    as_cell = _AS_CELL.get
+
+    def cells_of(doc: dict[str, Any]) -> list[Sequence[str]] | None:
+        gpus = doc.get(gpu_list)
+        if type(gpus) is not list:
+            return None
+        top = [_cell(doc, path) for path in tops]
+        out: list[Sequence[str]] = []
+        for place, gpu in enumerate(gpus):
+            if type(gpu) is not dict:
+                continue
+            pool = top + [
+                "" if (to_cell := as_cell(type(value))) is None else to_cell(value)
+                for value in map(gpu.get, keys)
+            ]
+            if deep:
+                pool += [_cell(gpu, path) for path in deep]
+            pool.append(str(place))
+            out.append(in_order(pool))
+        return out
+
+    return cells_of
+
+
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> JsonPlan | str:
     lines = head.nonblank
     if not lines:
         return "empty file"
     if not lines[0].lstrip().startswith("{"):
         return "not JSON lines (the first line is not an object)"
-    docs = [
-        doc
-        for _n, doc in json_documents(enumerate(head.lines, 1), lambda *_: None)
-    ][:SAMPLE_DOCUMENTS]
+    docs = [doc for _n, doc in json_documents(enumerate(head.lines, 1), lambda *_: None)][
+        :SAMPLE_DOCUMENTS
+    ]
     if not docs:
         return "no JSON object in the first lines"
     gpu_list = _gpu_list_key(docs[0])
@@ -196,10 +251,11 @@ def read(
         bad(counters, line, reason)
 
     columns = plan.columns
+    cells_of = quick_cells(plan)
 
     def rows() -> Iterator[Row]:
         for line, doc in json_documents(source.lines(), on_bad):
-            per_gpu = _cells_of(doc, plan)
+            per_gpu = cells_of(doc)
             if per_gpu is None:
                 bad(counters, line, f"no {plan.gpu_list!r} list of GPU objects")
                 continue

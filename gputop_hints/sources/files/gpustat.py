@@ -94,9 +94,7 @@ without any of them is read by the JSON-lines reader."""
 def _gpustat_keys(doc: dict[str, Any]) -> bool:
     """Whether ``doc``'s ``gpus`` list holds a GPU object with gpustat's keys."""
     gpus = doc.get("gpus")
-    return any(
-        isinstance(g, dict) and any(k in g for k in _GPUSTAT_KEYS) for g in gpus or ()
-    )
+    return any(isinstance(g, dict) and any(k in g for k in _GPUSTAT_KEYS) for g in gpus or ())
 
 
 def from_json(doc: dict[str, Any]) -> Sample:
@@ -160,12 +158,23 @@ def json_documents(
             on_bad(start, "JSON document cut short")
             buffer = ""
         if not buffer:
-            if not line.strip():
+            stripped = line.lstrip()
+            if not stripped:
                 continue
-            if not line.lstrip().startswith("{"):
+            if stripped[0] != "{":
                 on_bad(number, "not a JSON object")
                 continue
             start = number
+            try:  # one object a line, the common case: no buffer to build
+                doc, _end = decoder.raw_decode(stripped)
+            except ValueError:
+                pass  # cut short (pretty-printed), or malformed: the careful way below
+            else:
+                if isinstance(doc, dict):
+                    yield start, doc
+                else:
+                    on_bad(start, "not a gpustat JSON object")
+                continue
         buffer += line + "\n"
         try:
             doc, _end = decoder.raw_decode(buffer.lstrip())

@@ -49,9 +49,9 @@ def _number(cell: str) -> float | None:
     return None if cell in ("-", "N/A") else float(cell)
 
 
-def _expected(text: str) -> dict[tuple[float, int], dict[str, float | None]]:
+def _expected(text: str) -> dict[tuple[float, int], dict[str, object]]:
     """(poll time, GPU) -> the readings of the kept-whole lines, from their cells."""
-    out = {}
+    out: dict[tuple[float, int], dict[str, object]] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if number not in KEPT_WHOLE:
             continue
@@ -86,7 +86,7 @@ def _shifted(text: str, seconds: int) -> str:
     return re.sub(r"10:(\d\d):(\d\d)", moved, text)
 
 
-def _readings(path: Path) -> dict[tuple[float, int], dict[str, float | None]]:
+def _readings(path: Path) -> dict[tuple[float, int], dict[str, object]]:
     snaps, info, _ = read_log(path)
     assert info.format == "nvidia-smi-dmon"
     return {
