@@ -33,7 +33,7 @@ from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
-from gputop_hints.sources.files._table import Clock, median_interval
+from gputop_hints.sources.files._table import _BY_INDEX, Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.streams import (
@@ -81,9 +81,10 @@ class GpustatPlan:
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+    """A JSON number as a float; None for anything else (true/false, a string, null).
+    By exact type: the values come from ``json`` (no subclass of int but bool)."""
+    kind = type(value)
+    return float(value) if kind is int or kind is float else None
 
 
 _GPUSTAT_KEYS = ("utilization.gpu", "memory.used", "temperature.gpu", "power.draw")
@@ -306,16 +307,13 @@ def open_gpustat(
         )
 
         def make(sample: Sample) -> Snapshot:
+            gpus = sample.gpus
+            # By position, as the Assembler passes them (see _table._SNAPSHOT_HEAD).
             return Snapshot(
-                timestamp=clock.next(sample.timestamp),
-                interval_s=interval,
-                host=host,
-                gpus=tuple(sorted(sample.gpus, key=lambda g: g.index)),
-                processes=tuple(sample.processes),
-                source="replay",
-                source_detail=detail,
-                driver_version=sample.driver,
-            )
+                clock.next(sample.timestamp), interval, host,
+                tuple(gpus) if len(gpus) < 2 else tuple(sorted(gpus, key=_BY_INDEX)),
+                tuple(sample.processes), "replay", detail, sample.driver,
+            )  # fmt: skip
 
         def bad(number: int, reason: str) -> None:
             note_bad_line(counters, number, reason)
