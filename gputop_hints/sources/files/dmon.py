@@ -147,7 +147,8 @@ def read(
         comma = plan.comma
         headers: dict[str, tuple[list[Column], int, bool] | None] = {}
         """What each '#' line seen meant (dmon prints its header pair again and again):
-        the columns it switches to, or None (the plan's header, a units line, a comment)."""
+        the columns of the values that follow it -- the plan's own header too, which
+        brings them back after another header -- or None (a units line, a comment)."""
         for line, text in source.lines():
             first = text[:1]
             if first == "#" or first.isspace() or not first:
@@ -161,7 +162,7 @@ def read(
                         names = header_names(text)
                         switch = (
                             (columns_for(names), len(names), "," in text)
-                            if names is not None and names != plan.names
+                            if names is not None
                             else None
                         )
                         if len(headers) < 64:

@@ -163,3 +163,25 @@ def test_the_fixture_reads_its_cells() -> None:
     }
     assert got == want
     assert counters.bad_lines == 1 and counters.first_bad_line == 11
+
+
+def test_a_header_that_comes_back_brings_its_columns_back(tmp_path: Path) -> None:
+    """dmon's first header, then another (`-s` changed between two runs appended to one
+    file), then the first again: each values line is read by the header above it."""
+    first = "# gpu    pwr  gtemp     sm    mem\n# Idx      W      C      %      %\n"
+    other = "# gpu     fb   bar1\n# Idx     MB     MB\n"
+    path = tmp_path / "dmon.log"
+    path.write_text(
+        first
+        + "    0     61     40     20     10\n"
+        + other
+        + "    0   1024      5\n"
+        + first
+        + "    0     62     41     30     15\n"
+    )
+    snaps, _info, counters = read_log(path)
+    assert counters.bad_lines == 0
+    gpus = [s.gpus[0] for s in snaps]
+    assert [g.sm_percent for g in gpus] == [20.0, None, 30.0]
+    assert [g.power_watts for g in gpus] == [61.0, None, 62.0]
+    assert gpus[1].vram_used_bytes == 1024 * 1024 * 1024
