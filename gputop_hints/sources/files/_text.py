@@ -15,6 +15,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from gputop_hints.sources.files._prefix import LineView
 from gputop_hints.streams import (
@@ -273,3 +274,29 @@ class Head:
         if bad > max(2, len(text) // 20):
             return f"binary data ({bad} non-text characters in the first {len(text)})"
         return None
+
+
+_Meaning = TypeVar("_Meaning")
+
+
+class HeaderMemo(Generic[_Meaning]):
+    """What the ``#`` lines of a log that repeats them mean (``nvidia-smi dmon`` and
+    ``pmon`` print their header pair every few rows), each distinct text worked out
+    once. The readers find the ``#`` lines themselves, inline on their per-line path;
+    only those lines come here."""
+
+    MAX = 64
+    """Distinct texts remembered (past them, a line is worked out each time)."""
+
+    def __init__(self, meaning: Callable[[str], _Meaning]) -> None:
+        self._meaning = meaning
+        self._seen: dict[str, _Meaning] = {}
+
+    def __call__(self, text: str) -> _Meaning:
+        seen = self._seen
+        if text in seen:
+            return seen[text]
+        what = self._meaning(text)
+        if len(seen) < self.MAX:
+            seen[text] = what
+        return what

@@ -28,7 +28,7 @@ from gputop_hints.sources.files._table import (
     parse_row,
 )
 from gputop_hints.sources.files._tabular import table_stream
-from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files._text import Head, HeaderMemo, TextSource
 from gputop_hints.sources.files.spec import GPU_COLUMNS, FormatSpec
 from gputop_hints.streams import (
     METRIC_THROTTLE,
@@ -94,6 +94,14 @@ def header_names(line: str) -> list[str] | None:
     return names
 
 
+def _header_columns(text: str) -> tuple[list[Column], int, bool] | None:
+    """What a '#' line means: the columns of the values under it -- the plan's own
+    header too, which brings them back after another header -- or None (a units line,
+    a comment)."""
+    names = header_names(text)
+    return None if names is None else (columns_for(names), len(names), "," in text)
+
+
 def cells_of(text: str, comma: bool) -> list[str]:
     """One values line's fields: split on commas (``--format csv``) or on blanks."""
     return [c.strip() for c in text.split(",")] if comma else text.split()
@@ -145,10 +153,7 @@ def read(
         columns = plan.columns
         ncols = plan.ncols
         comma = plan.comma
-        headers: dict[str, tuple[list[Column], int, bool] | None] = {}
-        """What each '#' line seen meant (dmon prints its header pair again and again):
-        the columns of the values that follow it -- the plan's own header too, which
-        brings them back after another header -- or None (a units line, a comment)."""
+        header = HeaderMemo(_header_columns)
         for line, text in source.lines():
             first = text[:1]
             if first == "#" or first.isspace() or not first:
@@ -156,17 +161,7 @@ def read(
                 if not stripped:
                     continue
                 if stripped[0] == "#":
-                    if text in headers:
-                        switch = headers[text]
-                    else:
-                        names = header_names(text)
-                        switch = (
-                            (columns_for(names), len(names), "," in text)
-                            if names is not None
-                            else None
-                        )
-                        if len(headers) < 64:
-                            headers[text] = switch
+                    switch = header(text)
                     if switch is not None:
                         columns, ncols, comma = switch
                     continue  # header, units line or comment

@@ -25,7 +25,7 @@ from gputop_hints.sources.files import _polls
 from gputop_hints.sources.files import _values as v
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._polls import ProcessRow
-from gputop_hints.sources.files._text import Head, TextSource
+from gputop_hints.sources.files._text import Head, HeaderMemo, TextSource
 from gputop_hints.sources.files.nvsmi_apps import stream_info
 from gputop_hints.sources.files.spec import FormatSpec
 from gputop_hints.streams import (
@@ -169,9 +169,7 @@ def open_pmon(
         def rows() -> Iterator[ProcessRow]:
             names = plan.names
             memo = _RowMemo(names)
-            headers: dict[str, list[str] | None] = {}
-            """What each '#' line seen names (pmon prints its header pair again and
-            again): header_names of its text."""
+            header = HeaderMemo(header_names)
             for line, text in source.lines():
                 first = text[:1]
                 if first == "#" or first.isspace() or not first:
@@ -179,13 +177,7 @@ def open_pmon(
                     if not stripped:
                         continue
                     if stripped[0] == "#":
-                        if text in headers:
-                            named = headers[text]
-                        else:
-                            named = header_names(text)
-                            if len(headers) < 64:
-                                headers[text] = named
-                        names = named or names
+                        names = header(text) or names
                         if names != memo.names:
                             memo = _RowMemo(names)
                         continue
