@@ -95,8 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.program == "floor":
         # The monitor's own widget tree holding no data (issue 49's memory floor): the
         # app on this node's source, never sampled -- Textual, the widgets, the themes.
+        # Textual imported as the monitor imports it: asyncio without its TLS support
+        # (~4.5 MB of OpenSSL the monitor never loads), so the floor is not above ours.
+        from gputop_hints.cli.monitor import _asyncio_without_tls
         from gputop_hints.sources.live.source import LiveSource
-        from gputop_hints.tui.app import GputopApp
+
+        with _asyncio_without_tls():
+            from gputop_hints.tui.app import GputopApp
 
         GputopApp(LiveSource(1.0, detect_job=False), autostart=False).run()
         return 0

@@ -65,8 +65,9 @@ def _vs(unit: str) -> Callable[[tuple[str, ...]], str]:
     return text
 
 
-def _vs_rows(case: str) -> list[Row]:
-    """vs_nvitop.py's lines for one case: ``case  label  ours (min-max)  nvitop (min-max)``."""
+def _vs_rows(case: str, steady: bool = False) -> list[Row]:
+    """vs_nvitop.py's lines for one case: ``case  label  ours (min-max)  nvitop (min-max)``;
+    with ``steady``, those of its steady window (after --steady-after s), else the first."""
     spread = rf"{NUMBER} \([0-9.]+-[0-9.]+\)"
     shown = (
         ("CPU % of a core", "CPU, ours / nvitop", "%"),
@@ -74,6 +75,10 @@ def _vs_rows(case: str) -> list[Row]:
         ("terminal bytes/s", "to the terminal, ours / nvitop", "B/s"),
         ("launch -> rows s", "launch to process rows, ours / nvitop", "s"),
     )
+    if steady:
+        shown = tuple(
+            (f"steady {label}", f"after 5 min, {what}", unit) for label, what, unit in shown[:3]
+        )
     return [
         Row(
             f"{case}: {what}",
@@ -117,12 +122,30 @@ BENCHES: list[Bench] = [
     ),
     Bench(
         "nvitop",
-        ["bench/vs_nvitop.py", "--pairs", "2", "--seconds", "20", "--once-pairs", "6"],
+        [
+            "bench/vs_nvitop.py",
+            "--pairs",
+            "3",
+            "--seconds",
+            "30",
+            "--together",
+            "--steady-after",
+            "300",
+            "--steady-seconds",
+            "60",
+            "--once-pairs",
+            "6",
+        ],
         [
             "bench/vs_nvitop.py",
             "--pairs",
             "1",
             "--seconds",
+            "10",
+            "--together",
+            "--steady-after",
+            "30",
+            "--steady-seconds",
             "10",
             "--cases",
             "1x1,8x64",
@@ -135,9 +158,17 @@ BENCHES: list[Bench] = [
                 rf"RSS floor\): ours {NUMBER} MB .*nvitop {NUMBER} MB",
                 _vs("MB"),
             ),
+            Row(
+                "gputop-hints' widget tree drawn, no data (its RSS floor), 1 GPU",
+                rf"memory floor, issue 49\): {NUMBER} MB at 1 GPU",
+                lambda g: f"{g[0]} MB",
+            ),
             *_vs_rows("1x1"),
             *_vs_rows("8x64"),
             *_vs_rows("8x256"),
+            *_vs_rows("1x1", steady=True),
+            *_vs_rows("8x64", steady=True),
+            *_vs_rows("8x256", steady=True),
             Row(
                 "--once --duration 0.25 (1 x 1): CPU ms, ours / nvitop",
                 rf"^\s*1x1\s+once CPU ms\s+{NUMBER} \([0-9.]+-[0-9.]+\)\s+{NUMBER}",

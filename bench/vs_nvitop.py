@@ -30,10 +30,24 @@ the fake NVML and its installation, the floor under both). CPU is user + system
 from each child's rusage (``os.wait4``), so the whole life of the process counts;
 it is printed as it is and less the launcher's median.
 
+Each run is measured over two windows (issue 49: a lead that holds only in the first
+seconds is no lead): the first, from 2 s after its first rows for ``--seconds``, and the
+steady one, from ``--steady-after`` seconds after its launch (300: past the hints'
+longest window, where costs that grow with uptime have grown) for ``--steady-seconds``.
+With ``--together`` the runs of a case (``--pairs`` of each program) run side by side,
+launched one by one as the one before has its rows up, every window starting once all
+are up -- one case then takes about ``--steady-after`` plus a minute instead of that
+times twice the pairs; each program is measured by its own CPU time, which another
+program using a few percent of a core on a quiet machine does not move. After the rows
+of each case come the issue's goals, met or NOT MET: CPU at most 0.7x nvitop's at 1x1 and
+0.5x at 8x64 in both windows, and our steady RSS at most 6 MB (1x1) or 10 MB (8x64)
+above the widget tree's floor.
+
 It prints the median (min-max) of each and the ratio of the medians::
 
     PYTHONPATH=. .venv/bin/python bench/vs_nvitop.py [--pairs 3] [--seconds 30]
-        [--cases 1x1,8x64,8x256] [--size 160x50] [--once-pairs 10] [--once-case 1x1]
+        [--cases 1x1,8x64,8x256] [--size 160x50] [--steady-after 300]
+        [--steady-seconds 60] [--together] [--once-pairs 10] [--once-case 1x1]
         [--once-only]
 
 ``--once-only`` runs only the once row (under a minute at 10 pairs);
@@ -44,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import math
 import os
 import re
 import statistics
@@ -51,6 +66,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
@@ -75,46 +92,120 @@ METRICS = (
 )
 
 
-def one_run(
-    program: str, gpus: int, pids_file: Path, pids: list[int], size: tuple[int, int], seconds: float
-) -> dict[str, float]:
-    """One program, one run: the metrics of :data:`METRICS`."""
+@dataclass
+class _Run:
+    """One program running in its own tmux pane, and what has been read of it."""
+
+    program: str
+    tmux: Tmux
+    out: Path
+    pid: int
+    launched: float
+    first_rows: float = float("nan")
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    """(start, end) on the monotonic clock of each window to measure, once rows are up."""
+    readings: list[tuple[float, float, int, int, int]] = field(default_factory=list)
+    """At each window edge: (time, CPU s, terminal bytes, peak RSS, RSS)."""
+
+
+def _launch(program: str, gpus: int, pids_file: Path, size: tuple[int, int]) -> _Run:
+    """Start ``program`` on the fake node in a fresh tmux pane, its output piped to a file."""
     tmux = Tmux()
     fd, out_name = tempfile.mkstemp(prefix=f"vs-{program}-", suffix=".out")
     os.close(fd)
-    out = Path(out_name)
-    wanted = re.compile(r"\b(" + "|".join(str(p) for p in pids) + r")\b")
     command = [sys.executable, str(ROOT / "bench" / "fake_node.py"), "--gpus", str(gpus)]
     command += ["--pids-file", str(pids_file), program]
+    launched = time.monotonic()
+    tmux.start(command, width=size[0], height=size[1], env={"PYTHONPATH": str(ROOT)})
+    tmux.run("pipe-pane", "-t", "t", f"cat >> {out_name}")
+    return _Run(program, tmux, Path(out_name), tmux.pid(), launched)
+
+
+def _read(run: _Run) -> None:
+    peak, rss = _peak_rss_bytes(run.pid)
+    run.readings.append(
+        (time.monotonic(), _cpu_seconds(run.pid), run.out.stat().st_size, peak, rss)
+    )
+
+
+def _finish(run: _Run) -> None:
+    run.tmux.kill()
+    run.out.unlink(missing_ok=True)
+
+
+def run_group(
+    programs: Sequence[str],
+    gpus: int,
+    pids_file: Path,
+    pids: list[int],
+    size: tuple[int, int],
+    seconds: float,
+    steady_after: float,
+    steady_seconds: float,
+) -> list[list[dict[str, float]]]:
+    """Run ``programs`` side by side, each launched once the one before has its rows up
+    (so that no two start at once), and measure each over its own windows: the first
+    from :data:`SETTLE_S` after its first rows, for ``seconds``; with ``steady_after``,
+    the steady one from that many seconds after its launch, for ``steady_seconds``.
+    Per program, per window, the metrics of :data:`METRICS`."""
+    wanted = re.compile(r"\b(" + "|".join(str(p) for p in pids) + r")\b")
+    runs: list[_Run] = []
     try:
-        launched = time.monotonic()
-        tmux.start(command, width=size[0], height=size[1], env={"PYTHONPATH": str(ROOT)})
-        tmux.run("pipe-pane", "-t", "t", f"cat >> {out}")
-        pid = tmux.pid()
-        first_rows = float("nan")
-        while time.monotonic() - launched < 120:
-            if wanted.search(tmux.screen()):
-                first_rows = time.monotonic() - launched
+        while True:
+            now = time.monotonic()
+            starting = [r for r in runs if math.isnan(r.first_rows)]
+            if not starting and len(runs) < len(programs):
+                runs.append(_launch(programs[len(runs)], gpus, pids_file, size))
+                continue
+            for run in starting:
+                if wanted.search(run.tmux.screen()):
+                    run.first_rows = time.monotonic() - run.launched
+                elif now - run.launched > 120:
+                    raise SystemExit(f"{run.program}: no GPU process on screen in 120 s")
+            if len(runs) == len(programs) and not starting and not runs[0].windows:
+                # All up: no launch falls in anybody's window from here on.
+                for run in runs:
+                    begin = max(run.launched + run.first_rows, now) + SETTLE_S
+                    run.windows.append((begin, begin + seconds))
+                    if steady_after > 0:
+                        begin = max(run.launched + steady_after, begin + seconds)
+                        run.windows.append((begin, begin + steady_seconds))
+            edges = [
+                (edge, run)
+                for run in runs
+                for edge in [t for window in run.windows for t in window][len(run.readings) :][:1]
+            ]
+            if len(runs) == len(programs) and not starting and not edges:
                 break
-            time.sleep(0.05)
-        time.sleep(SETTLE_S)
-        cpu0, bytes0, t0 = _cpu_seconds(pid), out.stat().st_size, time.monotonic()
-        time.sleep(seconds)
-        cpu1, bytes1, t1 = _cpu_seconds(pid), out.stat().st_size, time.monotonic()
-        peak, rss = _peak_rss_bytes(pid)
+            due = [run for edge, run in edges if edge <= now]
+            for run in due:
+                _read(run)
+            if not due:
+                wait = min([edge for edge, _ in edges] + [now + 0.05]) - now
+                time.sleep(min(max(wait, 0.0), 0.05 if starting else 1.0))
     finally:
-        tmux.kill()
-        out.unlink(missing_ok=True)
-    took = t1 - t0
-    cpu = cpu1 - cpu0
-    return {
-        "cpu": 100.0 * cpu / took,
-        "ms_tick": 1000.0 * cpu / (took / TICK_S[program]),
-        "peak_rss": peak / 1e6,
-        "rss": rss / 1e6,
-        "bytes_s": (bytes1 - bytes0) / took,
-        "first_rows": first_rows,
-    }
+        for run in runs:
+            _finish(run)
+    return [_window_metrics(run) for run in runs]
+
+
+def _window_metrics(run: _Run) -> list[dict[str, float]]:
+    out = []
+    for k in range(0, len(run.readings), 2):
+        (t0, cpu0, bytes0, _, _), (t1, cpu1, bytes1, peak, rss) = run.readings[k : k + 2]
+        took, cpu = t1 - t0, cpu1 - cpu0
+        out.append(
+            {
+                "cpu": 100.0 * cpu / took,
+                "ms_tick": 1000.0 * cpu / (took / TICK_S[run.program]),
+                "peak_rss": peak / 1e6,
+                "rss": rss / 1e6,
+                "bytes_s": (bytes1 - bytes0) / took,
+                "first_rows": run.first_rows,
+                "from_s": t0 - run.launched,
+            }
+        )
+    return out
 
 
 LIBRARIES = {
@@ -229,7 +320,51 @@ def once_rows(pairs: int, case: str) -> None:
     for label, ours, theirs in rows:
         base = statistics.median(theirs)
         ratio = statistics.median(ours) / base if base else float("nan")
-        print(f"{case:>6}  {label:<18} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+        print(f"{case:>6}  {label:<24} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+
+
+CPU_GOAL = {"1x1": 0.7, "8x64": 0.5}
+"""Issue 49: ours/nvitop CPU at most this, in the first minute and in the steady window."""
+RSS_MARGIN_MB = {"1x1": 6.0, "8x64": 10.0}
+"""Issue 49: our steady RSS at most this far above the widget tree's floor."""
+
+
+def _print_case(
+    case: str, results: dict[str, list[list[dict[str, float]]]], floor_mb: float | None
+) -> None:
+    """The metric rows of each window of one case, then the issue's goals met or not."""
+    windows = min(len(w) for runs in results.values() for w in runs)
+    verdicts = []
+    for k in range(windows):
+        starts = [w[k]["from_s"] for runs in results.values() for w in runs]
+        name = "first" if k == 0 else "steady"
+        print(
+            f"{case:>6}  -- {name} window: from {min(starts):.0f}-{max(starts):.0f} s "
+            "after launch --"
+        )
+        for key, label in METRICS:
+            if k > 0 and key == "first_rows":
+                continue
+            ours = [w[k][key] for w in results["ours"]]
+            theirs = [w[k][key] for w in results["nvitop"]]
+            base = statistics.median(theirs)
+            ratio = statistics.median(ours) / base if base else float("nan")
+            shown = label if k == 0 else f"steady {label}"
+            print(f"{case:>6}  {shown:<24} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+            if key == "cpu" and case in CPU_GOAL:
+                met = ratio <= CPU_GOAL[case]
+                verdicts.append(
+                    f"CPU {name} {ratio:.2f}x <= {CPU_GOAL[case]}x: {'met' if met else 'NOT MET'}"
+                )
+        if floor_mb is not None and case in RSS_MARGIN_MB:
+            above = statistics.median(w[k]["rss"] for w in results["ours"]) - floor_mb
+            met = above <= RSS_MARGIN_MB[case]
+            verdicts.append(
+                f"RSS {name} {above:+.1f} MB over the floor <= {RSS_MARGIN_MB[case]:g}: "
+                f"{'met' if met else 'NOT MET'}"
+            )
+    if verdicts:
+        print(f"{case:>6}  goals (issue 49): " + "; ".join(verdicts))
 
 
 def _spread(values: list[float]) -> str:
@@ -243,6 +378,20 @@ def main() -> int:
     parser.add_argument("--cases", default="1x1,8x64,8x256", help="GPUsxprocesses, comma-separated")
     parser.add_argument("--size", default="160x50", help="terminal COLSxROWS (160x50)")
     parser.add_argument(
+        "--steady-after",
+        type=float,
+        default=300.0,
+        help="also measure a steady window this many s after each launch (300; 0: none)",
+    )
+    parser.add_argument(
+        "--steady-seconds", type=float, default=60.0, help="the steady window's length (60)"
+    )
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run a case's pairs side by side (launched one by one) instead of one after another",
+    )
+    parser.add_argument(
         "--once-pairs", type=int, default=10, help="one-shot runs of each for the once row (10)"
     )
     parser.add_argument("--once-case", default="1x1", help="GPUsxprocesses for the once row")
@@ -254,7 +403,7 @@ def main() -> int:
     if args.once_only:
         print(f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML")
         print(
-            f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop"
+            f"{'case':>6}  {'metric':<24} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop"
         )
         once_rows(args.once_pairs, args.once_case)
         return 0
@@ -273,15 +422,18 @@ def main() -> int:
     fd, floor_name = tempfile.mkstemp(prefix="vs-floor-")  # no GPU process: no pid
     os.close(fd)
     floor_pids = Path(floor_name)
+    floors: dict[int, float] = {}
     try:
-        tree_mb = widget_floor_mb(1, floor_pids, (cols, rows))
+        for gpus in sorted({int(c.lower().split("x")[0]) for c in args.cases.split(",")}):
+            floors[gpus] = widget_floor_mb(gpus, floor_pids, (cols, rows))
     finally:
         floor_pids.unlink(missing_ok=True)
     print(
-        f"gputop-hints' widget tree drawn, no data (its memory floor, issue 49): {tree_mb:.1f} MB "
-        f"at {args.size}; the RSS rows below hold that plus the data"
+        "gputop-hints' widget tree drawn, no data (its memory floor, issue 49): "
+        + ", ".join(f"{mb:.1f} MB at {g} GPU(s)" for g, mb in floors.items())
+        + f" in {args.size}; the RSS rows below hold that plus the data"
     )
-    print(f"{'case':>6}  {'metric':<18} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
+    print(f"{'case':>6}  {'metric':<24} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
     for case in args.cases.split(","):
         gpus, count = (int(v) for v in case.lower().split("x"))
         sleepers = spawn_sleepers(count)
@@ -290,23 +442,34 @@ def main() -> int:
         os.close(fd)
         pids_file = Path(name)
         pids_file.write_text("\n".join(map(str, pids)) + "\n")
-        results: dict[str, list[dict[str, float]]] = {"ours": [], "nvitop": []}
+        results: dict[str, list[list[dict[str, float]]]] = {"ours": [], "nvitop": []}
+        orders = [
+            ("ours", "nvitop") if pair % 2 == 0 else ("nvitop", "ours")
+            for pair in range(args.pairs)
+        ]
+        groups = (
+            [[p for order in orders for p in order]]
+            if args.together
+            else [[p] for order in orders for p in order]
+        )
         try:
-            for pair in range(args.pairs):
-                order = ("ours", "nvitop") if pair % 2 == 0 else ("nvitop", "ours")
-                for program in order:
-                    results[program].append(
-                        one_run(program, gpus, pids_file, pids, (cols, rows), args.seconds)
-                    )
+            for group in groups:
+                measured = run_group(
+                    group,
+                    gpus,
+                    pids_file,
+                    pids,
+                    (cols, rows),
+                    args.seconds,
+                    args.steady_after,
+                    args.steady_seconds,
+                )
+                for program, windows in zip(group, measured, strict=True):
+                    results[program].append(windows)
         finally:
             stop(sleepers)
             pids_file.unlink(missing_ok=True)
-        for key, label in METRICS:
-            ours = [r[key] for r in results["ours"]]
-            theirs = [r[key] for r in results["nvitop"]]
-            base = statistics.median(theirs)
-            ratio = statistics.median(ours) / base if base else float("nan")
-            print(f"{case:>6}  {label:<18} {_spread(ours):>26} {_spread(theirs):>26}  {ratio:8.2f}")
+        _print_case(case, results, floors.get(gpus))
     if args.once_pairs > 0:
         once_rows(args.once_pairs, args.once_case)
     return 0

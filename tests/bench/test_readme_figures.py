@@ -64,6 +64,16 @@ def test_every_pattern_matches_the_line_its_bench_prints(tmp_path: Path) -> None
     [cpu] = [r for r in readme_figures._vs_rows("8x64") if r.figure.endswith("CPU, ours / nvitop")]
     m = re.search(cpu.pattern, line, re.MULTILINE)
     assert m is not None and cpu.text(m.groups()) == "1.40 / 2.30 % (0.61x)"
+    # The steady window's row is its own figure, never the first window's.
+    steady = "  8x64  steady CPU % of a core  3.10 (3.00-3.20)       3.00 (2.90-3.10)      1.03\n"
+    [late] = [
+        r
+        for r in readme_figures._vs_rows("8x64", steady=True)
+        if r.figure.endswith("CPU, ours / nvitop")
+    ]
+    assert re.search(cpu.pattern, steady, re.MULTILINE) is None
+    m = re.search(late.pattern, line + steady, re.MULTILINE)
+    assert m is not None and late.text(m.groups()) == "3.10 / 3.00 % (1.03x)"
 
 
 def test_the_readme_keeps_its_text_around_the_block(
