@@ -69,7 +69,7 @@ def _vs_rows(case: str, steady: bool = False) -> list[Row]:
     """vs_nvitop.py's lines for one case: ``case  label  ours (min-max)  nvitop (min-max)``;
     with ``steady``, those of its steady window (after --steady-after s), else the first."""
     spread = rf"{NUMBER} \([0-9.]+-[0-9.]+\)"
-    shown = (
+    shown: tuple[tuple[str, str, str], ...] = (
         ("CPU % of a core", "CPU, ours / nvitop", "%"),
         ("steady RSS MB", "RSS, ours / nvitop", "MB"),
         ("terminal bytes/s", "to the terminal, ours / nvitop", "B/s"),

@@ -22,6 +22,9 @@ byte-compiled, as installing a package does (nvitop's are, in site-packages):
 where ``PYTHONDONTWRITEBYTECODE`` is set, every launch would otherwise compile
 gputop-hints from source, ~90 ms of its start-up that no installed copy pays.
 
+The same way gputop-hints' compiled dataclass methods are written to the user's cache
+once (:func:`warm_class_cache`), as the first start of an installed copy does.
+
 Then the once row: ``--once-pairs`` runs of each one-shot command, alternating,
 on the same fake node (``--once-case``, 1x1), with no terminal (output to
 /dev/null): ``gputop-hints --once --duration 0.25 --interval 0.25`` and
@@ -371,6 +374,20 @@ def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):8.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
+def warm_class_cache() -> None:
+    """Write gputop-hints' compiled dataclass methods to the user's cache as its first
+    start on a machine does (gputop_hints/_classcache.py), even where
+    ``PYTHONDONTWRITEBYTECODE`` keeps the runs below from writing it: what every later
+    start of an installed copy reads."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    code = (
+        "import gputop_hints.tui.app, gputop_hints.outputs.summary, gputop_hints.sources.live\n"
+        "from gputop_hints.hints.thresholds import Thresholds\nThresholds.defaults()"
+    )
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=3)
@@ -400,6 +417,7 @@ def main() -> int:
     cols, rows = (int(v) for v in args.size.lower().split("x"))
     for tree in ("gputop_hints", "tests/support", "bench"):
         compileall.compile_dir(ROOT / tree, quiet=1)
+    warm_class_cache()
     if args.once_only:
         print(f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML")
         print(

@@ -18,12 +18,23 @@ modules as the benchmarks do (``field`` for the field corpus, ``scoring``,
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# The package keeps dataclasses' compiled methods in the user's cache directory
+# (gputop_hints/_classcache.py): the tests and every process they start keep theirs in
+# one of the session's own, set before anything imports the package, and removed after.
+_CACHE_HOME = tempfile.mkdtemp(prefix="gputop-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, ignore_errors=True)
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 if str(BENCH) not in sys.path:
