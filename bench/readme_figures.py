@@ -71,7 +71,7 @@ def _vs_rows(case: str, steady: bool = False) -> list[Row]:
     spread = rf"{NUMBER} \([0-9.]+-[0-9.]+\)"
     shown: tuple[tuple[str, str, str], ...] = (
         ("CPU % of a core", "CPU, ours / nvitop", "%"),
-        ("steady RSS MB", "RSS, ours / nvitop", "MB"),
+        ("RSS MB at its end", "RSS, ours / nvitop", "MB"),
         ("terminal bytes/s", "to the terminal, ours / nvitop", "B/s"),
         ("launch -> rows s", "launch to process rows, ours / nvitop", "s"),
     )

@@ -10,7 +10,7 @@ for each case of ``--cases`` (GPUs x processes in all). Per run:
 * first rows: launch until a fake GPU process's pid is on screen (``capture-pane``);
 * CPU % of one core and ms of CPU per tick, from ``/proc/<pid>/stat``
   utime + stime over the measured window (from 2 s after the first rows);
-* peak RSS (VmHWM) and steady RSS (VmRSS) at the end, from ``/proc/<pid>/status``;
+* peak RSS (VmHWM) and RSS (VmRSS) at the end of each window, from ``/proc/<pid>/status``;
 * terminal bytes/s over the window, from tmux ``pipe-pane`` into a file.
 
 Before the runs it prints each program's RSS floor: a fresh interpreter that has only
@@ -89,7 +89,7 @@ METRICS = (
     ("cpu", "CPU % of a core"),
     ("ms_tick", "ms CPU per tick"),
     ("peak_rss", "peak RSS MB"),
-    ("rss", "steady RSS MB"),
+    ("rss", "RSS MB at its end"),
     ("bytes_s", "terminal bytes/s"),
     ("first_rows", "launch -> rows s"),
 )
