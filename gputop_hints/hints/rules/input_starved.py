@@ -382,24 +382,28 @@ def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """The condition on one window as its gaps (or a blocked loader) show it, or None."""
     c = t.input_starved
     blocked = _loader_blocked(win, t, proc)
+    # Every test that returns None below is a pure reading of the window, so their order
+    # changes no verdict: the mean (once per window and process, any rule) goes first,
+    # and rules out most processes of a busy node before the dearer burst test.
+    sm, scope, notes = sm_evidence(win, proc, t)
+    if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
+        return None  # busy enough for every path below
+    if not blocked and sm >= c.sm_mean_below_percent and not _slow_reads(win, t, proc, sm):
+        return None  # neither blocked nor slow reads: only the sawtooth's bar is left
     if not blocked and own_burst_ruled_out(win, proc, t):
         # Not blocked on storage (that path asks for no burst), and every other path
         # needs a burst of its own: most tenants of a shared GPU stop here.
         return None
-    sm, scope, notes = sm_evidence(win, proc, t)
-    if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
-        return None  # busy enough for every path below
     if _blocked_on_storage(win, t, proc, sm):
         # Batches arrive as fast as reads finish: the GPU idles in stalls too short
         # for NVML's ~1/6 s samples to show, so no sawtooth is asked for.
         gaps, gaps_scope = gaps_seen_by(win, proc, t, scope)
         gaps = gaps or Gaps(0.0, 0, sm, False)
         return _Starved(sm, scope, notes, gaps, gaps_scope, "blocked")
-    path: Literal["sawtooth", "slow-reads"] = "sawtooth"
-    if sm >= c.sm_mean_below_percent:
-        if not _slow_reads(win, t, proc, sm):
-            return None
-        path = "slow-reads"
+    # Not blocked here: a mean at or above the sawtooth's bar passed on slow reads (above).
+    path: Literal["sawtooth", "slow-reads"] = (
+        "slow-reads" if sm >= c.sm_mean_below_percent else "sawtooth"
+    )
     gaps, gaps_scope = gaps_seen_by(
         win, proc, t, scope, need_burst=True, burst_not_ruled_out=not blocked
     )
@@ -472,16 +476,12 @@ def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Fi
     c = t.input_starved
     sm, scope, gaps_scope = seen.sm, seen.scope, seen.gaps_scope
     loader = _loader(win, t, proc)
-    diagnosis = (
-        _filled_num_workers_0(loader, seen.shared, sm)
-        if seen.shared is not None
-        else _diagnose(loader, seen.gaps, t)
-    )
-    evidence = (
-        *_gpu_evidence(t, seen),
-        *_host_evidence(t, loader),
-        *diagnosis.evidence,
-    )
+    if seen.shared is not None:
+        diagnosis = _filled_num_workers_0(loader, seen.shared, sm)
+        host = tuple(_host_evidence(t, loader))
+    else:
+        host, diagnosis = _described(t, loader, seen.gaps)
+    evidence = (*_gpu_evidence(t, seen), *host, *diagnosis.evidence)
     if win.window_s > t.general.window_s:
         evidence = (
             *evidence,
@@ -513,6 +513,33 @@ def _finding(win: Window, t: Thresholds, proc: GpuProcess, seen: _Starved) -> Fi
         evidence=evidence,
         evidence_scope=scope,
     )
+
+
+_DESCRIBED: dict[tuple[int, _Loader], tuple[object, tuple[Evidence, ...], _Diagnosis]] = {}
+"""(id of the thresholds, host side) -> (those thresholds, host evidence, diagnosis): a
+starved process is found again every tick with its host side mostly the same, and its
+evidence and advice are then the same (immutable) objects as the tick before."""
+_DESCRIBED_MAX = 512
+
+
+def _described(
+    t: Thresholds, loader: _Loader, gaps: Gaps
+) -> tuple[tuple[Evidence, ...], _Diagnosis]:
+    """:func:`_host_evidence` and :func:`_diagnose` of ``loader``, each distinct host side
+    worked out once; ``num-workers-0`` quotes the gaps' share, so it is worked out again."""
+    key = (id(t), loader)
+    found = _DESCRIBED.get(key)
+    if found is not None and found[0] is t:
+        host, diagnosis = found[1], found[2]
+        if diagnosis.subtype == "num-workers-0":
+            diagnosis = _diagnose(loader, gaps, t)
+        return host, diagnosis
+    host = tuple(_host_evidence(t, loader))
+    diagnosis = _diagnose(loader, gaps, t)
+    if len(_DESCRIBED) >= _DESCRIBED_MAX:
+        _DESCRIBED.clear()
+    _DESCRIBED[key] = (t, host, diagnosis)
+    return host, diagnosis
 
 
 def _loader(win: Window, t: Thresholds, proc: GpuProcess) -> _Loader:
