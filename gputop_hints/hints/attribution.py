@@ -59,29 +59,22 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     fine = win.gpu_fine_sm(proc.gpu_index)
     if fine is None or not win.process_samples_reported(proc.gpu_index):
         return None
-    times, values, period = fine
+    _times, values, period = fine
     # What others_sm_per_tick gives, without building it: per tick, the GPU's summed own
     # SM % less this process's own sample (none = ran nothing = 0), never below 0.
     index = proc.gpu_index
     totals = win.derived(("gpu-process-sm", index), lambda: _gpu_sm_sums(win, index))
+    ticks = win.derived(("gpu-fine-ticks", index), lambda: _fine_ticks(win, index, len(totals)))
     n_ticks = len(totals)
     ph = win.process_history(proc)
     own = ph.sm_percent.last(n_ticks) if ph else []
     pad = n_ticks - len(own)
     out: list[float] = []
     extend = out.extend
-    now, interval = win.now, win.interval_s
-    # Tick i (oldest first) covers (now - (n - i) * interval, now - (n - 1 - i) * interval];
-    # samples are in time order, so each tick's are one slice.
-    start = 0
-    for i in range(n_ticks):
-        end_t = now - (n_ticks - 1 - i) * interval + 1e-6
-        end = bisect_right(times, end_t, lo=start) if i < n_ticks - 1 else len(times)
-        if end == start:
-            continue
+    for i, tick in ticks:
         mine = own[i - pad] if i >= pad else None
         floor = max(0.0, totals[i] - (mine or 0.0))
-        rest = [v - floor if v > floor else 0.0 for v in values[start:end]]
+        rest = [v - floor if v > floor else 0.0 for v in tick]
         # The others' kernels come in bursts inside a tick too: a burst of theirs must
         # not become this process's. Within each tick its part keeps the shape of what
         # is left but averages to its own sample (none = ran nothing = 0).
@@ -92,8 +85,29 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
             extend([x if (x := r * scale) < 100.0 else 100.0 for r in rest])
         else:
             extend([target] * len(rest))
-        start = end
     return out, period
+
+
+def _fine_ticks(win: Window, index: int, n_ticks: int) -> list[tuple[int, list[float]]]:
+    """GPU ``index``'s sub-second samples cut into the window's ticks: (tick, its samples)
+    for each tick with any, oldest first (once per window and GPU: the cut is the same
+    for every process on it)."""
+    fine = win.gpu_fine_sm(index)
+    assert fine is not None
+    times, values, _period = fine
+    out: list[tuple[int, list[float]]] = []
+    now, interval = win.now, win.interval_s
+    # Tick i (oldest first) covers (now - (n - i) * interval, now - (n - 1 - i) * interval];
+    # samples are in time order, so each tick's are one slice.
+    start = 0
+    for i in range(n_ticks):
+        end_t = now - (n_ticks - 1 - i) * interval + 1e-6
+        end = bisect_right(times, end_t, lo=start) if i < n_ticks - 1 else len(times)
+        if end == start:
+            continue
+        out.append((i, values[start:end]))
+        start = end
+    return out
 
 
 def host_works_while_idle(
