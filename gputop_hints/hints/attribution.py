@@ -121,13 +121,12 @@ def host_works_while_idle(
     if own is None or ph is None:
         return None
     n = len(own)
-    idle = [i for i, v in enumerate(own) if v < below]
-    if not idle:
-        return None
+    if min(own, default=below) >= below:
+        return None  # no idle tick
     cpus = ph.cpu_percent.last(n)
     workers = ph.busy_workers.last(n)
-    known = [c for i in idle if (c := cpus[i]) is not None]
-    helpers = [w for i in idle if (w := workers[i]) is not None]
+    known = [c for v, c in zip(own, cpus, strict=True) if v < below and c is not None]
+    helpers = [w for v, w in zip(own, workers, strict=True) if v < below and w is not None]
     return bool(
         (known and sum(known) / len(known) >= busy_cpu)
         or (helpers and sum(helpers) / len(helpers) >= 0.5)

@@ -460,6 +460,12 @@ class Window:
         ph = self.process_history(proc)
         if ph is None:
             return None
+        if ticks is None:
+            # The window's own span: the list :meth:`_process_sm_window` read serves as it
+            # is where none of it is unknown (no second copy of the ring).
+            raw = self._process_sm_window(proc)
+            if raw is not None and proc.key not in self._sm_gappy:
+                return cast("list[float]", raw)
         seen = int((self.now - ph.first_seen) / self.interval_s + 1e-6) + 1
         n = max(1, min(ticks or self.ticks, seen))
         if not self.process_samples_reported(proc.gpu_index):
