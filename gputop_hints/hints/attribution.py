@@ -59,7 +59,7 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     fine = win.gpu_fine_sm(proc.gpu_index)
     if fine is None or not win.process_samples_reported(proc.gpu_index):
         return None
-    _times, values, period = fine
+    period = fine[2]
     # What others_sm_per_tick gives, without building it: per tick, the GPU's summed own
     # SM % less this process's own sample (none = ran nothing = 0), never below 0.
     index = proc.gpu_index

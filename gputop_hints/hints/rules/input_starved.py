@@ -383,14 +383,19 @@ def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     c = t.input_starved
     blocked = _loader_blocked(win, t, proc)
     # Every test that returns None below is a pure reading of the window, so their order
-    # changes no verdict: the mean (once per window and process, any rule) goes first,
-    # and rules out most processes of a busy node before the dearer burst test.
+    # changes no verdict. Over the fast window the mean (a few ticks, once per window and
+    # process) goes first: on a busy node it rules out most processes before the burst
+    # test. Over the slow window the burst test goes first: its peak is kept on append
+    # (PeakSeries), where the mean reads the whole ring.
+    fast = win.window_s <= t.general.window_s
+    if not fast and not blocked and own_burst_ruled_out(win, proc, t):
+        return None  # no burst of its own: every path but the blocked one needs one
     sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
         return None  # busy enough for every path below
     if not blocked and sm >= c.sm_mean_below_percent and not _slow_reads(win, t, proc, sm):
         return None  # neither blocked nor slow reads: only the sawtooth's bar is left
-    if not blocked and own_burst_ruled_out(win, proc, t):
+    if fast and not blocked and own_burst_ruled_out(win, proc, t):
         # Not blocked on storage (that path asks for no burst), and every other path
         # needs a burst of its own: most tenants of a shared GPU stop here.
         return None
