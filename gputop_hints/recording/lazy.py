@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.model import GpuSample, Snapshot
+from gputop_hints.recording import fastjson
 from gputop_hints.recording.format import G_INDEX, decode_gpu, valid_tick
 from gputop_hints.recording.state import DecoderState, SeekPoint
 from gputop_hints.recording.values import clean_tick, loads_line, suspect, suspect_text
@@ -38,7 +39,7 @@ def gpu_part(line: bytes) -> tuple[float, list[Any], str] | None:
         if suspect(part) if part is not None else suspect_text(text[i2 + 1 : end]):
             return None  # a number to read carefully: the full parse does
         if not line.endswith(b"\n"):
-            json.loads(line)  # a last line without its newline may be cut short
+            fastjson.loads(line)  # a last line without its newline may be cut short
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if gpus.__class__ is not list:

@@ -14,7 +14,6 @@ No Textual here.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from gputop_hints.model import Snapshot
+from gputop_hints.recording import fastjson
 from gputop_hints.recording.format import (
     FORMAT,
     SCHEMA_VERSION,
@@ -176,9 +176,7 @@ class RecordingStream:
                 continue
             yield snapshot
 
-    def ticks(
-        self, start: object | None = None
-    ) -> Iterator[tuple[list[Any], DecoderState]]:
+    def ticks(self, start: object | None = None) -> Iterator[tuple[list[Any], DecoderState]]:
         """Raw tick arrays and the decoder state they decode with, in file order.
 
         ``start`` (a :class:`SeekPoint`, from :meth:`LazyTick.position`) resumes a
@@ -376,7 +374,7 @@ class RecordingStream:
             if line[:1] != b"[":
                 continue
             try:
-                value: Any = json.loads(line)
+                value: Any = fastjson.loads(line)
             except (ValueError, RecursionError):
                 continue
             if isinstance(value, list) and value and isinstance(value[0], int | float):

@@ -27,6 +27,8 @@ import re
 from itertools import chain
 from typing import Any
 
+from gputop_hints.recording import fastjson
+
 NUMBER_LIMIT = 1e18
 """A larger magnitude is no measurement (an exabyte; a timestamp 30 billion years out)."""
 
@@ -78,6 +80,7 @@ def _suspect_bytes(line: bytes) -> bool:
         at = find(b"E", at + 1)
     return False
 
+
 _NONE = type(None)
 _NUMBER: frozenset[type] = frozenset({int, float})
 _NUMBER_OR_NONE: frozenset[type] = frozenset({int, float, _NONE})
@@ -117,7 +120,7 @@ def loads_line(line: bytes | str) -> tuple[Any, int]:
     Raises ValueError for a line that is not JSON, nested too deeply included."""
     try:
         if not _suspect_bytes(line if isinstance(line, bytes) else line.encode()):
-            return json.loads(line), 0
+            return fastjson.loads(line), 0
         replaced = _Replaced()
         value = json.loads(
             line,

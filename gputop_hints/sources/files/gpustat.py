@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
+from gputop_hints.recording import fastjson
+from gputop_hints.recording.fastjson import MISSING
 from gputop_hints.sources.files import _datelines as dates
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._incremental import drive
@@ -166,11 +168,15 @@ def json_documents(
                 on_bad(number, "not a JSON object")
                 continue
             start = number
-            try:  # one object a line, the common case: no buffer to build
-                doc, _end = decoder.raw_decode(stripped)
-            except ValueError:
-                pass  # cut short (pretty-printed), or malformed: the careful way below
-            else:
+            # One object a line, the common case: no buffer to build. What orjson reads
+            # whole, raw_decode reads the same (it would also read past trailing text).
+            doc = fastjson.try_loads(stripped)
+            if doc is MISSING:
+                try:
+                    doc, _end = decoder.raw_decode(stripped)
+                except (ValueError, RecursionError):  # too deep: a bad line, no traceback
+                    doc = MISSING  # cut short (pretty-printed), or malformed: see below
+            if doc is not MISSING:
                 if isinstance(doc, dict):
                     yield start, doc
                 else:
@@ -179,7 +185,7 @@ def json_documents(
         buffer += line + "\n"
         try:
             doc, _end = decoder.raw_decode(buffer.lstrip())
-        except ValueError:
+        except (ValueError, RecursionError):
             if len(buffer) > MAX_DOCUMENT:
                 on_bad(start, "JSON document too long or malformed")
                 buffer = ""

@@ -22,7 +22,6 @@ Keys used (``system.`` prefix, ``N`` = GPU index):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.recording import fastjson
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._table import Clock, median_interval
@@ -76,7 +76,7 @@ class WandbPlan:
 
 def _json_object(line: str) -> dict[str, Any] | None:
     try:
-        obj = json.loads(line)
+        obj = fastjson.loads(line)
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None

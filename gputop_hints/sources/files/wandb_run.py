@@ -33,7 +33,6 @@ reads up to the cut. The file is read a block at a time: constant memory.
 
 from __future__ import annotations
 
-import json
 import struct
 import zlib
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -42,6 +41,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gputop_hints.model import Snapshot
+from gputop_hints.recording import fastjson
 from gputop_hints.sources.files._base import ReadingStream
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._text import Head
@@ -243,7 +243,7 @@ def _value(value_json: str) -> object:
     except ValueError:
         pass
     try:
-        return json.loads(value_json)
+        return fastjson.loads(value_json)
     except (ValueError, RecursionError):
         return None
 
