@@ -39,7 +39,7 @@ def _orjson() -> Callable[[bytes | str], Any] | None:
         import orjson
     except ImportError:
         return None
-    return orjson.loads  # type: ignore[no-any-return]
+    return orjson.loads
 
 
 _FAST = _orjson()
@@ -82,13 +82,13 @@ def try_loads(data: bytes | str) -> Any:
     where orjson is not used or refuses the input (the caller then asks json)."""
     if _FAST is None:
         return MISSING
-    if data.__class__ is str:
+    if isinstance(data, str):
         try:
-            raw = data.encode()  # type: ignore[union-attr]
+            raw = data.encode()
         except UnicodeEncodeError:  # surrogates: json's to read
             return MISSING
     else:
-        raw = data  # type: ignore[assignment]
+        raw = data
     if raw.count(b"[") + raw.count(b"{") >= MAX_OPENINGS or _long_integer(raw):
         return MISSING
     try:
