@@ -195,6 +195,19 @@ BENCHES: list[Bench] = [
         ],
     ),
     Bench(
+        "engine-waves",
+        ["bench/engine_cost.py", "--shape", "waves", "--minutes", "10"],
+        ["bench/engine_cost.py", "--shape", "waves", "--minutes", "2", "--warm", "130"],
+        [
+            Row(
+                "hint engine, steady state (8 x 64, every process its own wave): CPU ms a "
+                "tick at minute 1 / the last minute (issue 49 goal: 1.5)",
+                rf"minute 1 {NUMBER} ms, minute \d+ {NUMBER} ms",
+                lambda g: f"{g[0]} / {g[1]} ms",
+            )
+        ],
+    ),
+    Bench(
         "tui",
         ["bench/tui_cost.py"],
         ["bench/tui_cost.py", "--ticks", "30"],

@@ -43,6 +43,7 @@ def test_every_pattern_matches_the_line_its_bench_prints(tmp_path: Path) -> None
         "  terminal output     1.02 KB/s\n",
         "terminal": "   80x24:   0.60 KB/s steady; first screen 9.1 KB; CPU 1.50 %\n",
         "engine": "  median 2.80 ms  p95 3.10 ms  max 5.00 ms per tick (goal: median <= 3 ms)\n",
+        "engine-waves": "  CPU time by uptime: minute 1 9.14 ms, minute 10 9.74 ms per tick\n",
         "tui": "  ingest    10.00  (engine 5.00, widgets 2.80)\n  total     13.70  (TUI ...)\n",
         "record": "  whole recorder process: 0.51 % of one core\n",
         "report": "recording: /tmp/x.jsonl (256 MB, 43200 ticks)\n"
