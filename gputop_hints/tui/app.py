@@ -69,6 +69,7 @@ from gputop_hints.tui.playback import END_OF_RECORDING_NOTE, PlaybackControls
 from gputop_hints.tui.screens.detail import ProcessDetailScreen
 from gputop_hints.tui.screens.main import MainScreen
 from gputop_hints.tui.themes import DEFAULT_THEME, ThemeSet, choose_theme, load_themes
+from gputop_hints.tui.truecolor import use_skip_truecolor
 from gputop_hints.tui.tty_driver import TerminalDriver
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
@@ -84,6 +85,8 @@ from gputop_hints.tui.widgets.process_table import ProcessTable
 from gputop_hints.tui.widgets.where_it_waits import StackState
 
 if TYPE_CHECKING:  # the replay machinery loads every file reader: only when replaying
+    from rich.terminal_theme import TerminalTheme
+
     from gputop_hints.sampling.replay_player import ReplayBatch, ReplayPlayer
     from gputop_hints.sources.replay import ReplaySource
 
@@ -169,6 +172,7 @@ class GputopApp(PlaybackControls):
         # shapes and attributes, not hues, carry meaning.
         self.color = color and "NO_COLOR" not in os.environ
         super().__init__()
+        use_skip_truecolor(self._filters)  # the same drawing, fewer segments rebuilt
         if not self.color:
             # no-color.org: no colour at all -- not Textual's greyscale, which still
             # writes 256-colour greys. Bold, dim, reverse and underline stay.
@@ -869,6 +873,11 @@ class GputopApp(PlaybackControls):
         )
         self.last_signal_result = result
         self.notify(result.message, severity="information" if result.sent else "error", timeout=6)
+
+    def _refresh_truecolor_filter(self, theme: TerminalTheme) -> None:
+        # Textual puts a new ANSIToTruecolor in on a theme change; keep ours instead.
+        super()._refresh_truecolor_filter(theme)
+        use_skip_truecolor(self._filters)
 
     def watch_theme(self, theme: str) -> None:
         if not self.screen_stack:

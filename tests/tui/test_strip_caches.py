@@ -108,9 +108,7 @@ def test_what_visible_rewrites_is_never_printable() -> None:
     # Line.add skips visible() for printable text: that must change nothing.
     from gputop_hints.text import visible
 
-    assert not [
-        c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c
-    ]
+    assert not [c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c]
 
 
 def _through_textual(widget: StripWidget, crop: Region) -> list[list[Segment]]:
@@ -167,3 +165,53 @@ async def test_the_cpu_panels_kept_rows_are_the_rows_built_again() -> None:
                 fresh.host, fresh.job, fresh.compact = panel.host, panel.job, panel.compact
                 built = fresh.build_lines(width, height, base, palette)
                 assert lines[: len(built)] == [list(strip) for strip in built]
+
+
+def test_the_truecolor_filter_draws_what_textuals_draws() -> None:
+    """The monitor's ANSI-to-truecolor filter gives every line what Textual's gives:
+    ANSI and 256 colours, dim text and control codes still converted, truecolor lines
+    passed through."""
+    from rich.control import Control
+    from rich.terminal_theme import MONOKAI
+    from textual.color import Color
+    from textual.filter import ANSIToTruecolor
+
+    from gputop_hints.tui.truecolor import SkipTruecolor
+
+    true = Style(color="#ff8800", bgcolor="#101010", bold=True)
+    styles = [
+        None,
+        true,
+        Style(color="#ff8800"),
+        Style(bgcolor="#202020"),
+        Style(color="#ff8800", dim=True),
+        Style(dim=True),
+        Style(color="red"),
+        Style(bgcolor="blue"),
+        Style(color="color(200)", bgcolor="#000000"),
+        Style(color="default"),
+        RED,
+        UNDER,
+    ]
+    theirs = ANSIToTruecolor(MONOKAI)
+    ours = SkipTruecolor(MONOKAI)
+    for background in (Color(0, 0, 0), Color(250, 250, 250)):
+        for first in styles:
+            for second in styles:
+                line = [Segment("ab", first), Segment(" c", true), Segment("d", second)]
+                assert ours.apply(line, background) == theirs.apply(line, background)
+        bell = Control.bell().segment
+        line = [Segment("x", true), Segment(bell.text, None, bell.control)]
+        assert ours.apply(line, background) == theirs.apply(line, background)
+
+
+async def test_the_app_keeps_its_truecolor_filter_across_a_theme_change() -> None:
+    from gputop_hints.tui.truecolor import SkipTruecolor
+
+    app = GputopApp(DemoSource("mixed", gpus=1, processes=1, seed=0), autostart=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert any(isinstance(f, SkipTruecolor) for f in app.get_line_filters())
+        for name in app.theme_names:  # Textual makes its filter again for each theme
+            app.theme = name
+            await pilot.pause()
+            assert any(isinstance(f, SkipTruecolor) for f in app.get_line_filters()), name
