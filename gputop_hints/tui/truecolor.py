@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.filter import ANSIToTruecolor
+from textual.filter import ANSIToTruecolor, LineFilter
 
 from gputop_hints.tui.textual_version import textual_major
 
@@ -75,7 +75,7 @@ class SkipTruecolor(ANSIToTruecolor):
         return segments
 
 
-def use_skip_truecolor(filters: list[object]) -> None:
+def use_skip_truecolor(filters: list[LineFilter]) -> None:
     """Replace Textual's ANSIToTruecolor in an app's ``_filters`` (in place) with a
     :class:`SkipTruecolor` of the same theme and on/off state (on Textual 8 only)."""
     if textual_major() != TEXTUAL_MAJOR:
