@@ -212,35 +212,67 @@ def merge_onto(
     a line's steady start can be merged once and kept (``merged`` is extended in place
     and returned).
     """
+    # The run being merged: its texts, its style (and what that stands for), whether
+    # it is all spaces, and the one segment it is while nothing was merged into it
+    # (given back as it came). A segment is made only when a run ends: merging
+    # ``n`` segments makes one, not ``n``. Styles are compared as rich does
+    # (``Style.__eq__`` is equal hashes), without its method call.
+    texts: list[str] = []
+    run_style: Style | None = None
+    run_own: Style | None = None
+    run_blank = False
+    single: Segment | None = None
+    if merged and not merged[-1].control:
+        single = merged.pop()
+        texts.append(single.text)
+        run_style = single.style
+        run_own = run_style if run_style is not None else base
+        run_blank = not single.text.strip(" ")
+    append = merged.append
     for segment in segments:
         text, style, control = segment
-        if control or not text:
-            merged.append(segment)
+        if control:
+            if texts:
+                append(single if single is not None else Segment("".join(texts), run_style))
+                texts = []
+            append(segment)
             continue
         own = style if style is not None else base
-        if merged:
-            last_text, last_style, last_control = merged[-1]
-            last_own = last_style if last_style is not None else base
-            if not last_control:
-                if last_style is style or last_own is own or last_own == own:
-                    merged[-1] = Segment(last_text + text, last_style)
-                    continue
-                blank = not text.strip(" ")
-                last_blank = not blank and not last_text.strip(" ")
-                if (
-                    (blank or last_blank)
-                    and own is not None
-                    and last_own is not None
-                    and own.bgcolor == last_own.bgcolor
-                    and _blank_safe(own)
-                    and _blank_safe(last_own)
-                ):
-                    if blank:
-                        merged[-1] = Segment(last_text + text, last_style)
-                    else:
-                        merged[-1] = Segment(last_text + text, style)
-                    continue
-        merged.append(Segment(text, style))
+        if texts and text:
+            if (
+                run_style is style
+                or run_own is own
+                or (run_own is not None and own is not None and hash(run_own) == hash(own))
+            ):
+                texts.append(text)
+                run_blank = run_blank and not text.strip(" ")
+                single = None
+                continue
+            blank = not text.strip(" ")
+            if (
+                (blank or run_blank)
+                and own is not None
+                and run_own is not None
+                and own.bgcolor == run_own.bgcolor
+                and _blank_safe(own)
+                and _blank_safe(run_own)
+            ):
+                texts.append(text)
+                if not blank:  # spaces before text: the run takes the text's style
+                    run_style, run_own, run_blank = style, own, False
+                single = None
+                continue
+        elif texts:  # an empty segment: kept as it is, a run of its own
+            pass
+        if texts:
+            append(single if single is not None else Segment("".join(texts), run_style))
+        texts = [text]
+        run_style, run_own = style, own
+        run_blank = not text.strip(" ")
+        # As it came: an empty one always was; otherwise one without control codes.
+        single = segment if (control is None or not text) else Segment(text, style)
+    if texts:
+        append(single if single is not None else Segment("".join(texts), run_style))
     return merged
 
 

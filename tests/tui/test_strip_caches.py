@@ -41,6 +41,74 @@ def test_a_line_merged_in_two_parts_is_the_line_merged_whole() -> None:
             assert merge_onto(start, SEGMENTS[cut:], base) == whole
 
 
+def _shows_on_blanks(style: Style) -> bool:
+    names = ("underline", "underline2", "strike", "reverse", "overline", "blink", "blink2")
+    return any(getattr(style, name) for name in names)
+
+
+def _merged_plainly(segments: list[Segment], base: Style | None) -> list[Segment]:
+    """The merge as first written: one neighbour at a time, a new segment each time."""
+    merged: list[Segment] = []
+    for segment in segments:
+        text, style, control = segment
+        if control or not text:
+            merged.append(segment)
+            continue
+        own = style if style is not None else base
+        if merged:
+            last_text, last_style, last_control = merged[-1]
+            last_own = last_style if last_style is not None else base
+            if not last_control:
+                if last_own == own:
+                    merged[-1] = Segment(last_text + text, last_style)
+                    continue
+                blank = not text.strip(" ")
+                last_blank = not blank and not last_text.strip(" ")
+                if (
+                    (blank or last_blank)
+                    and own is not None
+                    and last_own is not None
+                    and own.bgcolor == last_own.bgcolor
+                    and not _shows_on_blanks(own)
+                    and not _shows_on_blanks(last_own)
+                ):
+                    style = last_style if blank else style
+                    merged[-1] = Segment(last_text + text, style)
+                    continue
+        merged.append(Segment(text, style))
+    return merged
+
+
+def test_merging_is_the_plain_merge_on_random_lines() -> None:
+    import random
+
+    from rich.control import Control
+
+    bell = Control.bell().segment
+    styles = [
+        None,
+        RED,
+        Style(color="red", bgcolor="black"),  # equal to RED, another object
+        BLUE,
+        UNDER,
+        Style(color="red", bgcolor="white"),
+        Style(reverse=True, bgcolor="black"),
+        Style(bold=True),
+    ]
+    texts = ["", " ", "   ", "ab", " x ", "12%", "é "]
+    rng = random.Random(49)
+    for _ in range(3000):
+        line = [
+            bell if rng.random() < 0.05 else Segment(rng.choice(texts), rng.choice(styles))
+            for _ in range(rng.randrange(12))
+        ]
+        for base in (None, Style(bgcolor="black"), Style(bgcolor="white")):
+            whole = _merged_plainly(line, base)
+            assert merge_segments(line, base) == whole, (line, base)
+            cut = rng.randrange(len(line) + 1)
+            assert merge_onto(merge_segments(line[:cut], base), line[cut:], base) == whole
+
+
 def test_fitted_strip_is_adjust_cell_length() -> None:
     for width in (0, 5, 21, 22, 40):
         expected = Strip(merge_segments(SEGMENTS), 22).adjust_cell_length(width, RED)
