@@ -14,6 +14,7 @@ This module must not import Textual.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -44,143 +45,165 @@ this many, the ones gone longest are dropped first. Live processes are never
 dropped."""
 
 
+_NAN = math.nan
+_UNKNOWN_DOUBLE = (_NAN,)
+_PEAKS_SLACK = 16
+"""How many expired numbers a :class:`PeakSeries` keeps at the front of its queue before
+it drops them in one go (a series that holds steady expires one a tick)."""
+
+
 class Series:
     """A ring of ``float | None`` with a fixed capacity.
 
-    Summaries of the newest ``n`` entries (known values, mean, max, min) are kept
-    until the next append: the hints ask the same ones of one tick many times."""
+    Stored compactly (issue 49): one ``array('d')`` of ``capacity`` doubles, NaN standing
+    for an unknown entry (None), so that a value costs 8 bytes instead of a float object
+    and a deque slot. A NaN appended reads back as None (no source reports one as a
+    measurement). Reads build the lists they return afresh, oldest first.
 
-    __slots__ = ("_cache", "_unknown", "_values")
+    Summaries of the newest ``n`` entries (known count, mean, max, min) are kept until the
+    next append: the hints ask the same ones of one tick many times."""
+
+    __slots__ = ("_buf", "_cache", "_capacity", "_end", "_size", "_unknown")
 
     def __init__(self, capacity: int, prefill: int = 0) -> None:
-        self._values: deque[float | None] = deque(maxlen=capacity)
-        self._cache: dict[tuple[int, int | None], object] | None = None
+        if capacity < 1:
+            raise ValueError("a series needs a capacity of at least 1")
+        self._capacity = capacity
+        self._buf = array("d", _UNKNOWN_DOUBLE) * capacity
+        """The ring: entry number ``k`` (counting every append, prefill first) lives at
+        ``k % capacity``; ``_end`` is where the next one goes."""
+        self._end = 0
+        self._size = 0
+        self._cache: dict[tuple[int, int | None], float | int | None] | None = None
         self._unknown = 0
-        """How many entries are None (kept on append: a ring without any needs no filtering)."""
+        """How many entries are unknown (kept on append: a ring without any needs no filtering)."""
         if prefill:
-            self._values.extend([None] * min(prefill, capacity))
-            self._unknown = len(self._values)
+            filled = min(prefill, capacity)
+            self._size = self._unknown = filled
+            self._end = filled % capacity
 
     @property
     def capacity(self) -> int:
-        maxlen = self._values.maxlen
-        assert maxlen is not None
-        return maxlen
+        return self._capacity
 
     def append(self, value: float | None) -> None:
-        values = self._values
-        if len(values) == values.maxlen and values[0] is None:
-            self._unknown -= 1  # the entry the append pushes out
-        if value is None:
+        buf = self._buf
+        end = self._end
+        if self._size == self._capacity:
+            old = buf[end]
+            if old != old:
+                self._unknown -= 1  # the entry the append pushes out
+        else:
+            self._size += 1
+        if value is None or value != value:
+            buf[end] = _NAN
             self._unknown += 1
-        values.append(value)
+        else:
+            buf[end] = value
+        end += 1
+        self._end = 0 if end == self._capacity else end
         self._cache = None
 
     def __len__(self) -> int:
-        return len(self._values)
+        return self._size
 
     def __iter__(self) -> Iterator[float | None]:
-        return iter(self._values)
+        return iter(self.last())
 
     @property
     def latest(self) -> float | None:
-        return self._values[-1] if self._values else None
+        if not self._size:
+            return None
+        value = self._buf[self._end - 1]
+        return None if value != value else value
+
+    def _raw(self, m: int) -> list[float]:
+        """The newest ``m`` (``0 < m <= size``) entries as stored (NaN for unknown)."""
+        buf = self._buf
+        end = self._end
+        start = end - m
+        if start >= 0:
+            return buf[start:end].tolist()
+        out = buf[start + self._capacity :].tolist()
+        if end:
+            out.extend(buf[:end].tolist())
+        return out
+
+    def _count(self, n: int | None) -> int:
+        size = self._size
+        if n is None or n >= size:
+            return size
+        return n if n > 0 else 0
 
     def last(self, n: int | None = None) -> list[float | None]:
         """The newest ``n`` entries (all when ``n`` is None), oldest first."""
-        size = len(self._values)
-        if n is None or n >= size:
-            return list(self._values)
-        if n <= 0:
+        m = self._count(n)
+        if not m:
             return []
-        if 2 * n <= size:  # the newer half: walk in from the newest end
-            out = list(islice(reversed(self._values), n))
-            out.reverse()
-            return out
-        return list(islice(self._values, size - n, size))
-
-    def _known(self, n: int | None) -> list[float]:
-        """The newest ``n`` entries with the unknowns left out (kept until the next append)."""
-        cache = self._cache
-        if cache is None:
-            cache = self._cache = {}
-        key = (0, n)
-        found = cache.get(key)
-        if found is None:
-            values = self.last(n)
-            found = cache[key] = [v for v in values if v is not None] if self._unknown else values
-        return cast("list[float]", found)
+        out = self._raw(m)
+        if self._unknown:
+            return [None if v != v else v for v in out]
+        return cast("list[float | None]", out)
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""
-        return list(self._known(n))
+        m = self._count(n)
+        if not m:
+            return []
+        out = self._raw(m)
+        if self._unknown:
+            return [v for v in out if v == v]
+        return out
 
     def count_known(self, n: int | None = None) -> int:
-        """How many of the newest ``n`` entries are known (no copy of them)."""
-        return len(self._known(n))
+        """How many of the newest ``n`` entries are known (no copy of them kept)."""
+        if not self._unknown:
+            return self._count(n)
+        return cast("int", self._summary(0, n))
 
-    def _summary(self, kind: int, n: int | None) -> float | None:
+    def _summary(self, kind: int, n: int | None) -> float | int | None:
         cache = self._cache
-        key = (kind, n)
-        if cache is not None and key in cache:
-            return cast("float | None", cache[key])
-        values = self._known(n)
-        if not values:
-            result: float | None = None
+        if cache is None:
+            cache = self._cache = {}
+        else:
+            key = (kind, n)
+            if key in cache:
+                return cache[key]
+        values = self.known(n)
+        result: float | int | None
+        if kind == 0:
+            result = len(values)
+        elif not values:
+            result = None
         elif kind == 1:
             result = math.fsum(values) / len(values)
         elif kind == 2:
             result = max(values)
         else:
             result = min(values)
-        cache = self._cache
-        assert cache is not None
-        cache[key] = result
+        cache[(kind, n)] = result
         return result
 
     def mean(self, n: int | None = None) -> float | None:
-        cache = self._cache
-        if cache is None:
-            cache = self._cache = {}
-        elif (1, n) in cache:
-            return cast("float | None", cache[(1, n)])
-        if not self._unknown:
-            # Every entry known: fsum of the newest ones straight off the ring, no copy
-            # (fsum is exact then rounded once, so the order it reads them in is no matter).
-            ring = cast("deque[float]", self._values)  # no None in it
-            size = len(ring)
-            m = size if n is None or n >= size else max(n, 0)
-            result = (math.fsum(islice(reversed(ring), m)) / m) if m else None
-            cache[(1, n)] = result
-            return result
-        values = cache.get((0, n))
-        if values is None:
-            values = self.last(n)
-            if self._unknown:
-                values = [v for v in values if v is not None]
-            cache[(0, n)] = values
-        known = cast("list[float]", values)
-        result = math.fsum(known) / len(known) if known else None
-        cache[(1, n)] = result
-        return result
+        return cast("float | None", self._summary(1, n))
 
     def max(self, n: int | None = None) -> float | None:
-        return self._summary(2, n)
+        return cast("float | None", self._summary(2, n))
 
     def min(self, n: int | None = None) -> float | None:
-        return self._summary(3, n)
+        return cast("float | None", self._summary(3, n))
 
     def any_unknown(self) -> bool:
         """Whether any entry in the ring is None (then any of its newest ``n`` may be)."""
         return self._unknown > 0
 
     def all_unknown(self) -> bool:
-        return all(v is None for v in self._values)
+        return self._unknown == self._size
 
     def resized(self, capacity: int) -> Series:
         out = Series(capacity)
-        out._values.extend(self._values)
-        out._unknown = sum(1 for v in out._values if v is None)
+        for value in self.last(capacity):
+            out.append(value)
         return out
 
 
@@ -189,43 +212,54 @@ class PeakSeries(Series):
     append (a monotonic queue: O(1) amortized), so that the hints' slow window, which
     spans the ring, reads a process's SM peak without a pass over it."""
 
-    __slots__ = ("_appended", "_peaks")
+    __slots__ = ("_appended", "_head", "_peaks")
 
     def __init__(self, capacity: int, prefill: int = 0) -> None:
         super().__init__(capacity, prefill)
-        self._appended = len(self._values)
+        self._appended = self._size
         """How many entries were ever appended: entry ``i`` of the ring is number
-        ``_appended - len + i``."""
-        self._peaks: deque[tuple[int, float]] = deque()
-        """(number, value) of the known entries no later entry exceeds, oldest first:
-        the first is the ring's maximum (the oldest of equal ones, as ``max`` picks)."""
+        ``_appended - len + i``, stored at ``number % capacity``."""
+        self._peaks = array("q")
+        """From ``_head`` on, the numbers of the known entries no later entry exceeds,
+        oldest first: the first is the ring's maximum (the oldest of equal ones, as
+        ``max`` picks). Their values are read from the ring."""
+        self._head = 0
 
     def append(self, value: float | None) -> None:
         super().append(value)
         number = self._appended
         self._appended = number + 1
         peaks = self._peaks
-        if value is not None:
-            while peaks and peaks[-1][1] < value:
+        head = self._head
+        if value is not None and value == value:
+            buf = self._buf
+            capacity = self._capacity
+            while len(peaks) > head and buf[peaks[-1] % capacity] < value:
                 peaks.pop()
-            peaks.append((number, value))
-        oldest = self._appended - len(self._values)
-        while peaks and peaks[0][0] < oldest:
-            peaks.popleft()
+            peaks.append(number)
+        oldest = number + 1 - self._size
+        while len(peaks) > head and peaks[head] < oldest:
+            head += 1
+        if head >= _PEAKS_SLACK:  # drop the expired front now and then, not each tick
+            del peaks[:head]
+            head = 0
+        self._head = head
 
     def peak(self, n: int | None = None) -> float | None:
         """``max`` of the known entries among the newest ``n`` (None when none is): the
         oldest kept peak inside them. Cheap when they are most of the ring."""
-        size = len(self._values)
+        size = self._size
         oldest = self._appended - (size if n is None else min(n, size))
-        for number, value in self._peaks:
+        peaks = self._peaks
+        for i in range(self._head, len(peaks)):
+            number = peaks[i]
             if number >= oldest:
-                return value
+                return self._buf[number % self._capacity]
         return None
 
     def resized(self, capacity: int) -> PeakSeries:
         out = PeakSeries(capacity)
-        for value in self._values:
+        for value in self.last(capacity):
             out.append(value)
         return out
 

@@ -10,19 +10,23 @@ counting the window afresh.
 
 What is kept, per process: one entry (snapshot number, cumulative ticks present,
 busy workers, D states, known states) for each ring snapshot that lists it, and per
-ring snapshot its number -- bounded by the ring, as the snapshots themselves are.
+ring snapshot its number -- bounded by the ring, as the snapshots themselves are. A
+process's snapshot numbers are one ``array('q')``, its cumulative sums four integers an
+entry in another (issue 49: no tuple and no int objects per process per tick).
 """
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from collections import deque
 
 from gputop_hints.history import History
 from gputop_hints.model import Snapshot
 
-_Entry = tuple[int, int, int, int, int]
-"""(snapshot number, then cumulative: ticks present, busy workers, D states, known states)."""
+_WIDTH = 4
+"""Integers per entry of a process's sums (cumulative): ticks present, busy workers, D
+states, known states."""
 
 
 class HostTallies:
@@ -33,7 +37,11 @@ class HostTallies:
         self._ring: deque[tuple[Snapshot, int]] = deque()
         """The tallied snapshots, oldest first, each with its number."""
         self._next = 0
-        self._by_key: dict[tuple[int, int], deque[_Entry]] = {}
+        self._by_key: dict[tuple[int, int], array[int]] = {}
+        """Per process, the numbers of the snapshots that list it, oldest first."""
+        self._sums: dict[tuple[int, int], array[int]] = {}
+        """Per process, its cumulative sums as of each of those snapshots (``_WIDTH`` an
+        entry, in the same order)."""
 
     def sync(self, history: History) -> None:
         """Count the snapshots that entered ``history``'s ring since the last call and
@@ -52,6 +60,7 @@ class HostTallies:
         else:
             ring.clear()
             self._by_key.clear()
+            self._sums.clear()
         for snap in reversed(new):
             self._count(history, snap)
         oldest = self._next - len(snaps)
@@ -60,10 +69,15 @@ class HostTallies:
         for key in list(self._by_key):
             entries = self._by_key[key]
             # One entry before the ring is kept: a window's sum starts after it.
-            while len(entries) > 1 and entries[1][0] < oldest:
-                entries.popleft()
-            if entries[-1][0] < oldest:
+            drop = 0
+            while drop + 1 < len(entries) and entries[drop + 1] < oldest:
+                drop += 1
+            if drop:
+                del entries[:drop]
+                del self._sums[key][: drop * _WIDTH]
+            if entries[-1] < oldest:
                 del self._by_key[key]
+                del self._sums[key]
 
     def _count(self, history: History, snap: Snapshot) -> None:
         number = self._next
@@ -76,15 +90,15 @@ class HostTallies:
                 if state is not None:
                     known += 1
                     d += state == "D"
-            entries = self._by_key.get(key)
-            if entries is None:
-                entries = self._by_key[key] = deque()
-                entries.append((number, 1, p.busy_workers(threshold), d, known))
+            numbers = self._by_key.get(key)
+            if numbers is None:
+                self._by_key[key] = array("q", (number,))
+                self._sums[key] = array("q", (1, p.busy_workers(threshold), d, known))
             else:
-                _, n, busy, ds, knowns = entries[-1]
-                entries.append(
-                    (number, n + 1, busy + p.busy_workers(threshold), ds + d, knowns + known)
-                )
+                numbers.append(number)
+                sums = self._sums[key]
+                n, busy, ds, knowns = sums[-_WIDTH:]
+                sums.extend((n + 1, busy + p.busy_workers(threshold), ds + d, knowns + known))
 
     def covers(self, history: History) -> bool:
         """Whether these tallies are of ``history``'s ring as it is now."""
@@ -95,17 +109,13 @@ class HostTallies:
     def window(self, key: tuple[int, int], ticks: int) -> tuple[int, int, int, int]:
         """Over the newest ``ticks`` snapshots: (ticks ``key`` was listed, its busy workers
         summed, its D states, its known states). Call only where :meth:`covers` holds."""
-        entries = self._by_key.get(key)
-        if not entries:
+        numbers = self._by_key.get(key)
+        if not numbers:
             return 0, 0, 0, 0
-        first = self._next - ticks
-        _, n, busy, d, known = entries[-1]
-        at = bisect_left(entries, first, key=_number) - 1
+        sums = self._sums[key]
+        n, busy, d, known = sums[-_WIDTH:]
+        at = bisect_left(numbers, self._next - ticks) - 1
         if at >= 0:
-            _, n0, busy0, d0, known0 = entries[at]
+            n0, busy0, d0, known0 = sums[at * _WIDTH : (at + 1) * _WIDTH]
             return n - n0, busy - busy0, d - d0, known - known0
         return n, busy, d, known
-
-
-def _number(entry: _Entry) -> int:
-    return entry[0]
