@@ -117,8 +117,12 @@ class Series:
         value = self._buf[self._end - 1]
         return None if value != value else value
 
-    def _raw(self, m: int) -> list[float]:
-        """The newest ``m`` (``0 < m <= size``) entries as stored (NaN for unknown)."""
+    def _raw(self, n: int | None) -> list[float]:
+        """The newest ``n`` entries (all when ``n`` is None) as stored: NaN for unknown."""
+        size = self._size
+        m = size if n is None or n >= size else n
+        if m <= 0:
+            return []
         buf = self._buf
         end = self._end
         start = end - m
@@ -129,28 +133,22 @@ class Series:
             out.extend(buf[:end].tolist())
         return out
 
-    def _count(self, n: int | None) -> int:
-        size = self._size
-        if n is None or n >= size:
-            return size
-        return n if n > 0 else 0
-
     def last(self, n: int | None = None) -> list[float | None]:
         """The newest ``n`` entries (all when ``n`` is None), oldest first."""
-        m = self._count(n)
-        if not m:
-            return []
-        out = self._raw(m)
+        size = self._size
+        m = size if n is None or n >= size else n
+        start = self._end - m
+        if m > 0 and start >= 0:  # no wrap (_raw's, without its call: the hints' hot read)
+            out = self._buf[start : self._end].tolist()
+        else:
+            out = self._raw(m)
         if self._unknown:
             return [None if v != v else v for v in out]
         return cast("list[float | None]", out)
 
     def known(self, n: int | None = None) -> list[float]:
         """The newest ``n`` entries with the unknowns left out."""
-        m = self._count(n)
-        if not m:
-            return []
-        out = self._raw(m)
+        out = self._raw(n)
         if self._unknown:
             return [v for v in out if v == v]
         return out
@@ -158,7 +156,8 @@ class Series:
     def count_known(self, n: int | None = None) -> int:
         """How many of the newest ``n`` entries are known (no copy of them kept)."""
         if not self._unknown:
-            return self._count(n)
+            size = self._size
+            return size if n is None or n >= size else max(n, 0)
         return cast("int", self._summary(0, n))
 
     def _summary(self, kind: int, n: int | None) -> float | int | None:
@@ -185,7 +184,19 @@ class Series:
         return result
 
     def mean(self, n: int | None = None) -> float | None:
-        return cast("float | None", self._summary(1, n))
+        # The hints' most asked summary: _summary's work, without its calls.
+        key = (1, n)
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        elif key in cache:
+            return cast("float | None", cache[key])
+        values = self._raw(n)
+        if self._unknown:
+            values = [v for v in values if v == v]
+        result = math.fsum(values) / len(values) if values else None
+        cache[key] = result
+        return result
 
     def max(self, n: int | None = None) -> float | None:
         return cast("float | None", self._summary(2, n))
