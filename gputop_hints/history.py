@@ -138,10 +138,8 @@ class Series:
         size = self._size
         m = size if n is None or n >= size else n
         start = self._end - m
-        if m > 0 and start >= 0:  # no wrap (_raw's, without its call: the hints' hot read)
-            out = self._buf[start : self._end].tolist()
-        else:
-            out = self._raw(m)
+        # No wrap: _raw's slice without its call (the hints' hottest read).
+        out = self._buf[start : self._end].tolist() if m > 0 and start >= 0 else self._raw(m)
         if self._unknown:
             return [None if v != v else v for v in out]
         return cast("list[float | None]", out)

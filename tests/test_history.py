@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import random
 
-from gputop_hints.history import MAX_GONE_PROCESSES, History, Series
+from gputop_hints.history import MAX_GONE_PROCESSES, History, PeakSeries, Series
 from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot, UtilizationSample
 
 
@@ -154,3 +155,49 @@ def test_a_window_mean_is_the_exact_mean_of_its_readings_tick_by_tick() -> None:
             expected = math.fsum(known) / len(known) if known else None
             assert s.mean(n) == expected, (k, n)
             assert s.mean(n) == expected, (k, n)  # asked again in the tick
+
+
+def test_every_read_of_a_ring_matches_the_readings_kept_through_many_wraps() -> None:
+    # The ring against the plain list of what was appended, over many wraps, a prefill,
+    # unknown stretches and a NaN (read as unknown, as a source's missing reading), at
+    # every tick and every read a caller makes.
+    rng = random.Random(49)
+    for capacity, prefill in ((1, 0), (5, 3), (13, 20)):
+        s = Series(capacity, prefill=prefill)
+        model: list[float | None] = [None] * min(prefill, capacity)
+        for k in range(90):
+            value = rng.choice([None, math.nan, 0.0, -0.0, 50.0, rng.uniform(0, 1e9)])
+            s.append(value)
+            model.append(None if value is None or value != value else value)
+            model = model[-capacity:]
+            assert list(s) == s.last() == model
+            assert len(s) == len(model)
+            assert s.latest == model[-1]
+            assert s.all_unknown() == all(v is None for v in model)
+            for n in (None, -1, 0, 1, 2, capacity - 1, capacity, capacity + 4):
+                tail = model if n is None else model[max(len(model) - n, 0) :] if n > 0 else []
+                known = [v for v in tail if v is not None]
+                assert s.last(n) == tail, (k, n)
+                assert s.known(n) == known
+                assert s.count_known(n) == len(known)
+                assert s.min(n) == (min(known) if known else None)
+                assert s.max(n) == (max(known) if known else None)
+        smaller = s.resized(max(1, capacity - 2))
+        assert smaller.last() == model[-max(1, capacity - 2) :]
+
+
+def test_a_steady_process_keeps_its_peak_through_hours_of_ticks() -> None:
+    # A process's SM series (a PeakSeries) holding one level for over an hour, every
+    # reading equal, with a spike now and then and a gap or two: the peak of any window
+    # is the spike while it is inside it, the level after -- the peaks kept are dropped
+    # as they leave the ring, however long the run.
+    series = PeakSeries(History.capacity_for(120.0, 1.0), prefill=30)
+    model: list[float | None] = [None] * 30
+    for t in range(4000):
+        value = None if t % 997 == 5 else 90.0 if t % 150 == 0 else 50.0
+        series.append(value)
+        model = [*model, value][-series.capacity :]
+        for n in (None, 1, 10, 121):
+            tail = model if n is None else model[-n:]
+            known = [v for v in tail if v is not None]
+            assert series.peak(n) == (max(known) if known else None), (t, n)
