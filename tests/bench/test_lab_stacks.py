@@ -60,9 +60,28 @@ def test_num_workers_0_loads_in_the_main_process(lab: Lab) -> None:
     assert any(name in top.function for name in ("load_sample", "load_batch")), top
 
 
+def _top_frames(reading: StackReading) -> list[str]:
+    """Each category's share and top frame: what a failure names."""
+    out = []
+    for c in reading.categories:
+        top = c.top_frames[0].frame.function if c.top_frames else "-"
+        out.append(f"{c.name} {c.share * 100:.0f} % at {top}")
+    return out
+
+
 def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
-    reading = _stacks(lab, "too-few-workers")
-    assert _dominant(reading) == "waiting-for-batch", where_it_waits(reading)
+    """The one worker is slower than the step: the main thread waits for its batch. As
+    for slow-storage, on a host whose cores other work held before the run the launches
+    run late and can outweigh the wait (docs/lab.md): skipped then, with the figures."""
+    run = _run(lab, "too-few-workers")
+    reading = run.stacks
+    assert reading is not None
+    if _dominant(reading) != "waiting-for-batch" and run.host_busy_before > HOST_BUSY_MAX:
+        pytest.skip(
+            f"the host was {run.host_busy_before:.0f} % busy before the run "
+            f"(> {HOST_BUSY_MAX:g} %): {_top_frames(reading)}"
+        )
+    assert _dominant(reading) == "waiting-for-batch", _top_frames(reading)
     waiting = reading.categories[0].top_frames[0].frame
     assert waiting.function.endswith("Loader.next_batch"), waiting
     # The one worker is the busy one, in its transform.
