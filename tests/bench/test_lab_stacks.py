@@ -69,11 +69,12 @@ def _top_frames(reading: StackReading) -> list[str]:
     return out
 
 
-def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
-    """The one worker is slower than the step: the main thread waits for its batch. As
-    for slow-storage, on a host whose cores other work held before the run the launches
-    run late and can outweigh the wait (docs/lab.md): skipped then, with the figures."""
-    run = _run(lab, "too-few-workers")
+def _waits_for_a_workers_batch(lab: Lab, name: str) -> StackReading:
+    """Run scenario ``name``, whose main thread waits for one worker's batch
+    (``Loader.next_batch``), and check that it does. On a host whose cores other work held
+    before the run, the launches themselves run late and can outweigh the wait
+    (docs/lab.md): skipped then, with the figures."""
+    run = _run(lab, name)
     reading = run.stacks
     assert reading is not None
     if _dominant(reading) != "waiting-for-batch" and run.host_busy_before > HOST_BUSY_MAX:
@@ -84,6 +85,12 @@ def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
     assert _dominant(reading) == "waiting-for-batch", _top_frames(reading)
     waiting = reading.categories[0].top_frames[0].frame
     assert waiting.function.endswith("Loader.next_batch"), waiting
+    return reading
+
+
+def test_too_few_workers_waits_for_the_next_batch(lab: Lab) -> None:
+    """The one worker is slower than the step: the main thread waits for its batch."""
+    reading = _waits_for_a_workers_batch(lab, "too-few-workers")
     # The one worker is the busy one, in its transform.
     assert len(reading.workers) == 1
     worker = reading.workers[0]
@@ -129,13 +136,4 @@ def test_slow_storage_waits_for_the_workers_batch(lab: Lab) -> None:
     what input-starved/storage-bound says. On a host whose cores other work holds, the
     launches themselves run late and can outweigh the wait (docs/lab.md): skipped then,
     with the figures."""
-    run = _run(lab, "slow-storage")
-    reading = run.stacks
-    assert reading is not None
-    if _dominant(reading) != "waiting-for-batch" and run.host_busy_before > HOST_BUSY_MAX:
-        pytest.skip(
-            f"the host was {run.host_busy_before:.0f} % busy before the run "
-            f"(> {HOST_BUSY_MAX:g} %): {where_it_waits(reading)}"
-        )
-    assert _dominant(reading) == "waiting-for-batch", where_it_waits(reading)
-    assert reading.categories[0].top_frames[0].frame.function.endswith("Loader.next_batch")
+    _waits_for_a_workers_batch(lab, "slow-storage")
