@@ -77,6 +77,21 @@ def test_a_damaged_file_is_compiled_past_and_written_again(tmp_path: Path) -> No
     assert probe(tmp_path)["compiled"] == 0  # the damaged file was replaced by a good one
 
 
+def test_a_damaged_entry_is_compiled_again_and_the_rest_are_read(tmp_path: Path) -> None:
+    import marshal
+
+    first = probe(tmp_path)
+    path = cache_file(tmp_path)
+    codes = marshal.loads(path.read_bytes())
+    damaged = next(iter(codes))
+    codes[damaged] = b"\x00not a code object"
+    path.write_bytes(marshal.dumps(codes))
+    again = probe(tmp_path)
+    assert again["compiled"] == 1 and again["known"] == first["known"]
+    assert again["equal"] is True and again["repr"] == first["repr"]
+    assert probe(tmp_path)["compiled"] == 0  # the entry was written again, good
+
+
 def test_an_unwritable_cache_home_costs_only_time(tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory\n")
