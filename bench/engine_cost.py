@@ -9,7 +9,11 @@ this machine). Goal (issue 23): median <= 3 ms at 8 x 64.
 Wall time moves with the machine's load; two figures that do not (much) come with it:
 the median CPU time of a tick (``time.process_time``) and, with ``--calls``, the Python
 calls a tick makes (the measured ticks run again under cProfile, on a copy of the state).
-``--rules`` runs the measured ticks again on another copy, each rule's check timed apart,
+``--digest`` prints, instead of timings, a sha256 of every tick's raw findings (each
+rule's own, before hysteresis: rule, subject, severity, label, summary, evidence) and
+visible findings for waves 8 x 64 (400 ticks), the mixed demo 8 x 64 and every demo
+scenario at 2 x 5: a change meant to cost less must print the same digests (no verdict
+moved). ``--rules`` runs the measured ticks again on another copy, each rule's check timed apart,
 and prints the CPU ms a tick of the costliest rules (where a tick's time goes).
 
 ``--shape waves`` is the steady state the demo never reaches (issue 49): every process
@@ -20,7 +24,7 @@ minutes of simulated ticks after the warm-up and prints the median CPU ms of min
 and of minute M, so that a cost growing with uptime shows.
 
     PYTHONPATH=. .venv/bin/python bench/engine_cost.py [--shape demo|waves] [--gpus 8]
-        [--processes 64] [--ticks 300] [--minutes 10] [--calls] [--rules]
+        [--processes 64] [--ticks 300] [--minutes 10] [--calls] [--rules] [--digest]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import argparse
 import copy
 import cProfile
 import dataclasses
+import hashlib
 import math
 import os
 import pstats
@@ -44,6 +49,7 @@ from gputop_hints.hints.thresholds import Thresholds
 from gputop_hints.hints.window import Window
 from gputop_hints.model import Snapshot
 from gputop_hints.sources.demo import DemoSource
+from gputop_hints.sources.demo.scenarios import SCENARIOS
 
 
 def waves(gpus: int, processes: int) -> Iterator[Snapshot]:
@@ -92,7 +98,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rules", action="store_true", help="also print the CPU ms a tick of the costliest rules"
     )
+    parser.add_argument(
+        "--digest",
+        action="store_true",
+        help="print a sha256 of every tick's raw and visible findings (waves 8 x 64, the "
+        "mixed demo 8 x 64, every demo scenario at 2 x 5) instead of timings",
+    )
     args = parser.parse_args(argv)
+    if args.digest:
+        _print_digests()
+        return 0
     if args.shape == "waves":
         ticks = waves(args.gpus, args.processes)
         name = "waves"
@@ -185,6 +200,52 @@ def _print_rule_costs(diagnoser: Diagnoser, snaps: list[Snapshot]) -> None:
         print(f"    {spec_id:<24} {seconds / n * 1000:.2f}")
     rest = sum(seconds for _, seconds in ranked[6:])
     print(f"    {'the other ' + str(len(ranked) - 6) + ' rules':<24} {rest / n * 1000:.2f}")
+
+
+def _finding_text(f: Finding) -> str:
+    evidence = ";".join(
+        f"{e.metric}|{e.value!r}|{e.threshold}|{e.unit}|{e.scope.value}|{e.met}" for e in f.evidence
+    )
+    return (
+        f"{f.rule}|{f.subtype}|{f.subject}|{f.subject.gpu_index}|{f.severity.label}|{f.label}|"
+        f"{f.summary}|{f.started_at!r}|{evidence}"
+    )
+
+
+def _digest(ticks: Iterator[Snapshot], count: int) -> str:
+    """A sha256 of every tick's raw findings (each rule's, in rule order) and visible ones."""
+    diagnoser = Diagnoser(Thresholds.defaults(), interval_s=1.0)
+    raw: list[Finding] = []
+
+    def recorded(check: Rule) -> Rule:
+        def run(win: Window, t: Thresholds) -> list[Finding]:
+            found = check(win, t)
+            raw.extend(found)
+            return found
+
+        return run
+
+    engine = diagnoser.engine
+    engine.rules = [dataclasses.replace(s, check=recorded(s.check)) for s in engine.rules]
+    digest = hashlib.sha256()
+    for i in range(count):
+        raw.clear()
+        visible = diagnoser.feed(next(ticks))
+        digest.update(f"tick {i}\n".encode())
+        for f in raw:
+            digest.update(("raw " + _finding_text(f) + "\n").encode())
+        for f in visible:
+            digest.update(("visible " + _finding_text(f) + "\n").encode())
+    return digest.hexdigest()[:16]
+
+
+def _print_digests() -> None:
+    print(f"  {'waves 8x64 (400 ticks)':<40}{_digest(waves(8, 64), 400)}")
+    mixed = DemoSource("mixed", gpus=8, processes=64)
+    print(f"  {'demo mixed 8x64 (300)':<40}{_digest(iter(mixed.sample, None), 300)}")
+    for name in SCENARIOS:
+        source = DemoSource(name, gpus=2, processes=5)
+        print(f"  demo {name} 2x5 (240)".ljust(42) + f"{_digest(iter(source.sample, None), 240)}")
 
 
 if __name__ == "__main__":
