@@ -129,6 +129,7 @@ class Window:
         self._sm_gappy: set[tuple[int, int]] = set()
         self._sm_mean: dict[tuple[int, int], float | None] = {}
         self._sm_peak: dict[tuple[int, int], float | None] = {}
+        self._sm_batched = False
         self._reported: dict[int, bool] | None = None
         self._fine_sm: dict[int, tuple[list[float], list[float], float] | None] = {}
         self._others: dict[tuple[int, int, float], list[GpuProcess]] = {}
@@ -490,6 +491,54 @@ class Window:
         raw[key] = values
         return values
 
+    def _sm_batch(self) -> None:
+        """Every listed process's own SM window, mean and peak in one pass (once per
+        window): :meth:`process_sm_mean` and :meth:`process_sm_peak` are asked of each
+        process several times a tick, and this is each one's first answer without the
+        per-process calls. The same values as :meth:`_process_sm_window`, the mean and
+        the peak work out one process at a time (the same lists, the same fsum)."""
+        self._sm_batched = True
+        if not self.latest.processes:
+            return
+        self.process_samples_reported(0)  # fills self._reported for every GPU
+        reported = self._reported or {}
+        histories = self.history.processes
+        raw, gappy, means, peaks = self._sm_raw, self._sm_gappy, self._sm_mean, self._sm_peak
+        now, interval, ticks = self.now, self.interval_s, self.ticks
+        most = self._most_of_ring
+        fsum = math.fsum
+        for proc in self.latest.processes:
+            key = (proc.pid, proc.gpu_index)
+            if key in raw or key in means or key in peaks:
+                continue  # asked one at a time already: left to those paths
+            ph = histories.get(key)
+            if ph is None or not reported.get(proc.gpu_index, False):
+                raw[key] = None
+                continue
+            series = ph.sm_percent
+            seen = int((now - ph.first_seen) / interval + 1e-6) + 1
+            n = ticks if ticks < seen else seen
+            if n < 1:
+                n = 1
+            values = series.last(n) or None
+            raw[key] = values
+            if values is None:
+                means[key] = peaks[key] = None
+                continue
+            unknown = series.any_unknown()
+            if unknown and None in values:
+                gappy.add(key)
+                known = [v for v in values if v is not None]
+                means[key] = fsum(known) / len(values)
+                found = max(known, default=0.0)
+                peaks[key] = found if found > 0.0 else 0.0
+                continue
+            means[key] = fsum(cast("list[float]", values)) / len(values)
+            if most and not unknown and isinstance(series, PeakSeries):
+                peaks[key] = series.peak(n)
+            else:
+                peaks[key] = max(cast("list[float]", values))
+
     def _sm_ticks(self, ph: ProcessHistory) -> int:
         """How many of the newest entries of a process's own SM series the window covers:
         never more than since it was first seen (as :meth:`_process_sm_values`)."""
@@ -504,6 +553,10 @@ class Window:
         means = self._sm_mean
         if key in means:
             return means[key]
+        if not self._sm_batched:
+            self._sm_batch()
+            if key in means:
+                return means[key]
         values = self._process_sm_window(proc)
         mean: float | None = None
         if values is not None:
@@ -522,6 +575,10 @@ class Window:
         peaks = self._sm_peak
         if key in peaks:
             return peaks[key]
+        if not self._sm_batched:
+            self._sm_batch()
+            if key in peaks:
+                return peaks[key]
         peak: float | None = None
         ph = self.history.processes.get(key) if self._most_of_ring else None
         series = ph.sm_percent if ph is not None else None
