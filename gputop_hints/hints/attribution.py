@@ -13,6 +13,7 @@ Computed once per window (``Window.derived``).
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import compress
 
 from gputop_hints.hints.window import Window
 from gputop_hints.model import GpuProcess
@@ -123,10 +124,15 @@ def host_works_while_idle(
     n = len(own)
     if min(own, default=below) >= below:
         return None  # no idle tick
-    cpus = ph.cpu_percent.last(n)
-    workers = ph.busy_workers.last(n)
-    known = [c for v, c in zip(own, cpus, strict=True) if v < below and c is not None]
-    helpers = [w for v, w in zip(own, workers, strict=True) if v < below and w is not None]
+    # The idle ticks' mask once, then each series' readings in them picked in C
+    # (compress): the same readings, in the same order, as a zip over each.
+    idle = [v < below for v in own]
+    known = list(compress(ph.cpu_percent.last(n), idle))
+    if None in known:
+        known = [c for c in known if c is not None]
+    helpers = list(compress(ph.busy_workers.last(n), idle))
+    if None in helpers:
+        helpers = [w for w in helpers if w is not None]
     return bool(
         (known and sum(known) / len(known) >= busy_cpu)
         or (helpers and sum(helpers) / len(helpers) >= 0.5)
