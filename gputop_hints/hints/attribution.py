@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from itertools import compress
+from typing import cast
 
 from gputop_hints.hints.window import Window
 from gputop_hints.model import GpuProcess
@@ -127,12 +128,12 @@ def host_works_while_idle(
     # The idle ticks' mask once, then each series' readings in them picked in C
     # (compress): the same readings, in the same order, as a zip over each.
     idle = [v < below for v in own]
-    known = list(compress(ph.cpu_percent.last(n), idle))
-    if None in known:
-        known = [c for c in known if c is not None]
-    helpers = list(compress(ph.busy_workers.last(n), idle))
-    if None in helpers:
-        helpers = [w for w in helpers if w is not None]
+    cpus = list(compress(ph.cpu_percent.last(n), idle))
+    known = cast("list[float]", [c for c in cpus if c is not None] if None in cpus else cpus)
+    workers = list(compress(ph.busy_workers.last(n), idle))
+    helpers = cast(
+        "list[float]", [w for w in workers if w is not None] if None in workers else workers
+    )
     return bool(
         (known and sum(known) / len(known) >= busy_cpu)
         or (helpers and sum(helpers) / len(helpers) >= 0.5)

@@ -52,7 +52,8 @@ def _server_in(command: str) -> str | None:
 
 def is_server(proc: GpuProcess) -> bool:
     """Whether ``proc`` is an inference server (its idle stretches wait for requests)."""
-    return server_name(proc) is not None
+    # server_name's body inline: asked of every process by several rules every tick.
+    return _server_in(proc.command or proc.name or "") is not None
 
 
 _COMPILE_WORKER = re.compile(r"torch/_inductor/compile_worker\b")

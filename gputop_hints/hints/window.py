@@ -533,11 +533,12 @@ class Window:
                 found = max(known, default=0.0)
                 peaks[key] = found if found > 0.0 else 0.0
                 continue
-            means[key] = fsum(cast("list[float]", values)) / len(values)
+            known_values: list[float] = values  # type: ignore[assignment]  # none unknown
+            means[key] = fsum(known_values) / len(known_values)
             if most and not unknown and isinstance(series, PeakSeries):
                 peaks[key] = series.peak(n)
             else:
-                peaks[key] = max(cast("list[float]", values))
+                peaks[key] = max(known_values)
 
     def _sm_ticks(self, ph: ProcessHistory) -> int:
         """How many of the newest entries of a process's own SM series the window covers:
