@@ -130,6 +130,7 @@ class Window:
         self._sm_mean: dict[tuple[int, int], float | None] = {}
         self._sm_peak: dict[tuple[int, int], float | None] = {}
         self._sm_batched = False
+        self._gpu_by_index: dict[int, GpuSample] | None = None
         self._reported: dict[int, bool] | None = None
         self._fine_sm: dict[int, tuple[list[float], list[float], float] | None] = {}
         self._others: dict[tuple[int, int, float], list[GpuProcess]] = {}
@@ -207,7 +208,14 @@ class Window:
     # --- GPUs -------------------------------------------------------------------
 
     def gpu(self, index: int) -> GpuSample | None:
-        return self.latest.gpu(index)
+        """``latest.gpu(index)``, from an index of the newest snapshot's GPUs made once
+        per window (the first listed with an index, as ``Snapshot.gpu`` finds it)."""
+        by_index = self._gpu_by_index
+        if by_index is None:
+            by_index = self._gpu_by_index = {}
+            for g in reversed(self.latest.gpus):
+                by_index[g.index] = g
+        return by_index.get(index)
 
     def gpu_sm_mean(self, index: int) -> float | None:
         gh = self.history.gpus.get(index)
@@ -427,7 +435,8 @@ class Window:
         return level, since, rise
 
     def process_history(self, proc: GpuProcess) -> ProcessHistory | None:
-        return self.history.process(proc.pid, proc.gpu_index)
+        # History.process and GpuProcess.key inline: asked ~450 times a tick at 8 x 64.
+        return self.history.processes.get((proc.pid, proc.gpu_index))
 
     def process_samples_reported(self, index: int) -> bool:
         """Whether NVML gives per-process SM samples on GPU ``index`` (any process, any tick).
@@ -612,7 +621,7 @@ class Window:
         return idle_gaps(values, self.interval_s, below, min_gap_s, fine=False)
 
     def process_cpu_mean(self, proc: GpuProcess) -> float | None:
-        ph = self.process_history(proc)
+        ph = self.history.processes.get((proc.pid, proc.gpu_index))
         return ph.cpu_percent.mean(self.ticks) if ph else proc.cpu_percent
 
     def process_workers_cpu_mean(self, proc: GpuProcess) -> float | None:
