@@ -280,26 +280,28 @@ class HintEngine:
         below = self.thresholds.idle_holding_vram.sm_below_percent
         reported = {p.gpu_index for p in snap.processes if p.sm_percent is not None}
         keys = set()
+        gpus = {g.index: g for g in reversed(snap.gpus)}  # snap.gpu's first match, indexed
         for p in snap.processes:
-            keys.add(p.key)
+            key = (p.pid, p.gpu_index)  # GpuProcess.key, without its call (64 a tick)
+            keys.add(key)
             if p.gpu_index in reported:
                 busy = p.sm_percent is not None and p.sm_percent >= below
             else:
                 busy = self._gpu_active_at.get(p.gpu_index) == snap.timestamp
             if busy:
-                self._process_active_at[p.key] = snap.timestamp
-            elif p.key not in self._process_active_at:
+                self._process_active_at[key] = snap.timestamp
+            elif key not in self._process_active_at:
                 # First sight of an idle process: the history may hold its idle spell.
-                self._process_active_at[p.key] = self._last_active_in_ring(
-                    history, snap, p.key, p.gpu_index in reported
+                self._process_active_at[key] = self._last_active_in_ring(
+                    history, snap, key, p.gpu_index in reported
                 )
-            gpu = snap.gpu(p.gpu_index)
+            gpu = gpus.get(p.gpu_index)
             total = gpu.vram_total_bytes if gpu and gpu.vram_total_bytes else None
             level = float(p.vram_bytes or 0)
-            old = self._vram_steady_since.get(p.key)
+            old = self._vram_steady_since.get(key)
             tolerance = (total or level or 1.0) * VRAM_STEADY_SHARE
             if old is None or abs(level - old[0]) > tolerance:
-                ph = history.processes.get(p.key)
+                ph = history.processes.get(key)
                 values = ph.vram_bytes.last() if ph else [level]
                 at = len(values) - 1
                 since = snap.timestamp
@@ -315,7 +317,7 @@ class HintEngine:
                     back = (len(values) - 1 - at) * snap.interval_s
                     since = max(ph.first_seen, snap.timestamp - back)
                 rise = vram_rise(values, at, snap.interval_s)
-                self._vram_steady_since[p.key] = (level, since, rise)
+                self._vram_steady_since[key] = (level, since, rise)
         for key in set(self._process_active_at) - keys:
             del self._process_active_at[key]
             self._vram_steady_since.pop(key, None)

@@ -393,8 +393,9 @@ class Window:
         From the engine's record where there is one; else the process's own ring
         (no sample = ran nothing), else the device's idle time.
         """
-        if self.process_active_at is not None and proc.key in self.process_active_at:
-            return max(0.0, self.now - self.process_active_at[proc.key])
+        key = (proc.pid, proc.gpu_index)  # GpuProcess.key, without its call
+        if self.process_active_at is not None and key in self.process_active_at:
+            return max(0.0, self.now - self.process_active_at[key])
         values = self.process_sm_values(proc, ticks=len(self.history))
         if values is None:
             ph = self.process_history(proc)
@@ -486,7 +487,7 @@ class Window:
         """The newest entries of ``proc``'s own SM series that :meth:`process_sm_values`
         covers, unknowns not yet read as 0 (once per window and process; None where that
         is None or empty)."""
-        key = proc.key
+        key = (proc.pid, proc.gpu_index)  # GpuProcess.key, without its call
         raw = self._sm_raw
         if key in raw:
             return raw[key]
@@ -559,7 +560,7 @@ class Window:
         """The process's own SM % mean over the window (no sample = ran nothing = 0),
         without building :meth:`process_sm_values`: a missing sample reads 0 there, which
         adds nothing to the (exact) sum."""
-        key = proc.key
+        key = (proc.pid, proc.gpu_index)  # GpuProcess.key, without its call
         means = self._sm_mean
         if key in means:
             return means[key]
@@ -581,7 +582,7 @@ class Window:
         """The process's own SM % peak over the window (no sample = ran nothing = 0);
         None where :meth:`process_sm_values` is None or empty. A missing sample lowers no
         maximum of percentages."""
-        key = proc.key
+        key = (proc.pid, proc.gpu_index)  # GpuProcess.key, without its call
         peaks = self._sm_peak
         if key in peaks:
             return peaks[key]
@@ -642,7 +643,7 @@ class Window:
         costs the same); else counted, only for processes a rule gets far enough to ask
         about.
         """
-        key = proc.key
+        key = (proc.pid, proc.gpu_index)  # GpuProcess.key, without its call
         cached = self._host_cache.get(key)
         if cached is not None:
             return cached
