@@ -75,7 +75,9 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     extend = out.extend
     for i, tick in ticks:
         mine = own[i - pad] if i >= pad else None
-        floor = max(0.0, totals[i] - (mine or 0.0))
+        floor = totals[i] - (mine or 0.0)
+        if not floor > 0.0:
+            floor = 0.0  # max(0.0, ...) without its call
         rest = [v - floor if v > floor else 0.0 for v in tick]
         # The others' kernels come in bursts inside a tick too: a burst of theirs must
         # not become this process's. Within each tick its part keeps the shape of what

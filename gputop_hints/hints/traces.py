@@ -82,10 +82,12 @@ def idle_gaps(
             continue
         end = prev + 1
         length = (end - start) * period_s
-        if start > 0:
-            length += max(0.0, 100.0 - values[start - 1]) / 100.0 * period_s
-        if end < n:
-            length += max(0.0, 100.0 - values[end]) / 100.0 * period_s
+        # max(0.0, idle) without its call (a run's two edges, every run of every trace):
+        # adding nothing where the edge is not idle at all is adding max's 0.0.
+        if start > 0 and (edge := 100.0 - values[start - 1]) > 0.0:
+            length += edge / 100.0 * period_s
+        if end < n and (edge := 100.0 - values[end]) > 0.0:
+            length += edge / 100.0 * period_s
         if length >= min_gap_s - 1e-9:
             idle += length
             count += 1

@@ -73,8 +73,10 @@ def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
     if active is not None:
         # GPM counts the SMs that hold warps: a kernel spinning on a flag keeps only
         # NCCL's few channel blocks resident, so this decides, power or not.
-        return low is not None and low >= c.spin_sm_above_percent and (
-            active < c.spin_sm_active_below_percent
+        return (
+            low is not None
+            and low >= c.spin_sm_above_percent
+            and (active < c.spin_sm_active_below_percent)
         )
     share = power_share(win, index)
     return (
@@ -606,7 +608,6 @@ def utilization_overstated(win: Window, t: Thresholds, index: int) -> Overstated
     return Overstated(share, None)
 
 
-
 def clock_share(win: Window, index: int) -> float | None:
     """Median of SM clock / max clock over the window's busy ticks (None: clocks unknown)."""
     shares = []
@@ -640,16 +641,15 @@ def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[E
     """Whether GPU ``index`` moves so much over PCIe that copies, not input, starve it.
 
     input-starved asks this too (for every process): a GPU that thrashes is left to
-    this rule. Once per window and GPU; callers do not change the evidence list.
+    this rule. Once per window and GPU; callers do not change the evidence list, which
+    is empty where the GPU does not thrash.
     """
     return win.derived(
         ("link-thrashing", id(t), index), lambda: _link_thrashing_uncached(win, t, index)
     )
 
 
-def _link_thrashing_uncached(
-    win: Window, t: Thresholds, index: int
-) -> tuple[bool, list[Evidence]]:
+def _link_thrashing_uncached(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
     c = t.pcie_thrash
     gpu = win.gpu(index)
     traffic = win.gpu_pcie_mean(index)
@@ -657,17 +657,17 @@ def _link_thrashing_uncached(
     if gpu is None or traffic is None or sm is None:
         return False, []
     link = gpu.pcie_link_bytes_per_s
+    limit = c.link_share_above * link if link is not None else c.floor_gb_per_s * 1e9
+    busy = win.gpu_pcie_busy_fraction(index, limit)
+    if busy is None or not (busy >= c.min_busy_fraction and sm < c.sm_below_percent):
+        # Not thrashing: no caller reads the evidence then (pcie-thrash skips the GPU,
+        # input-starved reads the verdict alone), so none is built.
+        return False, []
     if link is not None:
-        limit = c.link_share_above * link
         what = f">= {c.link_share_above:g} x link ({link / 1e9:.1f} GB/s per direction)"
     else:
-        limit = c.floor_gb_per_s * 1e9
         what = f">= {c.floor_gb_per_s:g} GB/s (link capacity unknown)"
-    busy = win.gpu_pcie_busy_fraction(index, limit)
-    if busy is None:
-        return False, []
-    hit = busy >= c.min_busy_fraction and sm < c.sm_below_percent
-    return hit, [
+    return True, [
         Evidence(
             f"readings with rx+tx {what}",
             busy * 100,
@@ -873,6 +873,7 @@ def tf_reserve_left(win: Window, gpu: GpuSample) -> bool:
     top = max(TF_RESERVE_FIXED_BYTES, TF_RESERVE_SHARE * total) + TF_RESERVE_SLACK_BYTES
     return TF_RESERVE_MIN_BYTES <= free <= top
 
+
 SHARE_MATCH = 0.03
 """A plateau within this share of the card of a documented default: the context, the
 CUDA graphs and the rounding of a pool to blocks move it by a few per cent."""
@@ -973,9 +974,7 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
         # The command names the framework whose share this is. In a log whose readings are
         # so far apart that fewer than four span steady_for_s (two snapshots 14 s apart),
         # two readings at that share are all the log can show of flatness.
-        at_share = (
-            abs(share - asked) <= SHARE_MATCH and win.interval_s * 3 >= c.steady_for_s
-        )
+        at_share = abs(share - asked) <= SHARE_MATCH and win.interval_s * 3 >= c.steady_for_s
         fits = at_share or (flat and share <= asked + SHARE_MATCH)
         return Preallocation(share, False, framework, flat or at_share) if fits else None
     if not flat:
@@ -986,7 +985,6 @@ def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Pre
     ):
         return Preallocation(share, False, None, flat)
     return None
-
 
 
 def device_pool(win: Window, t: Thresholds, index: int) -> float | None:
@@ -1052,9 +1050,7 @@ class Offload:
 
 def offloading(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
     """Once per window and process; see :func:`_offloading_uncached`."""
-    return win.derived(
-        ("offloading", id(t), proc.key), lambda: _offloading_uncached(win, t, proc)
-    )
+    return win.derived(("offloading", id(t), proc.key), lambda: _offloading_uncached(win, t, proc))
 
 
 def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
