@@ -9,7 +9,7 @@ compute them.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gputop_hints.units import duration_text
@@ -128,7 +128,20 @@ class Finding:
         return f"{self.rule}/{self.subtype}" if self.subtype else self.rule
 
     def with_start(self, started_at: float) -> Finding:
-        return replace(self, started_at=started_at)
+        # The constructor itself, not dataclasses.replace (which reads the fields anew
+        # each call): every visible finding gets its start every tick.
+        return Finding(
+            rule=self.rule,
+            subject=self.subject,
+            severity=self.severity,
+            label=self.label,
+            summary=self.summary,
+            advice=self.advice,
+            evidence=self.evidence,
+            subtype=self.subtype,
+            evidence_scope=self.evidence_scope,
+            started_at=started_at,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -154,6 +154,10 @@ class Window:
                 vram_steady_since=self.vram_steady_since,
                 host_tallies=self.host_tallies,
             )
+            # Which processes share a GPU is the newest snapshot's, whatever the span:
+            # the longer window reads the lists this one made (and adds to them).
+            win._significant = self._significant
+            win._others = self._others
         return win
 
     # --- sizes ----------------------------------------------------------------

@@ -164,3 +164,29 @@ def test_a_gpu_is_not_called_healthy_beside_its_process_warning() -> None:
     assert gpu1.label == "busy; see pid 4200"
     assert "tensor cores idle" in gpu1.summary
     assert by[("compute-bound", 0, None)].label == "compute-bound: healthy"
+
+
+def test_a_visible_finding_keeps_everything_its_rule_said_and_gains_its_start() -> None:
+    """``Finding.with_start`` builds the finding field by field (not with
+    ``dataclasses.replace``): a field added to Finding and missed there would vanish
+    from every visible finding."""
+    import dataclasses
+
+    from gputop_hints.hints.findings import Evidence, Finding, Scope, Subject
+
+    said = Finding(
+        rule="input-starved",
+        subject=Subject(3, 4242),
+        severity=Severity.CRITICAL,
+        label="starved: num_workers=0?",
+        summary="the GPU waits for input",
+        advice=("raise num_workers",),
+        evidence=(Evidence("SM % (mean)", 12.0, "< 50"),),
+        subtype="num-workers-0",
+        evidence_scope=Scope.PROCESS,
+    )
+    shown = said.with_start(1_700_000_000.0)
+    for field in dataclasses.fields(Finding):
+        if field.name != "started_at":
+            assert getattr(shown, field.name) == getattr(said, field.name), field.name
+    assert shown.started_at == 1_700_000_000.0
