@@ -190,7 +190,11 @@ class Series:
             cache = self._cache = {}
         elif key in cache:
             return cache[key]
-        values = self._raw(n)
+        size = self._size
+        m = size if n is None or n >= size else n
+        start = self._end - m
+        # No wrap: _raw's slice without its call (as in last).
+        values = self._buf[start : self._end].tolist() if m > 0 and start >= 0 else self._raw(m)
         if self._unknown:
             values = [v for v in values if v == v]
         result = math.fsum(values) / len(values) if values else None

@@ -630,7 +630,7 @@ class Window:
         return ph.cpu_percent.mean(self.ticks) if ph else proc.cpu_percent
 
     def process_workers_cpu_mean(self, proc: GpuProcess) -> float | None:
-        ph = self.process_history(proc)
+        ph = self.history.processes.get((proc.pid, proc.gpu_index))
         return ph.workers_cpu_percent.mean(self.ticks) if ph else proc.workers_cpu_percent
 
     @cached_property
