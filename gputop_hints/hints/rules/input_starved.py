@@ -147,34 +147,33 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
     """
     out: list[Finding] = []
     min_vram = t.general.min_vram_gib * GIB
+    # The slow window (once a tick, not per process); the fast window is judged first.
+    slow = win.longer(t.general.slow_window_s)
     for proc in win.processes():
         if (proc.vram_bytes or 0) < min_vram or is_server(proc):
             continue  # a server idles between requests
         # The condition first: it rules out nearly every process, the exclusions below
         # (each as pure as it) rarely do, so asking them only of a starved one costs less.
-        found = _starved_in_windows(win, t, proc)
-        if found is None:
-            continue
+        # Over the fast window, then over the slow one unless it reaches into start-up
+        # or compiling (a pure reading: asked only where the fast window shows nothing).
+        where = win
+        seen = _starved(win, t, proc)
+        if seen is None:
+            if slow is win or reaches_into_warm_up(win, slow, t, proc):
+                continue
+            where = slow
+            seen = _starved(slow, t, proc)
+            if seen is None:
+                continue
         if warming_up(win, t, proc) is not None:
             continue  # a job starting up is not starved
         if offloading(win, t, proc) is not None or _threaded_host_step(win, t, proc):
             continue  # the host steps the optimizer by design: cpu-offload says so
-        out.append(_finding(found[0], t, proc, found[1]))
+        out.append(_finding(where, t, proc, seen))
     if win.allowed_cores_busy_percent is None:
         starved = {f.subject.gpu_index for f in out}
         out.extend(f for f in _gpu_only(win, t) if f.subject.gpu_index not in starved)
     return out
-
-
-def _starved_in_windows(
-    win: Window, t: Thresholds, proc: GpuProcess
-) -> tuple[Window, _Starved] | None:
-    """The first of :func:`_windows` that shows the condition, and what it shows."""
-    for w in _windows(win, t, proc):
-        seen = _starved(w, t, proc)
-        if seen is not None:
-            return w, seen
-    return None
 
 
 def _gpu_only(win: Window, t: Thresholds) -> list[Finding]:
@@ -267,14 +266,6 @@ def _threaded_host_step(win: Window, t: Thresholds, proc: GpuProcess) -> bool:
     if cpu is None or cpu < t.cpu_offload.main_cpu_above_percent:
         return False
     return (win.process_busy_workers_mean(proc) or 0.0) < 0.5
-
-
-def _windows(win: Window, t: Thresholds, proc: GpuProcess) -> list[Window]:
-    """The fast window, and the slow one unless it reaches into start-up or compiling."""
-    slow = win.longer(t.general.slow_window_s)
-    if slow is win:
-        return [win]
-    return [win] if reaches_into_warm_up(win, slow, t, proc) else [win, slow]
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +372,11 @@ def _filled(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
 def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     """The condition on one window as its gaps (or a blocked loader) show it, or None."""
     c = t.input_starved
-    blocked = _loader_blocked(win, t, proc)
+    # _loader_blocked's first test here (the window's iowait): no call where it fails.
+    iowait = win.iowait_percent
+    blocked = (
+        iowait is not None and iowait >= c.iowait_above_percent and _loader_blocked(win, t, proc)
+    )
     # Every test that returns None below is a pure reading of the window, so their order
     # changes no verdict. Over the fast window the mean (a few ticks, once per window and
     # process) goes first: on a busy node it rules out most processes before the burst
