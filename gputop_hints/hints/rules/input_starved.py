@@ -385,10 +385,19 @@ def _sawtooth(win: Window, t: Thresholds, proc: GpuProcess) -> _Starved | None:
     fast = win.window_s <= t.general.window_s
     if not fast and not blocked and own_burst_ruled_out(win, proc, t):
         return None  # no burst of its own: every path but the blocked one needs one
-    sm, scope, notes = sm_evidence(win, proc, t)
+    # sm_evidence's common case without its call: the process's own mean, no note.
+    sm = win.process_sm_mean(proc)
+    scope = Scope.PROCESS
+    notes: list[Evidence] = []
+    if sm is None:
+        sm, scope, notes = sm_evidence(win, proc, t)
     if sm is None or sm >= max(c.sm_mean_below_percent, c.storage_sm_below_percent):
         return None  # busy enough for every path below
-    if not blocked and sm >= c.sm_mean_below_percent and not _slow_reads(win, t, proc, sm):
+    if (
+        not blocked
+        and sm >= c.sm_mean_below_percent
+        and (fast or not _slow_reads(win, t, proc, sm))  # never slow reads over the fast
+    ):
         return None  # neither blocked nor slow reads: only the sawtooth's bar is left
     if fast and not blocked and own_burst_ruled_out(win, proc, t):
         # Not blocked on storage (that path asks for no burst), and every other path
