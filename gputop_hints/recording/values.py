@@ -32,12 +32,13 @@ from gputop_hints.recording import fastjson
 NUMBER_LIMIT = 1e18
 """A larger magnitude is no measurement (an exabyte; a timestamp 30 billion years out)."""
 
-_SUSPECT_PATTERN = r"NaN|Infinity|[eE]\+?[0-9]{2}|[,\[: \t-][0-9]{19}"
+_SUSPECT_PATTERN = r"NaN|Infinity|[eE]\+?[0-9]{2}|[,\[: \t\r-][0-9]{19}"
 _SUSPECT = re.compile(_SUSPECT_PATTERN.encode())
 """Bytes that may hold a number :func:`json.loads` would read as non-finite or absurd:
 the constants, an exponent of two digits or more, or an integer of 19 digits or more
 (past what a 64-bit integer holds), which in JSON starts after ``,``, ``[``, ``:``,
-a space or a minus sign. The digits after a decimal point do not count: the recorder
+whitespace (a space, a tab or a carriage return: JSON's own, less the newline that
+ends the line) or a minus sign. The digits after a decimal point do not count: the recorder
 writes durations such as ``0.0018456180000612221`` (19 digits, the shortest
 round-trip of a float) on most tick lines, and every such line used to take the
 slow, careful parse.
@@ -47,7 +48,7 @@ Lines without them (nearly all) take the plain, fast parse."""
 _CLASSES = bytearray(b"x" * 256)
 for _c in b"0123456789":
     _CLASSES[_c] = ord("0")
-for _c in b",[: \t-":
+for _c in b",[: \t\r-":
     _CLASSES[_c] = ord("S")
 _CLASSES[ord("e")] = _CLASSES[ord("E")] = ord("E")
 _CLASSES[ord("+")] = ord("+")

@@ -476,6 +476,33 @@ def test_huge_exponents_are_unknown_however_many_words_the_line_holds(
     assert lazy.counters.bad_lines == 1
 
 
+@pytest.mark.parametrize("space", [" ", "\t", "\r", "\r\t "])
+def test_an_integer_past_64_bits_after_any_json_space_is_unknown(
+    tmp_path: Path, space: str
+) -> None:
+    """JSON allows a space, tab or carriage return before a number: a 20-digit integer
+    after any of them is past any measurement, read as unknown and the line counted --
+    by the full read and by the report's fast path -- never handed on as a number."""
+    snapshots = demo_snapshots(4, "healthy")
+    path = tmp_path / "run.jsonl"
+    write(path, snapshots)
+    lines = path.read_text().splitlines()
+    i = [n for n, line in enumerate(lines) if line.startswith("[")][1]
+    tick = json.loads(lines[i])
+    tick[2][0][1] = "@"
+    lines[i] = json.dumps(tick, separators=(",", ":")).replace(',"@"', "," + space + "9" * 20)
+    path.write_text("\n".join(lines) + "\n")
+    stream = open_recording(path)
+    got = list(stream)
+    assert len(got) == 4
+    assert got[1].gpus[0].sm_percent is None
+    assert stream.counters.bad_lines == 1
+    lazy = open_recording(path)
+    sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
+    assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
+    assert lazy.counters.bad_lines == 1
+
+
 def test_a_job_across_nodes_keeps_each_gpus_node(tmp_path: Path) -> None:
     """``record --prometheus URL --job ID`` writes every GPU's node: a replay groups them
     as the live view did (uneven-nodes runs there too). Older files read with no node."""
