@@ -48,6 +48,7 @@ def sparkline(values: Sequence[float | None], width: int, high: float, low: floa
     blocks = glyphs.active().blocks
     span = high - low
     top = len(blocks) - 1
+    levels = len(blocks)  # the same scale as :func:`level`, whatever the glyph set
     chars = [" "] * (width - len(shown))
     append = chars.append
     for value in shown:
@@ -56,7 +57,7 @@ def sparkline(values: Sequence[float | None], width: int, high: float, low: floa
         elif span <= 0:
             append(blocks[0])
         else:
-            index = math.ceil((value - low) / span * 8) - 1
+            index = math.ceil((value - low) / span * levels) - 1
             append(blocks[top if index > top else 0 if index < 0 else index])
     return "".join(chars)
 
