@@ -20,12 +20,13 @@ something.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 ESC = "\x1b"
-_MOVE = re.compile(r"\x1b\[([0-9]{1,3})(?:;([0-9]{1,3})H|G)")
+_MOVE = re.compile(r"\x1b\[([0-9]{1,3})(?:;([0-9]{1,3})H|G)([^\x00-\x1f]*)")
 """Cursor positioning (row and column, or column alone), the sequences curses sends
-most: read without :meth:`Screen._csi`."""
+most, and the printable characters after it (what a redraw writes there): read
+without :meth:`Screen._csi`, in one match."""
 _RUN = re.compile(r"[^\x00-\x1f]+")
 """Printable characters, written in one go while they fit on the row."""
 
@@ -81,20 +82,8 @@ class Screen:
             ch = data[i]
             if ch == ESC:
                 m = _MOVE.match(data, i)
-                if m is not None:  # what _csi does with "H" and two numbers, or "G"
-                    self.wrap_pending = False
-                    self.moved = True
-                    first, col = m.groups()
-                    if col is None:
-                        col = first
-                    else:  # min(rows, max(1, n)) - 1 without the calls
-                        r = int(first) - 1
-                        self.row = r if 0 <= r < self.rows else (0 if r < 0 else self.rows - 1)
-                    c = int(col) - 1
-                    self.col = c if 0 <= c < self.cols else (0 if c < 0 else self.cols - 1)
-                    i = m.end()
-                    if self.col == self.cols - 1 and self.row == self.rows - 1:
-                        yield from self._frame_end()
+                if m is not None:
+                    i = yield from self._moves(data, m)
                     continue
                 self.moved = False
                 end = self._escape(data, i)
@@ -118,6 +107,47 @@ class Screen:
                 continue
             if self.moved and (self.row, self.col) == (self.rows - 1, self.cols - 1):
                 yield from self._frame_end()
+
+    def _moves(self, data: str, m: re.Match[str]) -> Generator[list[str], None, int]:
+        """What :meth:`_csi` does with "H" and two numbers, or "G", then :meth:`_write`
+        with the printable characters after it, for each such sequence from ``m`` on
+        while its characters fit before the last column (what a redraw sends most); the
+        rows at each end of a redraw, and where the sequences end."""
+        self.wrap_pending = False
+        self.moved = True
+        rows, cols, grid, stale = self.rows, self.cols, self.grid, self._stale
+        row, col = self.row, self.col
+        i = m.start()
+        while m is not None:
+            first, second, run = m.groups()
+            if second is None:
+                second = first
+            else:  # min(rows, max(1, n)) - 1 without the calls
+                r = int(first) - 1
+                row = r if 0 <= r < rows else (0 if r < 0 else rows - 1)
+            c = int(second) - 1
+            col = c if 0 <= c < cols else (0 if c < 0 else cols - 1)
+            corner = col == cols - 1 and row == rows - 1
+            if corner:
+                self.row, self.col = row, col
+                yield from self._frame_end()
+            if run:
+                k = len(run)
+                if corner or col + k >= cols:  # it reaches the last column: _put's work
+                    i = m.start(3)
+                    break
+                grid[row][col : col + k] = run
+                stale.add(row)
+                self.last_char = run[-1]
+                self.dirty = True
+                col += k
+                if not self.autowrap and col == cols - 1 and row == rows - 1:
+                    self.row, self.col = row, col
+                    yield from self._frame_end()  # curses' way to fill the last cell
+            i = m.end()
+            m = _MOVE.match(data, i)
+        self.row, self.col = row, col
+        return i
 
     def _frame_end(self) -> Iterator[list[str]]:
         if self.dirty:
