@@ -21,14 +21,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gputop_hints.model import GpuSample, HostSample, Snapshot
+from gputop_hints.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputop_hints.sources.files import _nvsmi_rows as rows
 from gputop_hints.sources.files._base import ImportedStream
 from gputop_hints.sources.files._bursts import resolution, spread_stamps
 from gputop_hints.sources.files._incremental import drive
 from gputop_hints.sources.files._interval import choose_interval
 from gputop_hints.sources.files._nvsmi_parser import TableReader
-from gputop_hints.sources.files._nvsmi_rows import TableGpu, TableSnapshot
+from gputop_hints.sources.files._nvsmi_rows import TableGpu, TableProcess, TableSnapshot
 from gputop_hints.sources.files._table import Clock, median_interval
 from gputop_hints.sources.files._text import Head, TextSource
 from gputop_hints.sources.files.spec import FormatSpec
@@ -96,6 +96,12 @@ class SnapshotMaker:
         self._last_samples: dict[int, tuple[tuple[object, ...], GpuSample]] = {}
         self._last_gpus: tuple[GpuSample, ...] = ()
         """The last snapshot's GPUs, sorted (reused while the GPUs read the same)."""
+        self._last_table_gpus: list[TableGpu] | None = None
+        """The GPU rows ``_last_gpus`` were made of, and ``_perf_counts`` the count each
+        of them added to (its GPU's ``perf_states`` entry and the state)."""
+        self._perf_counts: list[tuple[dict[str, int], str]] = []
+        self._last_table_processes: list[TableProcess] | None = None
+        self._last_processes: tuple[GpuProcess, ...] = ()
         counters.found.update(
             perf_states=self.perf_states,
             fan_percent_peak=self.fan_peak,
@@ -127,25 +133,40 @@ class SnapshotMaker:
     def make(self, table: TableSnapshot, timestamp: float | None = None) -> Snapshot:
         """The snapshot of ``table``, at ``timestamp`` where given (a table spread
         over its stamp's second), else at the table's own time."""
-        rows.note_gpu_states(table.gpus, self.perf_states, self.fan_peak)
+        if table.gpus is self._last_table_gpus:
+            # The very GPU rows of the last table (a redraw that changed only the clock,
+            # FrameReader): their samples, performance states and fan peaks as before.
+            for counts, state in self._perf_counts:
+                counts[state] += 1
+            gpus = self._last_gpus
+        else:
+            rows.note_gpu_states(table.gpus, self.perf_states, self.fan_peak)
+            samples = [self._sample(g) for g in table.gpus]
+            last = self._last_gpus
+            if len(samples) == len(last) and all(map(operator.is_, samples, last)):
+                gpus = last  # the same samples as the last snapshot's: already sorted
+            else:
+                gpus = self._last_gpus = tuple(sorted(samples, key=_BY_INDEX))
+            self._last_table_gpus = table.gpus
+            perf = self.perf_states
+            self._perf_counts = [
+                (perf[str(g.index)], g.perf_state) for g in table.gpus if g.perf_state is not None
+            ]
         for p in table.processes or ():
             self.process_kinds[p.kind] = self.process_kinds.get(p.kind, 0) + 1
         if table.mig_devices > self.mig_devices:
             self.mig_devices = table.mig_devices
             self.counters.found["mig_devices"] = table.mig_devices
-        samples = [self._sample(g) for g in table.gpus]
-        last = self._last_gpus
-        if len(samples) == len(last) and all(map(operator.is_, samples, last)):
-            gpus = last  # the same samples as the last snapshot's: already sorted
-        else:
-            gpus = self._last_gpus = tuple(sorted(samples, key=_BY_INDEX))
+        if table.processes is not self._last_table_processes:
+            self._last_table_processes = table.processes
+            self._last_processes = tuple(rows.gpu_process(p) for p in table.processes or ())
         self.counters.saw_gpus(len(gpus))
         return Snapshot(
             timestamp=self.clock.next(table.timestamp if timestamp is None else timestamp),
             interval_s=self.interval,
             host=self.host,
             gpus=gpus,
-            processes=tuple(rows.gpu_process(p) for p in table.processes or ()),
+            processes=self._last_processes,
             source="replay",
             source_detail=self.detail,
             driver_version=table.driver,
