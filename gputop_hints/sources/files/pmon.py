@@ -107,10 +107,15 @@ class _RowMemo:
             operator.itemgetter(*others) if others else lambda cells: ()
         )
         self.memo: dict[object, tuple[int, GpuProcess | None]] = {}
+        self.last_when: tuple[str | None, str] = (None, "")
+        """The date and time cells of the last remembered row that read, and its time."""
+        self.last_stamp: float | None = None
 
-    def row(self, cells: list[str], line: int) -> ProcessRow:
+    def read(self, cells: list[str], line: int) -> tuple[float | None, int | str, GpuProcess | None]:
+        """The row's time, GPU and process (:func:`_row`'s, as a tuple)."""
         if len(cells) != len(self.names):
-            return _row(cells, self.names, line)
+            row = _row(cells, self.names, line)
+            return row.timestamp, row.gpu, row.process
         key = self.rest(cells)
         hit = self.memo.get(key)
         if hit is None:
@@ -119,12 +124,17 @@ class _RowMemo:
                 self.memo.clear()
             assert isinstance(row.gpu, int)
             self.memo[key] = (row.gpu, row.process)
-            return row
+            return row.timestamp, row.gpu, row.process
         stamp = None
         if self.time_at >= 0:
             date = cells[self.date_at] if self.date_at >= 0 else None
-            stamp, _ = v.dmon_datetime(date, cells[self.time_at])
-        return ProcessRow(line, stamp, hit[0], hit[1])
+            when = (date, cells[self.time_at])
+            if when == self.last_when:  # a poll's rows share its time
+                stamp = self.last_stamp
+            else:
+                stamp, _ = v.dmon_datetime(*when)
+                self.last_when, self.last_stamp = when, stamp
+        return stamp, hit[0], hit[1]
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> PmonPlan | str:
@@ -166,30 +176,53 @@ def open_pmon(
     counters = ReadCounters()
 
     def reader(source: TextSource) -> Iterator[Snapshot]:
-        def rows() -> Iterator[ProcessRow]:
-            names = plan.names
-            memo = _RowMemo(names)
-            header = HeaderMemo(header_names)
-            for line, text in source.lines():
-                first = text[:1]
-                if first == "#" or first.isspace() or not first:
-                    stripped = text.lstrip()
-                    if not stripped:
-                        continue
-                    if stripped[0] == "#":
-                        names = header(text) or names
-                        if names != memo.names:
-                            memo = _RowMemo(names)
-                        continue
-                try:
-                    yield memo.row(text.split(), line)
-                except v.CellError as exc:
-                    note_bad_line(counters, line, str(exc))
-
         tolerance = min(max(0.5 * interval, 0.002), 5.0)
-        yield from _polls.snapshots(_polls.polls(rows(), tolerance), counters, interval, detail)
+        yield from _polls.snapshots(
+            _read_polls(source, plan.names, counters, tolerance), counters, interval, detail
+        )
 
     return ImportedStream(path, info, reader, counters=counters)
+
+
+def _read_polls(
+    source: TextSource, names: list[str], counters: ReadCounters, tolerance: float
+) -> Iterator[_polls.Poll]:
+    """The log's rows grouped into polls: :func:`_polls.polls` of its rows, in one loop
+    (a row is not made a :class:`~._polls.ProcessRow`, the reader's cost per row)."""
+    memo = _RowMemo(names)
+    header = HeaderMemo(header_names)
+    current: _polls.Poll | None = None
+    seen: set[tuple[int | str, int | None]] = set()
+    for line, text in source.lines():
+        cells = text.split()  # pmon indents its rows: split first, strip never
+        if not cells:
+            continue
+        if cells[0][0] == "#":
+            names = header(text) or names
+            if names != memo.names:
+                memo = _RowMemo(names)
+            continue
+        try:
+            stamp, gpu, proc = memo.read(cells, line)
+        except v.CellError as exc:
+            note_bad_line(counters, line, str(exc))
+            continue
+        key = (gpu, proc.pid if proc is not None else None)
+        if current is None or key in seen or (
+            stamp is not None
+            and current.timestamp is not None
+            and abs(stamp - current.timestamp) > tolerance
+        ):
+            if current is not None:
+                yield current
+            current = _polls.Poll(stamp)
+            seen = set()
+        seen.add(key)
+        procs = current.gpus.setdefault(gpu, [])
+        if proc is not None:
+            procs.append(proc)
+    if current is not None:
+        yield current
 
 
 SPEC = FormatSpec(
