@@ -9,6 +9,7 @@ and peaks stay exact. No Textual here.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,6 +194,10 @@ class GpuTable:
             if isinstance(g, dict)
         }
         self.gpus: dict[int, GpuStats] = {}
+        self._replay: dict[
+            int, tuple[GpuSample, GpuStats, list[tuple[Callable[[float], None], float]]]
+        ] = {}
+        """By GPU index, its last sample, statistics and adds (see :meth:`_add_gpu`)."""
 
     @property
     def header_records(self) -> dict[int, Any]:
@@ -212,21 +217,57 @@ class GpuTable:
             pass  # a malformed GPU column: the rest of the tick still counts
 
     def _add_gpu(self, g: GpuSample, seen: dict[str, bool]) -> None:
-        if g.vram_total_bytes:
-            st = self._stats_for(g.index)
-            if not st.vram_total_bytes:
-                st.vram_total_bytes = g.vram_total_bytes
-        st = self._count(
-            g.index,
-            (g.sm_percent, g.memory_access_percent, g.vram_used_bytes),
-            (g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s),
-            (g.throttle_reasons, g.power_watts, g.temperature_c, g.sm_samples or None),
-            seen,
-        )
+        last = self._replay.get(g.index)
+        if last is not None and last[0] is g:
+            # The GPU's sample of its last tick again (an imported log whose values did
+            # not change): the same values into the same statistics.
+            st, adds = last[1], last[2]
+        else:
+            st, adds = self._adds(g, seen)
+            self._replay[g.index] = (g, st, adds)
+        st.ticks += 1
+        for add, value in adds:
+            add(value)
+
+    def _adds(
+        self, g: GpuSample, seen: dict[str, bool]
+    ) -> tuple[GpuStats, list[tuple[Callable[[float], None], float]]]:
+        """One GPU sample's statistics, the values it adds to them (each with the add
+        that takes it), and what it changes besides: the VRAM total and peak, and in
+        ``seen`` each metric that has a value."""
+        st = self._stats_for(g.index)
+        if g.vram_total_bytes and not st.vram_total_bytes:
+            st.vram_total_bytes = g.vram_total_bytes
+        adds: list[tuple[Callable[[float], None], float]] = []
+        sm, mem, used = g.sm_percent, g.memory_access_percent, g.vram_used_bytes
+        if sm is not None:
+            adds.append((st.sm.add, sm))
+            seen[METRIC_SM] = True
+        if mem is not None:
+            adds.append((st.memory_access.add, mem))
+            seen[METRIC_MEMORY_ACCESS] = True
+        if used is not None:
+            seen[METRIC_VRAM] = True
+            if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
+                st.vram_peak_bytes = used
+            if st.vram_total_bytes:
+                adds.append((st.vram_percent.add, used / st.vram_total_bytes * 100.0))
+        rx, tx = g.pcie_rx_bytes_per_s, g.pcie_tx_bytes_per_s
+        if rx is not None:
+            adds.append((st.pcie_rx.add, rx))
+            seen[METRIC_PCIE] = True
+        if tx is not None:
+            adds.append((st.pcie_tx.add, tx))
+            seen[METRIC_PCIE] = True
+        present = (g.throttle_reasons, g.power_watts, g.temperature_c, g.sm_samples or None)
+        for metric, value in zip(_PRESENCE_METRICS, present, strict=True):
+            if value is not None:
+                seen[metric] = True
         for name, stats in st.profiling.items():
             value = getattr(g, name)
             if value is not None:
-                stats.add(value)
+                adds.append((stats.add, value))
+        return st, adds
 
     def _add_columns(self, gpus: list[Any], seen: dict[str, bool]) -> None:
         """:meth:`_add_gpu` for a recording's GPU columns (checked by
@@ -274,44 +315,6 @@ class GpuTable:
                 for stats, value in zip(st.profiling.values(), profiling_columns(g), strict=True):
                     if value is not None:
                         stats.add(value)
-
-    def _count(
-        self,
-        index: int,
-        levels: tuple[float | None, float | None, int | None],
-        pcie: tuple[float | None, float | None],
-        present: tuple[object, object, object, object],
-        seen: dict[str, bool],
-    ) -> GpuStats:
-        """One GPU's tick into its statistics: SM %, memory access % and VRAM used,
-        PCIe Rx/Tx, and which of throttle reasons, power, temperature and sub-second
-        samples the tick holds (None: not in it)."""
-        st = self._stats_for(index)
-        st.ticks += 1
-        sm, mem, used = levels
-        if sm is not None:
-            st.sm.add(sm)
-            seen[METRIC_SM] = True
-        if mem is not None:
-            st.memory_access.add(mem)
-            seen[METRIC_MEMORY_ACCESS] = True
-        if used is not None:
-            seen[METRIC_VRAM] = True
-            if st.vram_peak_bytes is None or used > st.vram_peak_bytes:
-                st.vram_peak_bytes = used
-            if st.vram_total_bytes:
-                st.vram_percent.add(used / st.vram_total_bytes * 100.0)
-        rx, tx = pcie
-        if rx is not None:
-            st.pcie_rx.add(rx)
-            seen[METRIC_PCIE] = True
-        if tx is not None:
-            st.pcie_tx.add(tx)
-            seen[METRIC_PCIE] = True
-        for metric, value in zip(_PRESENCE_METRICS, present, strict=True):
-            if value is not None:
-                seen[metric] = True
-        return st
 
     def _stats_for(self, index: int) -> GpuStats:
         st = self.gpus.get(index)
