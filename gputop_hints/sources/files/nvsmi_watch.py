@@ -148,7 +148,7 @@ class FrameReader:
         ):
             return self._current(), list(self._problems)
         self._full(screen_rows)
-        return self._table, list(self._problems)
+        return self._current(), list(self._problems)
 
     def _full(self, screen_rows: list[str]) -> None:
         """Read the whole table, and remember what each line is."""
@@ -185,12 +185,24 @@ class FrameReader:
                 return False
             rows[r] = new
             lines.add(line_of[r])
-        spans = self._spans
+        spans, dated, stamps = self._spans, self._dates, self._stamps
         for i in lines:
             first, count = spans[i]
             line = rows[first] if count == 1 else rows[first].ljust(self.cols) + rows[first + 1]
-            if not self._take(i + 1, line):
+            ticking = dated.get(i + 1)
+            if ticking is None:
+                if not self._take(i + 1, line):
+                    return False
+                continue
+            # _take's date line, inline (a redraw's clock: most of what changes).
+            self._lines[i] = line
+            text = line.strip()
+            if not text or text[0] in "|+":
                 return False
+            stamp = ticking.read(text)
+            if (stamp is None) is not (stamps[i + 1] is None):
+                return False
+            stamps[i + 1] = stamp
         return True
 
     def _take(self, number: int, line: str) -> bool:
@@ -216,15 +228,17 @@ class FrameReader:
         self._values[number] = fresh
         table = self._table
         if table is not None:
-            gpus = [fresh if g is gpu else g for g in table.gpus]
-            self._table = _with(table, table.timestamp, gpus)
+            table.gpus = [fresh if g is gpu else g for g in table.gpus]  # a list of its own
         return True
 
     def _current(self) -> TableSnapshot | None:
-        """The last table, at the time its date line says now."""
+        """The last table, at the time its date line says now: a copy (``_take`` gives
+        the one kept other GPUs)."""
         table = self._table
-        if table is None or table.timestamp is None:
-            return table
+        if table is None:
+            return None
+        if table.timestamp is None:
+            return _with(table, None, table.gpus)
         # A table line with the date glued on is no date line: it did not change.
         return _with(table, self._stamps.get(table.line, table.timestamp), table.gpus)
 
