@@ -139,25 +139,40 @@ class TickingDate:
     as every date shape counts seconds linearly within the minute."""
 
     def __init__(self) -> None:
-        self._line = ""
         self._stamp = 0.0
         self._at = -1
-        """Where the last line's seconds are, -1 when it is not read that way."""
+        """Where the last line's seconds are, -1 when it is not read that way; the
+        line's length, what comes before and after its seconds, and their value."""
+        self._length = 0
+        self._head = self._tail = ""
+        self._seconds = 0
 
     def read(self, line: str) -> float | None:
-        at, last = self._at, self._line
-        if at >= 0 and len(line) == len(last) and line[:at] == last[:at]:
+        at = self._at
+        if (
+            at >= 0
+            and len(line) == self._length
+            and line.startswith(self._head)
+            and line.endswith(self._tail)
+        ):
             ss = line[at : at + 2]
-            if line[at + 2 :] == last[at + 2 :] and ss.isascii() and ss.isdigit():
-                self._stamp += int(ss) - int(last[at : at + 2])
-                self._line = line
+            if ss.isascii() and ss.isdigit():
+                self._stamp += int(ss) - self._seconds
+                self._seconds = int(ss)
                 return self._stamp
         found = _date_line(line)
         if found is None:
             self._at = -1
             return None
-        self._stamp, self._at = found
-        self._line = line
+        self._stamp, at = found
+        self._at = at
+        if at >= 0:
+            self._length = len(line)
+            self._head, self._tail = line[:at], line[at + 2 :]
+            try:
+                self._seconds = int(line[at : at + 2])
+            except ValueError:
+                self._at = -1  # not two digits: read the next line whole
         return self._stamp
 
 

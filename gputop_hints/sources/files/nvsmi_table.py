@@ -161,17 +161,12 @@ class SnapshotMaker:
             self._last_table_processes = table.processes
             self._last_processes = tuple(rows.gpu_process(p) for p in table.processes or ())
         self.counters.saw_gpus(len(gpus))
+        # By position, as the Assembler passes them (see _table._SNAPSHOT_HEAD).
         return Snapshot(
-            timestamp=self.clock.next(table.timestamp if timestamp is None else timestamp),
-            interval_s=self.interval,
-            host=self.host,
-            gpus=gpus,
-            processes=self._last_processes,
-            source="replay",
-            source_detail=self.detail,
-            driver_version=table.driver,
-            cuda_driver_version=table.cuda,
-        )
+            self.clock.next(table.timestamp if timestamp is None else timestamp),
+            self.interval, self.host, gpus, self._last_processes, "replay", self.detail,
+            table.driver, cuda_driver_version=table.cuda,
+        )  # fmt: skip
 
 
 def stream_info(

@@ -176,9 +176,16 @@ class FrameReader:
                 continue
             # What table_lines joins rows by (a bar or a corner first, a blank row) and
             # the Processes title (it decides how the table is read) must stay.
+            # (The same first character, not a blank, keeps both: checked first.)
+            first = old[:1]
             if (
-                (old[:1] in _STARTS) is not (new[:1] in _STARTS)
-                or (not old.strip()) is not (not new.strip())
+                (
+                    (first != new[:1] or first.isspace())
+                    and (
+                        (first in _STARTS) is not (new[:1] in _STARTS)
+                        or (not old.strip()) is not (not new.strip())
+                    )
+                )
                 or "Processes:" in old
                 or "Processes:" in new
             ):

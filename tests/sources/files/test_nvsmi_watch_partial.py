@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gputop_hints.model import Snapshot
+from gputop_hints.outputs.report import build_report
 from gputop_hints.sources.files import open_stream
 from gputop_hints.streams import ReadCounters
 
@@ -396,3 +397,35 @@ def test_a_reset_clears_rows_the_next_redraw_leaves_blank(tmp_path: Path) -> Non
     assert counters.found["frames"] == 2 and counters.found["incomplete_frames"] == 1
     assert [s.timestamp for s in snaps] == [T0 + 2]
     assert [[g.sm_percent for g in s.gpus] for s in snaps] == [[12, 34]]
+
+
+def test_values_that_change_after_a_run_of_clock_only_redraws_are_read(tmp_path: Path) -> None:
+    # Clock-only redraws hand the last GPUs on (same readings, new time); the first
+    # redraw that writes a value ends the run, and going back to the first values
+    # later is read as such, not as the run before.
+    g0, g1 = TWO
+    busy = replace(g1, util=91, used=70000, power="650", temp=71)
+    frames = [[g0, g1]] * 4 + [[g0, busy]] * 3 + [[g0, g1]] * 3 + [[g0, busy]]
+    screens = [screen(T0 + 2 * i, table(gpus)) for i, gpus in enumerate(frames)]
+    data = capture(screens)
+    assert data.count("GPU-Util") == 1  # never a whole redraw after the first
+    snaps, counters = load(tmp_path, data)
+    assert counters.bad_lines == 0
+    assert [s.timestamp for s in snaps] == [T0 + 2 * i for i in range(len(frames))]
+    for index in (0, 1):
+        gpus = [f[index] for f in frames]
+        assert column(snaps, index, "sm_percent") == [g.util for g in gpus]
+        assert column(snaps, index, "vram_used_bytes") == [g.used * MIB for g in gpus]
+        assert column(snaps, index, "power_watts") == [float(g.power) for g in gpus]
+        assert column(snaps, index, "temperature_c") == [g.temp for g in gpus]
+    # Every frame counts its GPUs' performance state, a run of clock-only ones too.
+    assert counters.found["perf_states"] == {"0": {"P0": len(frames)}, "1": {"P0": len(frames)}}
+    # The report counts each tick of a run of unchanged readings.
+    with closing(open_stream(tmp_path / "watch.log")) as stream:
+        report = build_report(stream, hint_stride=1)
+    stats = {g.index: g for g in report.gpus}
+    assert [stats[i].ticks for i in (0, 1)] == [len(frames)] * 2
+    utils = [f[1].util for f in frames]
+    assert stats[1].sm.mean == sum(utils) / len(utils)
+    assert stats[1].sm.peak == 91 and stats[0].sm.peak == g0.util
+    assert stats[1].vram_peak_bytes == 70000 * MIB
