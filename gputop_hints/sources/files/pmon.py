@@ -111,7 +111,9 @@ class _RowMemo:
         """The date and time cells of the last remembered row that read, and its time."""
         self.last_stamp: float | None = None
 
-    def read(self, cells: list[str], line: int) -> tuple[float | None, int | str, GpuProcess | None]:
+    def read(
+        self, cells: list[str], line: int
+    ) -> tuple[float | None, int | str, GpuProcess | None]:
         """The row's time, GPU and process (:func:`_row`'s, as a tuple)."""
         if len(cells) != len(self.names):
             row = _row(cells, self.names, line)
@@ -208,10 +210,14 @@ def _read_polls(
             note_bad_line(counters, line, str(exc))
             continue
         key = (gpu, proc.pid if proc is not None else None)
-        if current is None or key in seen or (
-            stamp is not None
-            and current.timestamp is not None
-            and abs(stamp - current.timestamp) > tolerance
+        if (
+            current is None
+            or key in seen
+            or (
+                stamp is not None
+                and current.timestamp is not None
+                and abs(stamp - current.timestamp) > tolerance
+            )
         ):
             if current is not None:
                 yield current
