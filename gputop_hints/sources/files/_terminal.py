@@ -108,7 +108,7 @@ class Screen:
             if self.moved and (self.row, self.col) == (self.rows - 1, self.cols - 1):
                 yield from self._frame_end()
 
-    def _moves(self, data: str, m: re.Match[str]) -> Generator[list[str], None, int]:
+    def _moves(self, data: str, m: re.Match[str] | None) -> Generator[list[str], None, int]:
         """What :meth:`_csi` does with "H" and two numbers, or "G", then :meth:`_write`
         with the printable characters after it, for each such sequence from ``m`` on
         while its characters fit before the last column (what a redraw sends most); the
@@ -117,7 +117,7 @@ class Screen:
         self.moved = True
         rows, cols, grid, stale = self.rows, self.cols, self.grid, self._stale
         row, col = self.row, self.col
-        i = m.start()
+        i = 0 if m is None else m.start()
         while m is not None:
             first, second, run = m.groups()
             if second is None:

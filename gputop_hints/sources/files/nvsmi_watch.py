@@ -177,12 +177,12 @@ class FrameReader:
             # What table_lines joins rows by (a bar or a corner first, a blank row) and
             # the Processes title (it decides how the table is read) must stay.
             # (The same first character, not a blank, keeps both: checked first.)
-            first = old[:1]
+            lead = old[:1]
             if (
                 (
-                    (first != new[:1] or first.isspace())
+                    (lead != new[:1] or lead.isspace())
                     and (
-                        (first in _STARTS) is not (new[:1] in _STARTS)
+                        (lead in _STARTS) is not (new[:1] in _STARTS)
                         or (not old.strip()) is not (not new.strip())
                     )
                 )
