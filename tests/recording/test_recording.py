@@ -446,6 +446,35 @@ def test_the_format_and_writer_stand_below_the_sources() -> None:
     assert result.stdout.strip() == "[]"
 
 
+def _second_tick_sm_written_as(
+    tmp_path: Path, written: str, reasons: list[str] | None = None
+) -> list[Snapshot]:
+    """A 4-tick recording whose second tick has GPU 0's SM % written as ``written`` (text
+    put in the line as it stands, separator included) and, if given, throttle reasons;
+    checks that both the full read and the report's fast path read that SM % as unknown
+    and count the line, and returns the full read's snapshots."""
+    path = tmp_path / "run.jsonl"
+    write(path, demo_snapshots(4, "healthy"))
+    lines = path.read_text().splitlines()
+    i = [n for n, line in enumerate(lines) if line.startswith("[")][1]
+    tick = json.loads(lines[i])
+    tick[2][0][1] = "@"
+    if reasons is not None:
+        tick[2][0][9] = reasons
+    lines[i] = json.dumps(tick, separators=(",", ":")).replace(',"@"', written)
+    path.write_text("\n".join(lines) + "\n")
+    stream = open_recording(path)
+    got = list(stream)
+    assert len(got) == 4
+    assert got[1].gpus[0].sm_percent is None
+    assert stream.counters.bad_lines == 1
+    lazy = open_recording(path)
+    sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
+    assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
+    assert lazy.counters.bad_lines == 1
+    return got
+
+
 @pytest.mark.parametrize("token", ["1e400", "1E+400", "-1e999"])
 @pytest.mark.parametrize("reasons", [["sw_power_cap"], ["hw_slowdown_engaged_here"] * 12])
 def test_huge_exponents_are_unknown_however_many_words_the_line_holds(
@@ -454,26 +483,8 @@ def test_huge_exponents_are_unknown_however_many_words_the_line_holds(
     """A number past any measurement written with an exponent, next to throttle reasons
     with few or many letters e: that GPU's SM % reads as unknown and the line is counted,
     by both the full read and the report's fast path."""
-    snapshots = demo_snapshots(4, "healthy")
-    path = tmp_path / "run.jsonl"
-    write(path, snapshots)
-    lines = path.read_text().splitlines()
-    i = [n for n, line in enumerate(lines) if line.startswith("[")][1]
-    tick = json.loads(lines[i])
-    tick[2][0][1] = "@"
-    tick[2][0][9] = reasons
-    lines[i] = json.dumps(tick, separators=(",", ":")).replace('"@"', token)
-    path.write_text("\n".join(lines) + "\n")
-    stream = open_recording(path)
-    got = list(stream)
-    assert len(got) == 4
-    assert got[1].gpus[0].sm_percent is None
+    got = _second_tick_sm_written_as(tmp_path, "," + token, reasons)
     assert got[1].gpus[0].throttle_reasons == tuple(reasons)
-    assert stream.counters.bad_lines == 1
-    lazy = open_recording(path)
-    sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
-    assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
-    assert lazy.counters.bad_lines == 1
 
 
 @pytest.mark.parametrize("space", [" ", "\t", "\r", "\r\t "])
@@ -483,24 +494,7 @@ def test_an_integer_past_64_bits_after_any_json_space_is_unknown(
     """JSON allows a space, tab or carriage return before a number: a 20-digit integer
     after any of them is past any measurement, read as unknown and the line counted --
     by the full read and by the report's fast path -- never handed on as a number."""
-    snapshots = demo_snapshots(4, "healthy")
-    path = tmp_path / "run.jsonl"
-    write(path, snapshots)
-    lines = path.read_text().splitlines()
-    i = [n for n, line in enumerate(lines) if line.startswith("[")][1]
-    tick = json.loads(lines[i])
-    tick[2][0][1] = "@"
-    lines[i] = json.dumps(tick, separators=(",", ":")).replace(',"@"', "," + space + "9" * 20)
-    path.write_text("\n".join(lines) + "\n")
-    stream = open_recording(path)
-    got = list(stream)
-    assert len(got) == 4
-    assert got[1].gpus[0].sm_percent is None
-    assert stream.counters.bad_lines == 1
-    lazy = open_recording(path)
-    sm = [t.gpus[0][1] for t in lazy.lazy_ticks()]
-    assert sm[1] is None and None not in (sm[0], sm[2], sm[3])
-    assert lazy.counters.bad_lines == 1
+    _second_tick_sm_written_as(tmp_path, "," + space + "9" * 20)
 
 
 def test_a_job_across_nodes_keeps_each_gpus_node(tmp_path: Path) -> None:
