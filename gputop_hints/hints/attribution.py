@@ -54,7 +54,14 @@ def process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float] 
     processes' own share in its tick leaves this process's part of it. None where the
     device has no buffered samples or reports no per-process samples at all.
     """
-    return win.derived(("process-fine", proc.key), lambda: _process_fine_sm(win, proc))
+    # Window.derived's cache read and filled here (~32 asks a tick at 8 x 64): no lambda.
+    memo = win.memo
+    key = ("process-fine", proc.pid, proc.gpu_index)
+    if key in memo:
+        found: tuple[list[float], float] | None = memo[key]
+        return found
+    value = memo[key] = _process_fine_sm(win, proc)
+    return value
 
 
 def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float] | None:
@@ -65,8 +72,18 @@ def _process_fine_sm(win: Window, proc: GpuProcess) -> tuple[list[float], float]
     # What others_sm_per_tick gives, without building it: per tick, the GPU's summed own
     # SM % less this process's own sample (none = ran nothing = 0), never below 0.
     index = proc.gpu_index
-    totals = win.derived(("gpu-process-sm", index), lambda: _gpu_sm_sums(win, index))
-    ticks = win.derived(("gpu-fine-ticks", index), lambda: _fine_ticks(win, index, len(totals)))
+    # Once per window and GPU, read off Window.derived's cache with no lambda.
+    memo = win.memo
+    key = ("gpu-process-sm", index)
+    if key in memo:
+        totals: list[float] = memo[key]
+    else:
+        totals = memo[key] = _gpu_sm_sums(win, index)
+    key = ("gpu-fine-ticks", index)
+    if key in memo:
+        ticks: list[tuple[int, list[float]]] = memo[key]
+    else:
+        ticks = memo[key] = _fine_ticks(win, index, len(totals))
     n_ticks = len(totals)
     ph = win.process_history(proc)
     own = ph.sm_percent.last(n_ticks) if ph else []

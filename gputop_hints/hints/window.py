@@ -118,7 +118,9 @@ class Window:
         )
         """Engine-kept running host-side tallies of the ring (:mod:`.running`), where they
         are of this history as it is now: a window's host side is then read off them."""
-        self._derived: dict[object, Any] = {}
+        self.memo: dict[object, Any] = {}
+        """What :meth:`derived` keeps. The hottest askers (a few hundred a tick) read and fill
+        it themselves, with no lambda and no method call: the same key, the same value."""
         self._host_cache: dict[tuple[int, int], tuple[int, int, int, int]] = {}
         self._significant: dict[float, dict[int, list[GpuProcess]]] = {}
         self._longer: dict[float, Window] = {}
@@ -172,7 +174,7 @@ class Window:
     def derived(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()``, once per window: several rules ask the same question of one
         tick (idle gaps, which ranks hang or straggle); the answer is worked out once."""
-        derived = self._derived
+        derived = self.memo
         if key in derived:
             found: T = derived[key]
             return found

@@ -174,12 +174,15 @@ def _others_ran_nothing(win: Window, proc: GpuProcess, t: Thresholds) -> bool:
 def _ran_something(win: Window, index: int, min_vram: float) -> set[int]:
     """The pids of the significant processes on GPU ``index`` that are not known to have
     run nothing in the window (once per window and GPU)."""
-    return win.derived(
-        ("ran-something", index, min_vram),
-        lambda: {
-            p.pid for p in win.significant_processes_on(index, min_vram) if not _ran_nothing(win, p)
-        },
-    )
+    memo = win.memo  # Window.derived's cache, read here with no lambda (~86 asks a tick)
+    key = ("ran-something", index, min_vram)
+    if key in memo:
+        found: set[int] = memo[key]
+        return found
+    ran = memo[key] = {
+        p.pid for p in win.significant_processes_on(index, min_vram) if not _ran_nothing(win, p)
+    }
+    return ran
 
 
 def _ran_nothing(win: Window, proc: GpuProcess) -> bool:

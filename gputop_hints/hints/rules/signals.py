@@ -62,7 +62,13 @@ def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
     """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute.
 
     Once per window and GPU (asked for every process)."""
-    return win.derived(("spinning", id(t), index), lambda: _spinning_uncached(win, t, index))
+    memo = win.memo  # Window.derived's cache, read here with no lambda (~70 asks a tick)
+    key = ("spinning", id(t), index)
+    if key in memo:
+        found: bool = memo[key]
+        return found
+    spinning = memo[key] = _spinning_uncached(win, t, index)
+    return spinning
 
 
 def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
@@ -931,9 +937,13 @@ def requested_share(command: str | None, framework: str | None) -> float | None:
 
 def preallocation(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
     """Once per window and process; see :func:`_preallocation_uncached`."""
-    return win.derived(
-        ("preallocation", id(t), proc.key), lambda: _preallocation_uncached(win, t, proc)
-    )
+    memo = win.memo  # Window.derived's cache, read here with no lambda (~64 asks a tick)
+    key = ("preallocation", id(t), proc.pid, proc.gpu_index)
+    if key in memo:
+        found: Preallocation | None = memo[key]
+        return found
+    pool = memo[key] = _preallocation_uncached(win, t, proc)
+    return pool
 
 
 def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
@@ -1050,7 +1060,13 @@ class Offload:
 
 def offloading(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
     """Once per window and process; see :func:`_offloading_uncached`."""
-    return win.derived(("offloading", id(t), proc.key), lambda: _offloading_uncached(win, t, proc))
+    memo = win.memo  # Window.derived's cache, read here with no lambda (~86 asks a tick)
+    key = ("offloading", id(t), proc.pid, proc.gpu_index)
+    if key in memo:
+        found: Offload | None = memo[key]
+        return found
+    offload = memo[key] = _offloading_uncached(win, t, proc)
+    return offload
 
 
 def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
