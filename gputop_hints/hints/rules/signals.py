@@ -657,15 +657,20 @@ def link_thrashing(win: Window, t: Thresholds, index: int) -> tuple[bool, list[E
 
 def _link_thrashing_uncached(win: Window, t: Thresholds, index: int) -> tuple[bool, list[Evidence]]:
     c = t.pcie_thrash
+    # Every test below that returns (False, []) is a pure reading of the window, and the
+    # verdict needs them all: the SM mean (kept per series until the next append) goes
+    # first, before the link's readings are read and counted over the window.
+    sm = win.gpu_sm_mean(index)
+    if sm is None or not sm < c.sm_below_percent:
+        return False, []
     gpu = win.gpu(index)
     traffic = win.gpu_pcie_mean(index)
-    sm = win.gpu_sm_mean(index)
-    if gpu is None or traffic is None or sm is None:
+    if gpu is None or traffic is None:
         return False, []
     link = gpu.pcie_link_bytes_per_s
     limit = c.link_share_above * link if link is not None else c.floor_gb_per_s * 1e9
     busy = win.gpu_pcie_busy_fraction(index, limit)
-    if busy is None or not (busy >= c.min_busy_fraction and sm < c.sm_below_percent):
+    if busy is None or not busy >= c.min_busy_fraction:
         # Not thrashing: no caller reads the evidence then (pcie-thrash skips the GPU,
         # input-starved reads the verdict alone), so none is built.
         return False, []
