@@ -80,6 +80,13 @@ CASES: list[Case] = [
         None,
     ),
     case(
+        # Just under the SM bar, the link busy every tick: flagged (the SM mean is asked
+        # before the link's readings are counted, and decides nothing alone).
+        "pcie/sm-just-under-50",
+        lambda: one_gpu([49.9] * 12, gpu=G(rx=20e9, tx=10e9)),
+        Expect(P0, Severity.WARNING, evidence={"device SM % (mean)": 49.9}),
+    ),
+    case(
         "pcie/unknown-link-1-GBps-floor",
         lambda: one_gpu([12.0] * 12, gpu=G(rx=0.6e9, tx=0.4e9, gen=None, width=None)),
         Expect(
