@@ -14,7 +14,9 @@ rule's own, before hysteresis: rule, subject, severity, label, summary, evidence
 visible findings for waves 8 x 64 (400 ticks), the mixed demo 8 x 64 and every demo
 scenario at 2 x 5: a change meant to cost less must print the same digests (no verdict
 moved). ``--rules`` runs the measured ticks again on another copy, each rule's check timed apart,
-and prints the CPU ms a tick of the costliest rules (where a tick's time goes).
+and prints the CPU ms a tick of the costliest rules (where a tick's time goes); ``--steps``
+does the same for input-starved's costliest steps (``Window.process_gaps``, the slow
+window's, runs inside ``gaps_seen_by``: its time is counted in both).
 
 ``--shape waves`` is the steady state the demo never reaches (issue 49): every process
 holds 1 GiB and runs its own utilization wave, 5-95 % with a period of 7-17 s, so that
@@ -24,7 +26,7 @@ minutes of simulated ticks after the warm-up and prints the median CPU ms of min
 and of minute M, so that a cost growing with uptime shows.
 
     PYTHONPATH=. .venv/bin/python bench/engine_cost.py [--shape demo|waves] [--gpus 8]
-        [--processes 64] [--ticks 300] [--minutes 10] [--calls] [--rules] [--digest]
+        [--processes 64] [--ticks 300] [--minutes 10] [--calls] [--rules] [--steps] [--digest]
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import pstats
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gputop_hints.hints.diagnoser import Diagnoser
 from gputop_hints.hints.findings import Finding
@@ -99,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         "--rules", action="store_true", help="also print the CPU ms a tick of the costliest rules"
     )
     parser.add_argument(
+        "--steps",
+        action="store_true",
+        help="also print the CPU ms a tick of input-starved's costliest steps, each timed apart",
+    )
+    parser.add_argument(
         "--digest",
         action="store_true",
         help="print a sha256 of every tick's raw and visible findings (waves 8 x 64, the "
@@ -122,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         diagnoser.evaluate()
     profiled = copy.deepcopy(diagnoser) if args.calls else None
     by_rule = copy.deepcopy(diagnoser) if args.rules else None
-    snaps = [next(ticks) for _ in range(measured)] if args.calls or args.rules else None
+    by_step = copy.deepcopy(diagnoser) if args.steps else None
+    kept = args.calls or args.rules or args.steps
+    snaps = [next(ticks) for _ in range(measured)] if kept else None
     costs: list[float] = []
     cpu: list[float] = []
     for i in range(measured):
@@ -164,7 +173,50 @@ def main(argv: list[str] | None = None) -> int:
     if by_rule is not None:
         assert snaps is not None
         _print_rule_costs(by_rule, snaps)
+    if by_step is not None:
+        assert snaps is not None
+        _print_step_costs(by_step, snaps)
     return 0
+
+
+def _print_step_costs(diagnoser: Diagnoser, snaps: list[Snapshot]) -> None:
+    """Feed ``snaps`` with input-starved's costliest steps each timed apart (CPU time,
+    inflated by the timing itself); print them. The steps are put back afterwards."""
+    from gputop_hints.hints.rules import input_starved
+
+    spent: dict[str, float] = {}
+    names = ("gaps_seen_by", "own_burst_ruled_out", "_finding", "_loading", "link_thrashing")
+    originals = {name: getattr(input_starved, name) for name in names}
+    process_gaps = Window.process_gaps
+
+    def timed(name: str, step: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            started = time.process_time()
+            try:
+                return step(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - started
+
+        return run
+
+    for name, step in originals.items():
+        setattr(input_starved, name, timed(name, step))
+    Window.process_gaps = timed("Window.process_gaps", process_gaps)  # type: ignore[method-assign,assignment]
+    total = 0.0
+    try:
+        for snap in snaps:
+            diagnoser.append(snap)
+            started = time.process_time()
+            diagnoser.evaluate()
+            total += time.process_time() - started
+    finally:
+        for name, step in originals.items():
+            setattr(input_starved, name, step)
+        Window.process_gaps = process_gaps  # type: ignore[method-assign]
+    n = len(snaps)
+    print(f"  input-starved's steps (CPU ms a tick, mean, timed apart): all {total / n * 1000:.2f}")
+    for name, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"    {name:<24} {seconds / n * 1000:.2f}")
 
 
 def _print_rule_costs(diagnoser: Diagnoser, snaps: list[Snapshot]) -> None:
