@@ -231,8 +231,28 @@ _NO_TIME, _TIMES = -1, -2
 """Rows remembered per column plan by their cells but the time (cleared when full)."""
 
 
-def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row:
+When = tuple[float | None, bool] | str | None
+"""A row's time read beforehand (:func:`time_of`), the message of the CellError reading
+it raised, or None (not read beforehand)."""
+
+
+def time_of(time_cell: str) -> When:
+    """A time cell read once for the rows that share it (:func:`parse_row`'s ``when``):
+    its (time, absolute?) as parse_row reads it without a date column, or the message
+    parse_row raises for it."""
+    try:
+        return _row_time(time_cell, None, False)
+    except v.CellError as exc:
+        return str(exc)
+
+
+def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int, when: When = None) -> Row:
     """Cells -> Row; raises CellError (with the column label) when a cell is malformed.
+
+    ``when`` is the row's time as :func:`time_of` read its time cell, once for the rows
+    that share the cell (the GPUs of one JSON object): it is not read again (a CellError
+    of its message is raised where reading it raised). Only for columns of one time
+    column and no date column.
 
     A row whose cells but the time equal an earlier row's (an idle GPU logged
     again, one GPU of several alternating) takes that row's values: only its time
@@ -245,11 +265,16 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
         hit = memo.get(rest)
         if hit is not None:
             fields0, key0, bad0, date0, shared = hit
-            ts0, absolute0 = (
-                (None, False)
-                if time_at == _NO_TIME
-                else _row_time(cells[time_at], date0, has_date_column)
-            )
+            if when is not None:
+                if type(when) is str:
+                    raise v.CellError(when)
+                ts0, absolute0 = when  # type: ignore[misc]
+            else:
+                ts0, absolute0 = (
+                    (None, False)
+                    if time_at == _NO_TIME
+                    else _row_time(cells[time_at], date0, has_date_column)
+                )
             return Row(line, ts0, absolute0, key0, dict(fields0), list(bad0), shared)
     fields: dict[str, Any] = {}
     key: int | str | None = None
@@ -307,7 +332,12 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int) -> Row
             if role in IDENTITY_ROLES:
                 raise v.CellError(f"{col.label or role}: {exc}") from None
             bad_cells.append((col.label or role, str(exc)))
-    ts, absolute = _row_time(time_cell, date_cell, has_date_column)
+    if when is None:
+        ts, absolute = _row_time(time_cell, date_cell, has_date_column)
+    elif type(when) is str:
+        raise v.CellError(when)
+    else:
+        ts, absolute = when  # type: ignore[misc]
     if throttle is not None:
         fields["throttle"] = tuple(sorted(throttle))
     if bad_cells and not any(

@@ -37,6 +37,7 @@ from gputop_hints.sources.files._table import (
     bad,
     note_bad_cells,
     parse_row,
+    time_of,
 )
 from gputop_hints.sources.files._tabular import table_stream
 from gputop_hints.sources.files._text import Head, TextSource
@@ -160,6 +161,21 @@ def quick_cells(plan: JsonPlan) -> _CellsOf:
             counts["deep"] += 1
         else:
             where.append(len(tops) + len(keys) + len(deep))
+    # the deep ones fetched as: per first key of two-key paths, its inner keys; then
+    # the longer paths one by one
+    by_first: dict[str, list[str]] = {}
+    for path in deep:
+        if len(path) == 2:
+            by_first.setdefault(path[0], []).append(path[1])
+    pairs = list(by_first.items())
+    deeper = [path for path in deep if len(path) > 2]
+    fetched = [(first, inner) for first, inners in pairs for inner in inners]
+    fetched += [(path[0], path) for path in deeper]  # type: ignore[misc]
+    order = [
+        fetched.index((path[0], path[1]) if len(path) == 2 else (path[0], path)) for path in deep
+    ]  # type: ignore[arg-type]
+    base = len(tops) + len(keys)
+    where = [base + order[at - base] if base <= at < base + len(deep) else at for at in where]
     in_order = operator.itemgetter(*where)
     as_cell = _AS_CELL.get
 
@@ -176,13 +192,37 @@ def quick_cells(plan: JsonPlan) -> _CellsOf:
                 "" if (to_cell := as_cell(type(value))) is None else to_cell(value)
                 for value in map(gpu.get, keys)
             ]
-            if deep:
-                pool += [_cell(gpu, path) for path in deep]
+            for key, inner in pairs:  # deep paths of two keys, by the first
+                sub = gpu.get(key)
+                if type(sub) is dict:
+                    pool += [
+                        "" if (to_cell := as_cell(type(value))) is None else to_cell(value)
+                        for value in map(sub.get, inner)
+                    ]
+                else:
+                    pool += [""] * len(inner)
+            if deeper:
+                pool += [_cell(gpu, path) for path in deeper]
             pool.append(str(place))
             out.append(in_order(pool))
         return out
 
     return cells_of
+
+
+def _shared_time(plan: JsonPlan) -> int:
+    """The position of the time cell the GPUs of an object share (its one time column, at
+    its top level, of the nested shape without a date column): read once per object;
+    -1 where there is none such."""
+    times = [c.position for c in plan.columns if c.role == "time"]
+    if (
+        plan.gpu_list is None
+        or len(times) != 1
+        or any(c.role == "date" for c in plan.columns)
+        or plan.paths[times[0]][0]
+    ):
+        return -1
+    return times[0]
 
 
 def sniff(head: Head, mapping: Mapping[str, str] | None) -> JsonPlan | str:
@@ -252,6 +292,7 @@ def read(
 
     columns = plan.columns
     cells_of = quick_cells(plan)
+    shared_time = _shared_time(plan)
 
     def rows() -> Iterator[Row]:
         for line, doc in json_documents(source.lines(), on_bad):
@@ -259,9 +300,10 @@ def read(
             if per_gpu is None:
                 bad(counters, line, f"no {plan.gpu_list!r} list of GPU objects")
                 continue
+            when = time_of(per_gpu[0][shared_time]) if shared_time >= 0 and per_gpu else None
             for cells in per_gpu:
                 try:
-                    row = parse_row(cells, columns, line)
+                    row = parse_row(cells, columns, line, when)
                 except v.CellError as exc:
                     bad(counters, line, str(exc))
                     continue
