@@ -266,9 +266,9 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int, when: 
         if hit is not None:
             fields0, key0, bad0, date0, shared = hit
             if when is not None:
-                if type(when) is str:
+                if isinstance(when, str):
                     raise v.CellError(when)
-                ts0, absolute0 = when  # type: ignore[misc]
+                ts0, absolute0 = when
             else:
                 ts0, absolute0 = (
                     (None, False)
@@ -334,10 +334,10 @@ def parse_row(cells: Sequence[str], columns: Sequence[Column], line: int, when: 
             bad_cells.append((col.label or role, str(exc)))
     if when is None:
         ts, absolute = _row_time(time_cell, date_cell, has_date_column)
-    elif type(when) is str:
+    elif isinstance(when, str):
         raise v.CellError(when)
     else:
-        ts, absolute = when  # type: ignore[misc]
+        ts, absolute = when
     if throttle is not None:
         fields["throttle"] = tuple(sorted(throttle))
     if bad_cells and not any(

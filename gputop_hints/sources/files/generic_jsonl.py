@@ -169,11 +169,9 @@ def quick_cells(plan: JsonPlan) -> _CellsOf:
             by_first.setdefault(path[0], []).append(path[1])
     pairs = list(by_first.items())
     deeper = [path for path in deep if len(path) > 2]
-    fetched = [(first, inner) for first, inners in pairs for inner in inners]
-    fetched += [(path[0], path) for path in deeper]  # type: ignore[misc]
-    order = [
-        fetched.index((path[0], path[1]) if len(path) == 2 else (path[0], path)) for path in deep
-    ]  # type: ignore[arg-type]
+    fetched: list[Path_] = [(first, inner) for first, inners in pairs for inner in inners]
+    fetched += deeper
+    order = [fetched.index(path) for path in deep]
     base = len(tops) + len(keys)
     where = [base + order[at - base] if base <= at < base + len(deep) else at for at in where]
     in_order = operator.itemgetter(*where)

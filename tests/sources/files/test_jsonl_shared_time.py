@@ -66,7 +66,8 @@ def test_the_time_read_once_is_each_gpus_time(tmp_path: Path) -> None:
         cells = _cells_of(json.loads(line), plan)
         assert cells is not None
         rows = [parse_row(c, plan.columns, 1) for c in cells]
-        assert all(snap.timestamp - snaps[0].timestamp == r.timestamp - 1736935200 for r in rows)
+        want = 1736935200.0 + (snap.timestamp - snaps[0].timestamp)  # 2025-01-15T10:00:00Z on
+        assert [r.timestamp for r in rows] == [want] * len(rows)
         assert [g.sm_percent for g in snap.gpus] == [r.fields["sm"] for r in rows]
 
 
