@@ -7,8 +7,10 @@ from collections.abc import Callable
 from textual import events
 from textual.screen import Screen
 
+from gputop_hints.tui.widgets.steady_render import SteadyRender
 
-class MainScreen(Screen[None]):
+
+class MainScreen(SteadyRender, Screen[None]):
     """Holds the header, GPU panels, CPU panel and process table (the app composes
     them); tells the app when the terminal size changed, so it can re-lay them out."""
 

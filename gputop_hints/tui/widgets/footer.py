@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from textual.widgets import Footer
 
+from gputop_hints.tui.widgets.steady_render import SteadyRender
+
 _WATCHERS = "__watchers"
 """Where Textual keeps the watchers of a widget's reactive attributes."""
 
 
-class KeysFooter(Footer):
+class KeysFooter(SteadyRender, Footer):
     """Textual's footer, dropping the watchers of the keys each rebuild removes."""
 
     async def recompose(self) -> None:

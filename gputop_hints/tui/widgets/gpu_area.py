@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from textual.containers import Container
 
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+from gputop_hints.tui.widgets.steady_render import SteadyRender
 
 
-class GpuArea(Container):
+class GpuArea(SteadyRender, Container):
     """Holds the GPU panels; mounts and removes them only when the set of GPUs changes."""
 
     def __init__(self) -> None:
