@@ -50,6 +50,11 @@ class StripWidget(Widget):
         """The background the app's line filters see, by the styles on the way up; None
         where the CSS adds anything around the lines (see :meth:`_plain_background`)."""
         self._styles_cache_used = False
+        self._painted: dict[int, tuple[object, Strip]] = {}
+        """Each line as last painted: the cached strip, and what the app's line filters
+        made of it (see :meth:`render_lines`), for ``_painted_for``; at -1 the blank
+        line below the content, by the style it was made with."""
+        self._painted_for: tuple[object, ...] | None = None
         self.builds = 0
         """How many times the lines were rebuilt (for tests and profiling)."""
         self.lines_diffed = [0, 0, 0]
@@ -205,19 +210,44 @@ class StripWidget(Widget):
             self._build(size)
         lines = self._lines
         width = size.width
-        filters = self.app.get_line_filters()
+        filters = tuple(self.app.get_line_filters())
+        painted_for = (filters, background, width)
+        if self._painted_for != painted_for:
+            self._painted.clear()
+            self._painted_for = painted_for
+        painted = self._painted
         strips: list[Strip] = []
         append = strips.append
         blank: Strip | None = None
         for y in crop.line_range:
             if 0 <= y < len(lines):
-                strip = lines[y]
-                if strip.cell_length != width:
-                    strip = strip.adjust_cell_length(width, self._inner_style(background))
+                line = lines[y]
+                done = painted.get(y)
+                if done is not None and done[0] is line:
+                    append(done[1])  # the line painted last time, through the same filters
+                    continue
+                if line.cell_length == width:
+                    strip = line
+                    for line_filter in filters:
+                        strip = strip.apply_filter(line_filter, background)
+                    painted[y] = (line, strip)
+                    append(strip)
+                    continue
+                strip = line.adjust_cell_length(width, self._inner_style(background))
             elif y < size.height:
                 if blank is None:
-                    blank = Strip.blank(width, self.rich_style)  # as render_line pads
-                strip = blank
+                    # As render_line pads; the same strip, filtered, while the style is.
+                    style = self.rich_style
+                    done = painted.get(-1)
+                    if done is not None and done[0] is style:
+                        blank = done[1]
+                    else:
+                        blank = Strip.blank(width, style)
+                        for line_filter in filters:
+                            blank = blank.apply_filter(line_filter, background)
+                        painted[-1] = (style, blank)
+                append(blank)
+                continue
             else:
                 strip = Strip.blank(width, self._inner_style(background))  # as Textual pads
             for line_filter in filters:
