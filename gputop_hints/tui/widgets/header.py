@@ -7,13 +7,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
 from gputop_hints.model import JobInfo, Snapshot
 from gputop_hints.sampling.replay_time import date_time_text, span_text, speed_text
+from gputop_hints.tui import glyphs
 from gputop_hints.tui.palette import Palette
-from gputop_hints.tui.render import Line, Piece, fit_pieces
+from gputop_hints.tui.render import (
+    Line,
+    Piece,
+    fit_pieces,
+    fitted_strip,
+    merge_onto,
+    merge_segments,
+)
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.units import core_ranges
 
@@ -82,6 +91,9 @@ class HeaderBar(StripWidget):
         self.replay: ReplayStatus | None = None
         self.cost: tuple[str, bool] | None = None
         """The running cost line and whether anything was lost (None: not yet known)."""
+        self._left: tuple[tuple[object, ...], list[Segment], int] | None = None
+        """The left part as last drawn (its pieces fitted, merged, padded up to the right
+        part), with what it was drawn from: the clock moves every tick, the rest seldom."""
 
     def set_cost(self, text: str, lost: bool) -> None:
         if (text, lost) != self.cost:
@@ -149,18 +161,23 @@ class HeaderBar(StripWidget):
         # One cell of margin at the right edge.
         right_kept = fit_pieces(right, width - 1)
         right_width = sum(len(piece.text) for piece in right_kept) + len(right_kept) + 1
-        left_kept = fit_pieces(left, width - right_width - 1, separator=2)
-        line = Line()
-        for i, piece in enumerate(left_kept):
-            if i:
-                line.add("  ", base)
-            line.add_text(piece.text, piece.style)
         right_line = Line()
         for piece in right_kept:
             right_line.add(" ", base).add_text(piece.text, piece.style)
         if right_kept:
             right_line.add(" ", base)
-        line.pad_to(width - right_line.cells, base)
-        line.segments.extend(right_line.segments)
-        line.cells += right_line.cells
-        return [line.strip(width, base)]
+        # The left part merged once and kept (merge_onto: the same strip as merging the
+        # whole line) while its pieces, the width and where the right part starts are.
+        key = (tuple(left), width, right_width, right_line.cells, base, glyphs.active())
+        cached = self._left
+        if cached is None or cached[0] != key:
+            left_kept = fit_pieces(left, width - right_width - 1, separator=2)
+            line = Line()
+            for i, piece in enumerate(left_kept):
+                if i:
+                    line.add("  ", base)
+                line.add_text(piece.text, piece.style)
+            line.pad_to(width - right_line.cells, base)
+            cached = self._left = (key, merge_segments(line.segments, base), line.cells)
+        merged = merge_onto(cached[1].copy(), right_line.segments, base)
+        return [fitted_strip(merged, cached[2] + right_line.cells, width, base)]
