@@ -20,6 +20,8 @@ findings and model properties.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
@@ -84,9 +86,9 @@ def profiling_lines(gpu: GpuSample) -> int:
 
 def panel_height(gpus: list[GpuSample] | tuple[GpuSample, ...]) -> int:
     """Lines a rich panel needs to show every GPU's GPM rows and MIG instances under it."""
-    return RICH_HEIGHT + max(
-        (profiling_lines(g) + len(g.mig_instances) for g in gpus), default=0
-    )
+    return RICH_HEIGHT + max((profiling_lines(g) + len(g.mig_instances) for g in gpus), default=0)
+
+
 _LABEL = 6
 _VALUE = 9
 _NOTE = 22
@@ -142,8 +144,9 @@ class GpuPanel(StripWidget):
         self._rows: dict[str, tuple[tuple[object, ...], Strip]] = {}
         """Each metric row's last strip and what it was built from: a row whose inputs
         did not change this tick (a steady PCIe or VRAM line) is not rebuilt."""
-        self._prefixes: dict[str, tuple[tuple[object, ...], list[Segment], int]] = {}
-        """Each metric row's label and sparkline, merged, with their cells and inputs."""
+        self._prefixes: dict[str, tuple[tuple[Any, ...], list[Segment], int, str]] = {}
+        """Each metric row's label and sparkline, merged, with their cells, inputs and
+        the sparkline's text."""
         self._title_styles: tuple[Palette, dict[str, Style]] | None = None
 
     def update_from(
@@ -309,12 +312,28 @@ class GpuPanel(StripWidget):
         # The label and sparkline move only when a bucket completes, the value every
         # tick: their merged segments are kept and the rest merged onto a copy
         # (merge_onto), the same strip as merging the whole line.
-        prefix_key = (key[0], high, style, base, p, spark_width, glyphs.active())
+        shown = key[0]
+        prefix_key = (shown, high, style, base, p, spark_width, glyphs.active())
         prefix = self._prefixes.get(label)
         if prefix is None or prefix[0] != prefix_key:
+            before = prefix[0] if prefix is not None else None
+            if (
+                before is not None
+                and before[1:] == prefix_key[1:]
+                and 0 < len(shown) == len(before[0]) <= spark_width
+                and before[0][1:] == shown[:-1]
+            ):
+                # Moved on by one value: each cell draws its own value alone (after the
+                # blank cells older than the history), so the line is the last one
+                # less its oldest value's cell, plus the newest value's.
+                blank = spark_width - len(shown)
+                old = prefix[3]
+                spark = old[:blank] + old[blank + 1 :] + sparkline(shown[-1:], 1, high)
+            else:
+                spark = sparkline(values, spark_width, high)
             start = Line().add(f" {label:<{_LABEL - 1}}", p.label)
-            start.add(sparkline(values, spark_width, high), style)
-            prefix = (prefix_key, merge_segments(start.segments, base), start.cells)
+            start.add(spark, style)
+            prefix = (prefix_key, merge_segments(start.segments, base), start.cells, spark)
             self._prefixes[label] = prefix
         line = Line().add(value_text.rjust(_VALUE), p.text)
         if note_width:
