@@ -16,7 +16,11 @@ from gputop_hints.tui.app import GputopApp
 from gputop_hints.tui.render import bucketed, fitted_strip, merge_onto, merge_segments
 from gputop_hints.tui.widgets.base import StripWidget
 from gputop_hints.tui.widgets.cpu_panel import CpuPanel
+from gputop_hints.tui.widgets.footer import KeysFooter
+from gputop_hints.tui.widgets.gpu_area import GpuArea
 from gputop_hints.tui.widgets.gpu_panel import GpuPanel
+from gputop_hints.tui.widgets.header import HeaderBar
+from gputop_hints.tui.widgets.steady_render import SteadyRender
 
 RED = Style(color="red", bgcolor="black")
 BLUE = Style(color="blue", bgcolor="black")
@@ -179,7 +183,7 @@ def test_what_visible_rewrites_is_never_printable() -> None:
     assert not [c for c in map(chr, range(0x110000)) if c.isprintable() and visible(c) != c]
 
 
-def _through_textual(widget: StripWidget, crop: Region) -> list[list[Segment]]:
+def _through_textual(widget: Widget, crop: Region) -> list[list[Segment]]:
     widget._styles_cache.clear()
     return [list(strip) for strip in Widget.render_lines(widget, crop)]
 
@@ -283,3 +287,60 @@ async def test_the_app_keeps_its_truecolor_filter_across_a_theme_change() -> Non
             app.theme = name
             await pilot.pause()
             assert any(isinstance(f, SkipTruecolor) for f in app.get_line_filters()), name
+
+
+async def test_kept_gpu_rows_and_header_parts_draw_what_a_fresh_build_draws() -> None:
+    """The GPU panel's sparklines moved on a value at a time and the header's kept left
+    part give, tick after tick, the lines built with nothing kept (SM bursts and gaps:
+    every cell of the sparkline moves)."""
+    source = DemoSource("starved-loader", gpus=1, processes=1, seed=0, cores=8)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(160, 50)) as pilot:
+        header = app.header
+        fresh_panel: GpuPanel | None = None
+        for tick in range(160):  # past the window, so the sparklines scroll
+            app.ingest(source.sample())
+            await pilot.pause()
+            panel = app.query(GpuPanel).first()
+            if fresh_panel is None:
+                fresh_panel = GpuPanel(panel.index)
+            # Fed as the panel is (its bucket means follow the ticks it saw), but its
+            # rows and sparklines built again each tick.
+            fresh_panel.update_from(
+                panel.gpu, panel.history, panel.findings, panel.ticks, panel.verdict
+            )
+            fresh_panel._rows.clear()
+            fresh_panel._prefixes.clear()
+            for widget in (panel, header):
+                width, height = widget.size
+                lines = [list(s) for s in widget.render_lines(Region(0, 0, width, height))]
+                assert widget._palette_for is not None
+                _, base, palette = widget._palette_for
+                fresh: StripWidget
+                if widget is panel:
+                    fresh = fresh_panel
+                else:
+                    fresh = HeaderBar(header.interval_s)
+                    fresh.source_kind, fresh.cost = header.source_kind, header.cost
+                    fresh.update_from(header.snapshot)  # type: ignore[arg-type]
+                built = fresh.build_lines(width, height, base, palette)
+                assert lines[: len(built)] == [list(s) for s in built], (tick, widget)
+
+
+async def test_the_screen_area_and_footer_paint_what_textual_paints() -> None:
+    """The screen, the GPU area and the footer hand back their last paint only while
+    it is what Textual's styles cache would paint now."""
+    source = DemoSource("mixed", gpus=2, processes=8, seed=0, cores=16)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        for theme_key in ("", "", "c", ""):  # twice steady, a new theme, steady again
+            if theme_key:
+                await pilot.press(theme_key)
+            app.ingest(source.sample())
+            await pilot.pause()
+            for widget in (app.screen, app.query_one(GpuArea), app.query_one(KeysFooter)):
+                assert isinstance(widget, SteadyRender)
+                crop = Region(0, 0, *widget.region.size)
+                painted = [list(s) for s in widget.render_lines(crop)]
+                again = [list(s) for s in widget.render_lines(crop)]
+                assert painted == again == _through_textual(widget, crop), type(widget)
