@@ -316,10 +316,9 @@ class GpuPanel(StripWidget):
         prefix_key = (shown, high, style, base, p, spark_width, glyphs.active())
         prefix = self._prefixes.get(label)
         if prefix is None or prefix[0] != prefix_key:
-            before = prefix[0] if prefix is not None else None
             if (
-                before is not None
-                and before[1:] == prefix_key[1:]
+                prefix is not None
+                and (before := prefix[0])[1:] == prefix_key[1:]
                 and 0 < len(shown) == len(before[0]) <= spark_width
                 and before[0][1:] == shown[:-1]
             ):
