@@ -344,3 +344,31 @@ async def test_the_screen_area_and_footer_paint_what_textual_paints() -> None:
                 painted = [list(s) for s in widget.render_lines(crop)]
                 again = [list(s) for s in widget.render_lines(crop)]
                 assert painted == again == _through_textual(widget, crop), type(widget)
+
+
+async def test_a_styles_cache_laid_out_otherwise_paints_as_textual_does() -> None:
+    """On a Textual whose styles cache has none of what the kept paint reads (pyproject
+    allows 0.86 to 8), the screen paints as Textual does: no error, the same lines."""
+    source = DemoSource("mixed", gpus=1, processes=2, seed=0, cores=4)
+    app = GputopApp(source, autostart=False, theme="dark")
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.ingest(source.sample())
+        await pilot.pause()
+        widget = app.query_one(GpuArea)
+        crop = Region(0, 0, *widget.region.size)
+        expected = _through_textual(widget, crop)
+        widget._styles_cache = _LaidOutOtherwise(widget._styles_cache)  # type: ignore[assignment]
+        assert [list(s) for s in widget.render_lines(crop)] == expected
+
+
+class _LaidOutOtherwise:
+    """A styles cache that works as Textual's (its methods are the real one's) but has
+    none of the attributes the kept paint reads."""
+
+    def __init__(self, real: object) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("_dirty_lines", "_cache", "_width"):
+            raise AttributeError(name)
+        return getattr(self._real, name)

@@ -31,6 +31,15 @@ class SteadyRender(_Base):
     _steady: tuple[tuple[Any, ...], list[Strip]] | None = None
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        try:
+            return self._steady_lines(crop)
+        except AttributeError:
+            # Textual's styles cache laid out otherwise (pyproject allows textual
+            # 0.86 to 8): paint as Textual does, never fail a paint for a saving.
+            self._steady = None
+            return super().render_lines(crop)
+
+    def _steady_lines(self, crop: Region) -> list[Strip]:
         cache = self._styles_cache
         if self.BLANK or cache._dirty_lines:
             self._steady = None
