@@ -187,6 +187,17 @@ T0 = at("2025-11-22 11:42:52")
 TWO = [Gpu(temp=32, power="71", used=0, util=0), Gpu(temp=40, power="120", used=5000, util=35)]
 
 
+def assert_frames_read(snaps: Sequence[Snapshot], frames: Sequence[Sequence[Gpu]]) -> None:
+    """Each frame's GPUs 0 and 1 read with the values it drew, one snapshot a frame."""
+    assert [s.timestamp for s in snaps] == [T0 + 2 * i for i in range(len(frames))]
+    for index in (0, 1):
+        gpus = [f[index] for f in frames]
+        assert column(snaps, index, "sm_percent") == [g.util for g in gpus]
+        assert column(snaps, index, "vram_used_bytes") == [g.used * MIB for g in gpus]
+        assert column(snaps, index, "power_watts") == [float(g.power) for g in gpus]
+        assert column(snaps, index, "temperature_c") == [g.temp for g in gpus]
+
+
 def test_a_clock_only_redraw_moves_the_time_and_keeps_the_values(tmp_path: Path) -> None:
     stamps = [T0 + 2 * i for i in range(6)]
     screens = [screen(t, table(TWO)) for t in stamps]
@@ -229,13 +240,8 @@ def test_one_gpus_cell_rewritten_in_place_changes_that_gpu_only(tmp_path: Path) 
     assert data.count("GPU-Util") == 1
     snaps, counters = load(tmp_path, data)
     assert counters.bad_lines == 0 and len(snaps) == len(frames)
-    assert [s.timestamp for s in snaps] == [T0 + 2 * i for i in range(len(frames))]
+    assert_frames_read(snaps, frames)
     for index in (0, 1):
-        gpus = [f[index] for f in frames]
-        assert column(snaps, index, "sm_percent") == [g.util for g in gpus]
-        assert column(snaps, index, "vram_used_bytes") == [g.used * MIB for g in gpus]
-        assert column(snaps, index, "power_watts") == [float(g.power) for g in gpus]
-        assert column(snaps, index, "temperature_c") == [g.temp for g in gpus]
         assert column(snaps, index, "vram_total_bytes") == [81559 * MIB] * len(frames)
         assert column(snaps, index, "name") == ["NVIDIA H100 80GB HBM3"] * len(frames)
     assert [[g.index for g in s.gpus] for s in snaps] == [[0, 1]] * len(frames)
@@ -411,13 +417,7 @@ def test_values_that_change_after_a_run_of_clock_only_redraws_are_read(tmp_path:
     assert data.count("GPU-Util") == 1  # never a whole redraw after the first
     snaps, counters = load(tmp_path, data)
     assert counters.bad_lines == 0
-    assert [s.timestamp for s in snaps] == [T0 + 2 * i for i in range(len(frames))]
-    for index in (0, 1):
-        gpus = [f[index] for f in frames]
-        assert column(snaps, index, "sm_percent") == [g.util for g in gpus]
-        assert column(snaps, index, "vram_used_bytes") == [g.used * MIB for g in gpus]
-        assert column(snaps, index, "power_watts") == [float(g.power) for g in gpus]
-        assert column(snaps, index, "temperature_c") == [g.temp for g in gpus]
+    assert_frames_read(snaps, frames)
     # Every frame counts its GPUs' performance state, a run of clock-only ones too.
     assert counters.found["perf_states"] == {"0": {"P0": len(frames)}, "1": {"P0": len(frames)}}
     # The report counts each tick of a run of unchanged readings.
