@@ -12,6 +12,7 @@ import dataclasses
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope, Severity, Subject
 from gputop_hints.hints.rules import (
@@ -32,7 +33,9 @@ from gputop_hints.hints.window import (
 )
 from gputop_hints.history import History
 from gputop_hints.model import GpuProcess, Snapshot
-from gputop_hints.stacks import StackReading
+
+if TYPE_CHECKING:  # the stack readings' package: imported only where one is read
+    from gputop_hints.stacks import StackReading
 
 
 @dataclass

@@ -13,9 +13,12 @@ docs/hints.md, "Stacks as evidence", lists the pairs and why.
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Evidence, Finding, Scope
-from gputop_hints.stacks import WORDS, StackReading
+
+if TYPE_CHECKING:  # the stack readings' package: imported only where one is read
+    from gputop_hints.stacks import StackReading
 
 CONFIRMS = 0.5
 """A category holding at least half the main thread's samples is where it spends its
@@ -39,6 +42,8 @@ link busy with pageable copies keeps the host staging them (``.to(device)``)."""
 
 def with_stack_evidence(finding: Finding, reading: StackReading) -> Finding:
     """``finding`` with what ``reading`` says of its cause, if it speaks to it."""
+    from gputop_hints.stacks import WORDS  # loaded already: ``reading`` came from it
+
     wanted = AGREES.get(finding.rule)
     if wanted is None or not reading.samples or not reading.categories:
         return finding

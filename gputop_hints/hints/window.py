@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from functools import cached_property
 from itertools import islice, pairwise
 from operator import attrgetter
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gputop_hints.hints.running import HostTallies
 from gputop_hints.hints.traces import (
@@ -28,7 +28,9 @@ from gputop_hints.hints.traces import (
 )
 from gputop_hints.history import History, PeakSeries, ProcessHistory, Series
 from gputop_hints.model import GpuProcess, GpuSample, Snapshot
-from gputop_hints.stacks import StackReading
+
+if TYPE_CHECKING:  # the stack readings' package: imported only where one is read
+    from gputop_hints.stacks import StackReading
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputop_hints import __version__
 from gputop_hints.hints.costs import CostMeter, CostTotals
@@ -35,9 +35,11 @@ from gputop_hints.model import (
 )
 from gputop_hints.outputs.cost_text import cost_line
 from gputop_hints.outputs.finding_text import TEXT_MARK, finding_lines, subject_text
-from gputop_hints.stacks import WORDS, StackReading
 from gputop_hints.text import visible, visible_lines
 from gputop_hints.units import core_ranges, human_bytes, human_rate, percent
+
+if TYPE_CHECKING:  # the stack readings' package: imported only where one is read
+    from gputop_hints.stacks import StackReading
 
 JSON_SCHEMA_VERSION = 1
 
@@ -387,6 +389,8 @@ def where_it_waits_text(reading: StackReading) -> str:
     if not reading.categories:
         why = reading.reason or "py-spy read no stack of its main thread"
         return f"Where it waits: not read -- {visible(why)}"
+    from gputop_hints.stacks import WORDS
+
     parts = []
     for category in reading.categories[:2]:
         part = f"{category.share * 100:.0f} % {WORDS.get(category.name, category.name)}"

@@ -13,11 +13,13 @@ back as the reading's ``reason``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from gputop_hints.hints.findings import Finding, Severity
 from gputop_hints.model import GpuProcess, Snapshot
-from gputop_hints.stacks import StackReading, classify, find_py_spy, sample
+
+if TYPE_CHECKING:
+    from gputop_hints.stacks import StackReading
 
 MAX_PROCESSES = 3
 MAX_WORKERS = 2
@@ -63,6 +65,12 @@ def read_stacks(processes: Sequence[GpuProcess]) -> tuple[StackReading, ...]:
     per process even when py-spy is missing (its reason says so)."""
     if not processes:
         return ()
+    # Imported only now: a summary with no warned process never loads the stack reader
+    # (nor its thread pool), ~5 ms of ``--once``'s start (issue 49 item 3).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gputop_hints.stacks import StackReading, classify, find_py_spy, sample
+
     found = find_py_spy()
     if found.path is None:
         reason = found.reason or "py-spy is not installed"
