@@ -33,7 +33,6 @@ from gputop_hints.cli.inputs import open_source, print_scenarios, terminal_unusa
 from gputop_hints.cli.notify import add_notify_args, notify_settings
 from gputop_hints.history import DEFAULT_WINDOW_S
 from gputop_hints.sampling.sampler import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
-from gputop_hints.tui.keys import help_lines
 
 if TYPE_CHECKING:
     from gputop_hints.alerts import NotifySettings
@@ -85,13 +84,24 @@ class _VersionAction(argparse._VersionAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+class _MonitorParser(argparse.ArgumentParser):
+    """The monitor's parser: its help ends with the monitor's keys (tui/keys.py), looked
+    up only when the help is shown -- not at every start (``--once``'s, issue 49)."""
+
+    def format_help(self) -> str:
+        from gputop_hints.tui.keys import help_lines
+
+        self.epilog = EPILOG + "\n".join(help_lines()) + "\n"
+        return super().format_help()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``gputop-hints [options]`` (the monitor and its one-off summary)."""
-    parser = argparse.ArgumentParser(
+    parser = _MonitorParser(
         prog="gputop-hints",
         usage=USAGE,
         description=DESCRIPTION,
-        epilog=EPILOG + "\n".join(help_lines()) + "\n",
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action=_VersionAction)
