@@ -15,12 +15,24 @@ cache home of its own under /tmp). It prints the median (min-max) of each and th
 the cache saves::
 
     PYTHONPATH=. .venv/bin/python bench/import_cost.py [--runs 7]
+
+``--instructions`` counts instead, with valgrind's cachegrind (instructions do not
+depend on what else runs on the machine, as CPU time does): the one-shot commands of
+``bench/vs_nvitop.py``'s once row on its fake node (1 GPU, one real sleeping process),
+``gputop-hints --once --duration 0.25 --interval 0.25`` from each ``--tree`` given (this
+tree by default; another checkout, e.g. main's, to compare) and ``nvitop --once`` and
+the launcher alone (``fake_node.py ... none``) from this one, each ``--runs`` times
+(median), with the user's compiled-class cache written first as an installed copy's
+first start does::
+
+    PYTHONPATH=. .venv/bin/python bench/import_cost.py --instructions [--tree ../main] [--runs 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -61,10 +73,84 @@ def one(what: str, cache_home: str, cached: bool, write: bool = False) -> float:
     return float(out.stdout.strip())
 
 
+ONCE_GOAL = 1.2
+"""Issue 49 item 3: ``--once`` at most this many times ``nvitop --once``'s CPU."""
+
+_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def instructions(tree: Path, program: str, args: list[str], pids_file: Path) -> int:
+    """Instructions one run of ``program`` on the fake node executes (whole process)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(tree)
+    command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    command += [sys.executable, str(tree / "bench" / "fake_node.py"), "--gpus", "1"]
+    command += ["--pids-file", str(pids_file), program, *args]
+    out = subprocess.run(
+        command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    found = _REFS.search(out.stderr)
+    if found is None:
+        raise SystemExit(f"no instruction count from cachegrind: {out.stderr[-500:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def instruction_rows(trees: list[Path], runs: int) -> None:
+    """Print the once row in millions of instructions (see the module's docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fake_node import spawn_sleepers, stop
+
+    once = ["--once", "--duration", "0.25", "--interval", "0.25"]
+    sleepers = spawn_sleepers(1)
+    fd, name = tempfile.mkstemp(prefix="import-cost-pids-")
+    os.close(fd)
+    pids_file = Path(name)
+    pids_file.write_text(f"{sleepers[0].pid}\n")
+    try:
+        rows: dict[str, list[int]] = {}
+        for tree in trees:  # compiles the tree and writes the class cache, as a first start
+            instructions(tree, "ours", once, pids_file)
+        for _ in range(runs):
+            for tree in trees:
+                rows.setdefault(f"ours {tree}", []).append(
+                    instructions(tree, "ours", once, pids_file)
+                )
+            rows.setdefault("nvitop --once", []).append(
+                instructions(ROOT, "nvitop", ["--once"], pids_file)
+            )
+            rows.setdefault("launcher alone", []).append(instructions(ROOT, "none", [], pids_file))
+    finally:
+        stop(sleepers)
+        pids_file.unlink(missing_ok=True)
+    nvitop = statistics.median(rows["nvitop --once"])
+    floor = statistics.median(rows["launcher alone"])
+    print(f"once on the fake node (1x1), millions of instructions (cachegrind), median of {runs}:")
+    for label, counts in rows.items():
+        m = statistics.median(counts)
+        print(
+            f"  {label:<40} {m / 1e6:8.1f}  less launcher {(m - floor) / 1e6:7.1f}  "
+            f"x nvitop {m / nvitop:5.2f}"
+        )
+    print(f"  goal: x nvitop <= {ONCE_GOAL} ({ONCE_GOAL * nvitop / 1e6:.1f} M)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count the once row's instructions"
+    )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        help="a checkout whose --once to count too (--instructions; repeatable)",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        trees = [ROOT, *(t.resolve() for t in args.tree or [])]
+        instruction_rows(trees, args.runs)
+        return 0
     with tempfile.TemporaryDirectory(prefix="import-cost-") as home:
         one("monitor", home, cached=True, write=True)  # the first start writes the cache
         print(f"imports, CPU ms, {args.runs} runs each, alternating ({os.cpu_count()} CPUs):")
