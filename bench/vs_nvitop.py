@@ -55,12 +55,24 @@ It prints the median (min-max) of each and the ratio of the medians::
 
 ``--once-only`` runs only the once row (under a minute at 10 pairs);
 ``--once-pairs 0`` leaves it out.
+
+``--trace-cpu`` runs only a CPU trace instead (issue 49: what the first minute pays that
+a steady window does not): ``--trace-program`` (ours) alone on the first case of
+``--cases``, ``--pairs`` runs one after another, its utime + stime read from
+``/proc/<pid>/stat`` every second from its first rows; printed as ms of CPU a second per
+10 s (the median over the runs, and the largest 1-s reading in any), for the first
+``--trace-seconds`` (90) after the rows and for the ``--steady-seconds`` from
+``--steady-after`` after the launch (0: none)::
+
+    PYTHONPATH=. .venv/bin/python bench/vs_nvitop.py --trace-cpu --cases 1x1 --pairs 1
+        [--trace-seconds 90] [--steady-after 300] [--steady-seconds 60]
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import itertools
 import math
 import os
 import re
@@ -190,6 +202,113 @@ def run_group(
         for run in runs:
             _finish(run)
     return [_window_metrics(run) for run in runs]
+
+
+def trace_run(
+    program: str,
+    gpus: int,
+    pids_file: Path,
+    pids: list[int],
+    size: tuple[int, int],
+    seconds: float,
+    late_from: float,
+    late_seconds: float,
+) -> list[tuple[float, float]]:
+    """One run of ``program`` alone: (seconds since its first rows, CPU s) read every
+    second for ``seconds`` from its first rows and, with ``late_from``, for
+    ``late_seconds`` from that many seconds after its launch."""
+    wanted = re.compile(r"\b(" + "|".join(str(p) for p in pids) + r")\b")
+    run = _launch(program, gpus, pids_file, size)
+    try:
+        while not wanted.search(run.tmux.screen()):
+            if time.monotonic() - run.launched > 120:
+                raise SystemExit(f"{program}: no GPU process on screen in 120 s")
+            time.sleep(0.05)
+        rows = time.monotonic()
+        run.first_rows = rows - run.launched
+        edges = [rows + k for k in range(int(seconds) + 1)]
+        if late_from > 0:
+            late = max(run.launched + late_from, edges[-1] + 1)
+            edges += [late + k for k in range(int(late_seconds) + 1)]
+        readings = []
+        for edge in edges:
+            time.sleep(max(edge - time.monotonic(), 0.0))
+            readings.append((time.monotonic() - rows, _cpu_seconds(run.pid)))
+        print(
+            f"  {program}: rows {run.first_rows:.2f} s after launch, "
+            f"CPU {1000.0 * readings[0][1]:.0f} ms by then",
+            flush=True,
+        )
+        return readings
+    finally:
+        _finish(run)
+
+
+def _stretches(readings: list[tuple[float, float]]) -> list[list[tuple[float, float]]]:
+    """The readings cut where more than 2 s passed between two (the late window)."""
+    out: list[list[tuple[float, float]]] = [readings[:1]]
+    for before, after in itertools.pairwise(readings):
+        if after[0] - before[0] > 2.0:
+            out.append([])
+        out[-1].append(after)
+    return out
+
+
+def print_trace(runs: list[list[tuple[float, float]]]) -> None:
+    """Per 10 s of each traced stretch: the median over the runs of CPU ms a second,
+    (min-max over the runs) and the largest 1-s reading of any run."""
+    print(f"{'s after rows':>14} {'CPU ms/s median':>16} {'(min-max)':>14} {'max 1 s':>8}")
+    per_run = [_stretches(r) for r in runs]
+    for s in range(min(len(p) for p in per_run)):
+        length = min(len(p[s]) for p in per_run)
+        for k in range(0, length - 1, 10):
+            rates, peaks = [], []
+            for p in per_run:
+                part = p[s][k : k + 11]
+                (t0, c0), (t1, c1) = part[0], part[-1]
+                rates.append(1000.0 * (c1 - c0) / (t1 - t0))
+                peaks.append(
+                    max(1000.0 * (y[1] - x[1]) / (y[0] - x[0]) for x, y in itertools.pairwise(part))
+                )
+            start, end = per_run[0][s][k][0], per_run[0][s][min(k + 10, length - 1)][0]
+            print(
+                f"{start:>6.0f}-{end:<7.0f} {statistics.median(rates):>16.2f} "
+                f"{f'({min(rates):.2f}-{max(rates):.2f})':>14} {max(peaks):>8.0f}"
+            )
+
+
+def trace_main(args: argparse.Namespace, size: tuple[int, int]) -> int:
+    case = args.cases.split(",")[0]
+    gpus, count = (int(v) for v in case.lower().split("x"))
+    sleepers = spawn_sleepers(count)
+    fd, name = tempfile.mkstemp(prefix="vs-pids-")
+    os.close(fd)
+    pids_file = Path(name)
+    pids_file.write_text("\n".join(str(p.pid) for p in sleepers) + "\n")
+    print(
+        f"CPU trace: {args.trace_program} alone on {case}, {args.size} tmux pane, "
+        f"{args.pairs} run(s); /proc/<pid>/stat utime+stime every 1 s (10 ms resolution)",
+        flush=True,
+    )
+    try:
+        runs = [
+            trace_run(
+                args.trace_program,
+                gpus,
+                pids_file,
+                [p.pid for p in sleepers],
+                size,
+                args.trace_seconds,
+                args.steady_after,
+                args.steady_seconds,
+            )
+            for _ in range(args.pairs)
+        ]
+    finally:
+        stop(sleepers)
+        pids_file.unlink(missing_ok=True)
+    print_trace(runs)
+    return 0
 
 
 def _window_metrics(run: _Run) -> list[dict[str, float]]:
@@ -413,11 +532,20 @@ def main() -> int:
     )
     parser.add_argument("--once-case", default="1x1", help="GPUsxprocesses for the once row")
     parser.add_argument("--once-only", action="store_true", help="run only the once row")
+    parser.add_argument(
+        "--trace-cpu", action="store_true", help="run only a CPU trace a second (see above)"
+    )
+    parser.add_argument("--trace-program", default="ours", choices=("ours", "nvitop"))
+    parser.add_argument(
+        "--trace-seconds", type=float, default=90.0, help="traced after the first rows (90)"
+    )
     args = parser.parse_args()
     cols, rows = (int(v) for v in args.size.lower().split("x"))
     for tree in ("gputop_hints", "tests/support", "bench"):
         compileall.compile_dir(ROOT / tree, quiet=1)
     warm_class_cache()
+    if args.trace_cpu:
+        return trace_main(args, (cols, rows))
     if args.once_only:
         print(f"gputop-hints {version('gputop-hints')} vs nvitop {version('nvitop')}, fake NVML")
         print(
