@@ -259,6 +259,16 @@ def print_trace(runs: list[list[tuple[float, float]]]) -> None:
     (min-max over the runs) and the largest 1-s reading of any run."""
     print(f"{'s after rows':>14} {'CPU ms/s median':>16} {'(min-max)':>14} {'max 1 s':>8}")
     per_run = [_stretches(r) for r in runs]
+    # Second by second first: where the start-up (Textual's import, the first layout)
+    # ends, against vs_nvitop's first window (from SETTLE_S after the rows).
+    for k in range(min(10, min(len(p[0]) for p in per_run) - 1)):
+        rates = [
+            1000.0 * (p[0][k + 1][1] - p[0][k][1]) / (p[0][k + 1][0] - p[0][k][0]) for p in per_run
+        ]
+        print(
+            f"{k:>6.0f}-{k + 1:<7.0f} {statistics.median(rates):>16.2f} "
+            f"{f'({min(rates):.2f}-{max(rates):.2f})':>14}"
+        )
     for s in range(min(len(p) for p in per_run)):
         length = min(len(p[s]) for p in per_run)
         for k in range(0, length - 1, 10):

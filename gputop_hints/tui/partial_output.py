@@ -195,6 +195,17 @@ _cached_cells = [0]
 """How many cells :data:`_segment_cells` holds now."""
 
 
+_one_cell: set[str] = set()
+"""Characters measured one cell wide (``get_character_cell_size``) in an earlier
+segment: a segment made only of them is one cell a character, as printable ASCII is.
+A sparkline that grew or moved is a text not seen before, ~120 block characters; in
+the first minutes, while the window fills, every GPU row's is new every tick."""
+
+MAX_ONE_CELL = 4096
+"""The most characters :data:`_one_cell` remembers (the block and box glyphs are a few
+dozen; names and commands may bring more): beyond it, new ones are measured each time."""
+
+
 def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
     """``strip`` cell by cell; a wide character is its cell then a continuation cell."""
     cells: list[Cell] = []
@@ -210,7 +221,7 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
             extend(cached)
             continue
         key = _key(style, color_system)
-        if text.isascii() and text.isprintable():
+        if (text.isascii() and text.isprintable()) or _one_cell.issuperset(text):
             run = [(character, key) for character in text]
         else:
             run = []
@@ -224,6 +235,8 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
                 append((character, key))
                 if width == 2:
                     append((_CONTINUATION, key))
+                elif len(_one_cell) < MAX_ONE_CELL:
+                    _one_cell.add(character)
             if not run:
                 _add_cells(cells, text, key)
                 continue

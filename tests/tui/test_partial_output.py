@@ -386,9 +386,12 @@ def test_one_changed_cell_is_a_cursor_move_and_that_cell() -> None:
     changed = change_line(console, styled_line("46%"), 5, 40)
     assert re.fullmatch(r"\x1b\[1;7H(\x1b\[[0-9;]*m)?6(\x1b\[0m)?", changed), repr(changed)
     assert len(SGR.findall(changed)) <= 2  # the cell's style, and one reset at the end
-    assert terminal(first, changed) == terminal(TEXTUAL_FULL(
-        LayoutUpdate([[styled_line("46%").adjust_cell_length(40)]], Region(0, 0, 40, 1)), console
-    ))
+    assert terminal(first, changed) == terminal(
+        TEXTUAL_FULL(
+            LayoutUpdate([[styled_line("46%").adjust_cell_length(40)]], Region(0, 0, 40, 1)),
+            console,
+        )
+    )
 
 
 def test_an_unchanged_line_writes_nothing() -> None:
@@ -480,3 +483,26 @@ def test_the_segment_cache_stays_bounded_by_cells_over_a_long_run() -> None:
         assert "".join(c for c, _ in cells) == line
         held = sum(len(run) for run in _segment_cells.values())
         assert held == _cached_cells[0] <= MAX_CACHED_CELLS
+
+
+def test_a_growing_sparkline_and_wide_characters_beside_its_glyphs_draw_as_textual_does() -> None:
+    """A sparkline growing a cell a tick (the first minutes) is a new text every tick:
+    each is drawn one cell a glyph, and a wide character among glyphs already seen still
+    takes its two cells -- the terminal shows what Textual's own writer shows."""
+    console = Console(color_system="truecolor", force_terminal=True, width=40)
+    writes = [draw_line(console, Strip([Segment("GPU0 ", RED)]))]
+    cells = "▁▂▃▄▅▆▇█" * 3
+    for grown in range(1, len(cells) + 1):
+        line = Strip([Segment("GPU0 ", RED), Segment(cells[:grown], GREEN)])
+        writes.append(change_line(console, line, 5, 40))
+        expected = TEXTUAL_FULL(
+            LayoutUpdate([[line.adjust_cell_length(40)]], Region(0, 0, 40, 1)), console
+        )
+        assert terminal(*writes) == terminal(expected), grown
+    for text in ("▂▃漢▁", "漢▁▂", "ＧＰＵ▁▂", "▂ＧＰＵ", "▁│─·→"):
+        line = Strip([Segment("GPU0 ", RED), Segment(text, BLUE_ON_GREY)])
+        writes.append(change_line(console, line, 5, 40))
+        expected = TEXTUAL_FULL(
+            LayoutUpdate([[line.adjust_cell_length(40)]], Region(0, 0, 40, 1)), console
+        )
+        assert terminal(*writes) == terminal(expected), text

@@ -290,9 +290,9 @@ async def test_the_app_keeps_its_truecolor_filter_across_a_theme_change() -> Non
 
 
 async def test_kept_gpu_rows_and_header_parts_draw_what_a_fresh_build_draws() -> None:
-    """The GPU panel's sparklines moved on a value at a time and the header's kept left
-    part give, tick after tick, the lines built with nothing kept (SM bursts and gaps:
-    every cell of the sparkline moves)."""
+    """The GPU panel's sparklines grown (the window filling, ticks 1-121) and moved on a
+    value at a time, and the header's kept left part, give, tick after tick, the lines
+    built with nothing kept (SM bursts and gaps: every cell of the sparkline moves)."""
     source = DemoSource("starved-loader", gpus=1, processes=1, seed=0, cores=8)
     app = GputopApp(source, autostart=False, theme="dark")
     async with app.run_test(size=(160, 50)) as pilot:

@@ -328,6 +328,15 @@ class GpuPanel(StripWidget):
                 blank = spark_width - len(shown)
                 old = prefix[3]
                 spark = old[:blank] + old[blank + 1 :] + sparkline(shown[-1:], 1, high)
+            elif (
+                prefix is not None
+                and (before := prefix[0])[1:] == prefix_key[1:]
+                and len(shown) == len(before[0]) + 1 <= spark_width
+                and before[0] == shown[:-1]
+            ):
+                # Grown by one value (the window still filling, the first minutes): one
+                # blank cell fewer on the left, the newest value's cell on the right.
+                spark = prefix[3][1:] + sparkline(shown[-1:], 1, high)
             else:
                 spark = sparkline(values, spark_width, high)
             start = Line().add(f" {label:<{_LABEL - 1}}", p.label)
