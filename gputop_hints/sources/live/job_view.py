@@ -19,16 +19,7 @@ from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.nvml import NvmlGpus, mig_parent
 from gputop_hints.sources.live.processes import ProcessTracker, job_process_rows
 from gputop_hints.sources.live.procfs import ProcTable, process_name
-from gputop_hints.sources.live.slurm import (
-    BadJobId,
-    ForeignLoad,
-    JobContext,
-    JobMembership,
-    ScontrolUnanswered,
-    detect_job,
-    job_exists,
-    parse_job_id,
-)
+from gputop_hints.sources.live.slurm.detect import JobContext, detect_job
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +32,9 @@ class JobView:
     """
 
     def __init__(self, context: JobContext, gpu_indices: tuple[int, ...] | None) -> None:
+        # loaded only when a job is followed: a plain node never builds a JobView
+        from gputop_hints.sources.live.slurm.membership import ForeignLoad, JobMembership
+
         self.context = context
         self._membership = JobMembership(context.job_id)
         self._foreign = ForeignLoad(context.cpus) if context.cpus else None
@@ -57,6 +51,10 @@ class JobView:
         """
         members: frozenset[int] = frozenset()
         if job_id is not None:
+            from gputop_hints.sources.live.slurm.membership import JobMembership
+            from gputop_hints.sources.live.slurm.parse import BadJobId, parse_job_id
+            from gputop_hints.sources.live.slurm.scontrol import ScontrolUnanswered, job_exists
+
             try:
                 job_id = parse_job_id(job_id)
             except BadJobId as exc:
