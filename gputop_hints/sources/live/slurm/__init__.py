@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from gputop_hints.sources.live.slurm.proc_files import (
         PROC,
         environ_job_id,
+        may_run_in_job,
         read_environ,
         read_proc_cgroup,
     )
@@ -87,6 +88,7 @@ _EXPORTS = {
     "format_cpu_list": "parse",
     "job_exists": "scontrol",
     "job_from_cgroup": "parse",
+    "may_run_in_job": "proc_files",
     "parse_cpu_list": "parse",
     "parse_cpus_per_node": "parse",
     "parse_gpu_ids": "parse",
@@ -121,6 +123,7 @@ __all__ = [
     "format_cpu_list",
     "job_exists",
     "job_from_cgroup",
+    "may_run_in_job",
     "parse_cpu_list",
     "parse_cpus_per_node",
     "parse_gpu_ids",
