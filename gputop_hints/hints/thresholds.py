@@ -144,7 +144,7 @@ def build_packaged(cls: type, data: Mapping[str, Any]) -> object | None:
     ordered pairs are checked by tests/hints/test_defaults_data.py, which asserts this
     gives exactly what :func:`build_thresholds` gives, not at every start.
     """
-    cls_fields = fields(cls)  # type: ignore[arg-type]
+    cls_fields = fields(cls)
     if len(data) != len(cls_fields):
         return None
     values: dict[str, Any] = {}
@@ -164,7 +164,8 @@ def build_packaged(cls: type, data: Mapping[str, Any]) -> object | None:
             values[f.name] = section
         else:
             return None
-    return cls(**values)
+    built: object = cls(**values)
+    return built
 
 
 def _check_sections() -> None:

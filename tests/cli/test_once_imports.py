@@ -95,7 +95,7 @@ def test_once_on_a_gpu_node_loads_no_stack_reader_and_no_key_list(
     sleeper: int, json_out: bool
 ) -> None:
     argv = ["--once", "--duration", "0.25", "--interval", "0.25"] + (["--json"] if json_out else [])
-    modules = NOT_ON_THE_ONCE_PATH
+    modules: tuple[str, ...] = NOT_ON_THE_ONCE_PATH
     if not may_run_in_job({}):  # a CI runner inside a SLURM job detects it, rightly
         modules += ON_A_PLAIN_NODE_NOT
     assert _loaded(argv, _FAKE_NODE.format(pid=sleeper), modules) == []
