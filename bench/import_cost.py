@@ -22,8 +22,10 @@ depend on what else runs on the machine, as CPU time does): the one-shot command
 ``gputop-hints --once --duration 0.25 --interval 0.25`` from each ``--tree`` given (this
 tree by default; another checkout, e.g. main's, to compare) and ``nvitop --once`` and
 the launcher alone (``fake_node.py ... none``) from this one, each ``--runs`` times
-(median), with the user's compiled-class cache written first as an installed copy's
-first start does::
+(median), with the compiled-class cache written first as an installed copy's first
+start does -- each tree into a cache home of its own under /tmp (``XDG_CACHE_HOME``), so
+that the count does not depend on what other checkouts and versions left in the
+user's cache file (each adds its classes' texts: it is read whole at every start)::
 
     PYTHONPATH=. .venv/bin/python bench/import_cost.py --instructions [--tree ../main] [--runs 1]
 """
@@ -79,10 +81,12 @@ ONCE_GOAL = 1.2
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
-def instructions(tree: Path, program: str, args: list[str], pids_file: Path) -> int:
+def instructions(
+    tree: Path, program: str, args: list[str], pids_file: Path, cache_home: str
+) -> int:
     """Instructions one run of ``program`` on the fake node executes (whole process)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(tree)
+    env.update(PYTHONPATH=str(tree), XDG_CACHE_HOME=cache_home)
     command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
     command += [sys.executable, str(tree / "bench" / "fake_node.py"), "--gpus", "1"]
     command += ["--pids-file", str(pids_file), program, *args]
@@ -106,22 +110,28 @@ def instruction_rows(trees: list[Path], runs: int) -> None:
     os.close(fd)
     pids_file = Path(name)
     pids_file.write_text(f"{sleepers[0].pid}\n")
+    homes = [tempfile.TemporaryDirectory(prefix="import-cost-classes-") for _ in trees]
     try:
         rows: dict[str, list[int]] = {}
-        for tree in trees:  # compiles the tree and writes the class cache, as a first start
-            instructions(tree, "ours", once, pids_file)
+        for tree, home in zip(trees, homes, strict=True):
+            # compiles the tree and writes its class cache, as an installed copy's first start
+            instructions(tree, "ours", once, pids_file, home.name)
         for _ in range(runs):
-            for tree in trees:
+            for tree, home in zip(trees, homes, strict=True):
                 rows.setdefault(f"ours {tree}", []).append(
-                    instructions(tree, "ours", once, pids_file)
+                    instructions(tree, "ours", once, pids_file, home.name)
                 )
             rows.setdefault("nvitop --once", []).append(
-                instructions(ROOT, "nvitop", ["--once"], pids_file)
+                instructions(ROOT, "nvitop", ["--once"], pids_file, homes[0].name)
             )
-            rows.setdefault("launcher alone", []).append(instructions(ROOT, "none", [], pids_file))
+            rows.setdefault("launcher alone", []).append(
+                instructions(ROOT, "none", [], pids_file, homes[0].name)
+            )
     finally:
         stop(sleepers)
         pids_file.unlink(missing_ok=True)
+        for home in homes:
+            home.cleanup()
     nvitop = statistics.median(rows["nvitop --once"])
     floor = statistics.median(rows["launcher alone"])
     print(f"once on the fake node (1x1), millions of instructions (cachegrind), median of {runs}:")

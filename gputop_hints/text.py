@@ -22,9 +22,23 @@ escapes every control character itself.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from typing import TextIO
+
+
+@functools.cache
+def pattern(source: str, flags: int = 0) -> re.Pattern[str]:
+    """``source`` compiled, once per process, at its first use.
+
+    For a regular expression a command may never use: a module keeps the source
+    string and calls ``pattern(SOURCE).search(...)`` where it matches, so importing
+    the module compiles nothing (``--once`` imports every rule and reader it may
+    need but runs few of their expressions).
+    """
+    return re.compile(source, flags)
+
 
 _TABLE: dict[int, str] = {}
 for _code in range(0x20):
@@ -37,23 +51,22 @@ for _code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)):
 
 _LINES_TABLE = {k: v for k, v in _TABLE.items() if k not in (0x09, 0x0A)}
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_UNSAFE_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+_UNSAFE_IN_LINES = "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 
 
 def visible(text: str) -> str:
     """``text`` with every control character shown as visible characters (one line)."""
-    if _UNSAFE.search(text) is None:
+    if pattern(_UNSAFE).search(text) is None:
         return text
     return text.translate(_TABLE)
 
 
 def visible_lines(text: str) -> str:
     """Like :func:`visible`, but newlines and tabs stay (a multi-line text output)."""
-    if _UNSAFE_IN_LINES.search(text) is None:
+    if pattern(_UNSAFE_IN_LINES).search(text) is None:
         return text
     return text.translate(_LINES_TABLE)
-
 
 
 class VisibleStream(io.TextIOBase):

@@ -28,6 +28,7 @@ imported under ``TYPE_CHECKING``, so nothing imports this module back at run tim
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from functools import cache
@@ -115,10 +116,65 @@ class Thresholds:
         return _load_defaults()
 
 
+def _annotation(owner: type, annotation: object) -> Any:
+    """A field's type as building the defaults needs it, without ``typing.get_type_hints``
+    (which compiles every ``from __future__`` annotation string of the class: ~0.1 ms a
+    class, 27 classes at each start): ``int`` and ``float`` themselves, a bare class name
+    looked up in ``owner``'s module; None for any other annotation (not resolved here)."""
+    if annotation in ("int", int):
+        return int
+    if annotation in ("float", float):
+        return float
+    if isinstance(annotation, type):
+        return annotation
+    if isinstance(annotation, str) and annotation.isidentifier():
+        found = vars(sys.modules[owner.__module__]).get(annotation)
+        if isinstance(found, type) and is_dataclass(found):
+            return found
+    return None
+
+
+def build_packaged(cls: type, data: Mapping[str, Any]) -> object | None:
+    """``cls`` from the packaged defaults ``data`` as :func:`build_thresholds` builds it --
+    an ``int`` field's number as int, a ``float`` field's as float, a section as its
+    class -- without its checks, or None where ``data`` or an annotation is not that
+    simple (then :func:`build_thresholds` builds it, and says what is wrong).
+
+    ``_defaults_data`` is generated and shipped with the code: its ranges, keys and
+    ordered pairs are checked by tests/hints/test_defaults_data.py, which asserts this
+    gives exactly what :func:`build_thresholds` gives, not at every start.
+    """
+    cls_fields = fields(cls)
+    if len(data) != len(cls_fields):
+        return None
+    values: dict[str, Any] = {}
+    for f in cls_fields:
+        kind = _annotation(cls, f.type)
+        value = data.get(f.name)
+        if kind is None or value is None or isinstance(value, bool):
+            return None
+        if kind is int or kind is float:
+            if not isinstance(value, int | float):
+                return None
+            values[f.name] = kind(value)
+        elif isinstance(value, Mapping):
+            section = build_packaged(kind, value)
+            if section is None:
+                return None
+            values[f.name] = section
+        else:
+            return None
+    built: object = cls(**values)
+    return built
+
+
 def _check_sections() -> None:
     """Fail loudly unless :class:`Thresholds` declares exactly ``general`` and, in
     ``ALL_RULES`` order, each rule's section typed with its ``thresholds_class``."""
-    declared = [(f.name, field_type(Thresholds, f.name)) for f in fields(Thresholds)]
+    declared = [
+        (f.name, _annotation(Thresholds, f.type) or field_type(Thresholds, f.name))
+        for f in fields(Thresholds)
+    ]
     expected = [("general", General)] + [
         (spec.thresholds, spec.thresholds_class) for spec in ALL_RULES
     ]
@@ -172,6 +228,9 @@ def _load_defaults() -> Thresholds:
     # defaults.yaml's content, generated as Python: no YAML parser on the way.
     from gputop_hints.hints._defaults_data import DEFAULTS
 
+    built = build_packaged(Thresholds, DEFAULTS)
+    if isinstance(built, Thresholds):
+        return built
     return build_thresholds(DEFAULTS, str(DEFAULTS_DATA_PATH))
 
 

@@ -4,7 +4,9 @@ Each run is a child Python that runs the real CLI -- on the fake NVML (at nvitop
 boundary) with a real sleeping process on its GPU, or on the demo -- and then lists what
 landed in ``sys.modules``. The stack reader (py-spy's sampler and its thread pool) is
 loaded only where a process is warned on (tests/cli/test_once_stacks.py reads one), and
-the monitor's key list only for ``--help``.
+the monitor's key list only for ``--help``, the SLURM job's membership and ``scontrol``
+callers only where a job is followed, and on a plain node (no job in the environment or
+the cgroup) not even the job detection.
 """
 
 from __future__ import annotations
@@ -17,13 +19,23 @@ from collections.abc import Iterator
 
 import pytest
 
+from gputop_hints.sources.live.slurm.proc_files import may_run_in_job
+
 NOT_ON_THE_ONCE_PATH = (
     "gputop_hints.stacks",
     "gputop_hints.tui.keys",
     "concurrent.futures",
     "textual",
     "rich",
+    "gputop_hints.sources.live.slurm.membership",
+    "gputop_hints.sources.live.slurm.scontrol",
 )
+
+ON_A_PLAIN_NODE_NOT = (
+    "gputop_hints.sources.live.slurm.detect",
+    "gputop_hints.sources.live.slurm.parse",
+)
+"""Not loaded where this process runs in no SLURM job (the demo still asks, for its header)."""
 
 _CHILD = """
 import contextlib, io, json, sys
@@ -55,9 +67,15 @@ def sleeper() -> Iterator[int]:
         proc.wait()
 
 
-def _loaded(argv: list[str], setup: str = "") -> list[str]:
-    code = _CHILD.format(setup=setup, argv=argv, modules=NOT_ON_THE_ONCE_PATH)
-    env = {k: v for k, v in os.environ.items() if k != "GPUTOP_HINTS_CONFIG"}
+def _loaded(
+    argv: list[str], setup: str = "", modules: tuple[str, ...] = NOT_ON_THE_ONCE_PATH
+) -> list[str]:
+    code = _CHILD.format(setup=setup, argv=argv, modules=modules)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "GPUTOP_HINTS_CONFIG" and not k.startswith("SLURM_")
+    }
     result = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -77,7 +95,10 @@ def test_once_on_a_gpu_node_loads_no_stack_reader_and_no_key_list(
     sleeper: int, json_out: bool
 ) -> None:
     argv = ["--once", "--duration", "0.25", "--interval", "0.25"] + (["--json"] if json_out else [])
-    assert _loaded(argv, _FAKE_NODE.format(pid=sleeper)) == []
+    modules: tuple[str, ...] = NOT_ON_THE_ONCE_PATH
+    if not may_run_in_job({}):  # a CI runner inside a SLURM job detects it, rightly
+        modules += ON_A_PLAIN_NODE_NOT
+    assert _loaded(argv, _FAKE_NODE.format(pid=sleeper), modules) == []
 
 
 def test_once_on_the_demo_loads_no_stack_reader_and_no_key_list() -> None:

@@ -25,6 +25,7 @@ from gputop_hints.hints.thresholds import (
     DEFAULTS_DATA_PATH,
     DEFAULTS_PATH,
     Thresholds,
+    build_packaged,
     build_thresholds,
     parse_overrides,
 )
@@ -58,6 +59,34 @@ def test_generated_module_builds_what_the_yaml_file_parses_to() -> None:
     parsed = parse_overrides(text, str(DEFAULTS_PATH), base=None)
     assert Thresholds.defaults() == parsed
     assert repr(Thresholds.defaults()) == repr(parsed)
+
+
+def test_a_start_builds_the_defaults_the_checked_way_would() -> None:
+    """Thresholds.defaults() skips the per-key checks and the type-hint resolution at each
+    start (build_packaged); this is where they run: the same thresholds, every key passing
+    the checks a file's keys pass, and no section falling back to the slow path."""
+    fast = build_packaged(Thresholds, DEFAULTS)
+    assert fast is not None, "build_packaged fell back: an annotation it cannot resolve?"
+    assert fast == build_thresholds(DEFAULTS, str(DEFAULTS_DATA_PATH)) == Thresholds.defaults()
+    assert repr(fast) == repr(build_thresholds(DEFAULTS, str(DEFAULTS_DATA_PATH)))  # 6, not 6.0
+    assert isinstance(fast, Thresholds) and type(fast.input_starved.min_gaps) is int
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: d["general"].pop("window_s"),
+        lambda d: d["general"].update(extra=1),
+        lambda d: d["general"].update(window_s="six"),
+        lambda d: d["general"].update(window_s=True),
+        lambda d: d.update(general=3),
+    ],
+    ids=["missing", "unknown", "text", "bool", "not-a-section"],
+)
+def test_data_the_fast_build_cannot_take_goes_the_checked_way(change: Any) -> None:
+    data = copy.deepcopy(DEFAULTS)
+    change(data)
+    assert build_packaged(Thresholds, data) is None
 
 
 def test_the_written_module_is_the_data_it_was_rendered_from() -> None:

@@ -7,7 +7,6 @@ that says which was taken, live here so that every rule says it the same way.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -16,6 +15,7 @@ from gputop_hints.hints.attribution import process_fine_sm
 from gputop_hints.hints.findings import Evidence, Scope
 from gputop_hints.hints.window import GIB, Gaps, Window, idle_gaps
 from gputop_hints.model import GpuProcess
+from gputop_hints.text import pattern
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
@@ -202,7 +202,7 @@ def gaps_evidence(gaps: Gaps, threshold: str, scope: Scope) -> Evidence:
     )
 
 
-_RANK_ARGUMENT = re.compile(r"(--?(?:local[-_])?rank[= ])\d+")
+_RANK_ARGUMENT = r"(--?(?:local[-_])?rank[= ])\d+"
 """A per-rank argument: older launchers (torch.distributed.launch, some mpirun wrappers)
 pass ``--local-rank N``/``--local_rank=N``; everything else on the ranks' line is the same."""
 
@@ -211,7 +211,9 @@ pass ``--local-rank N``/``--local_rank=N``; everything else on the ranks' line i
 def job_command(command: str) -> str:
     """A command line with its per-rank argument blanked: the same for every rank of a job
     (kept per command line: every tick asks it of every process)."""
-    return _RANK_ARGUMENT.sub(r"\1*", command)
+    if "rank" not in command:  # what every match holds: most lines, never compiled
+        return command
+    return pattern(_RANK_ARGUMENT).sub(r"\1*", command)
 
 
 def multi_gpu_jobs(

@@ -10,7 +10,6 @@ view of SM stay in ``shared``.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ from gputop_hints.hints.rules.shared import gib_text, multi_gpu_jobs, sm_evidenc
 from gputop_hints.hints.traces import idle_gaps
 from gputop_hints.hints.window import GIB, VRAM_STEADY_SHARE, Gaps, Window, median_of
 from gputop_hints.model import HOLDING_CLOCK_REASONS, GpuProcess, GpuSample
+from gputop_hints.text import pattern
 from gputop_hints.units import MIB
 
 if TYPE_CHECKING:
@@ -895,7 +895,7 @@ of the card's total, and what the process holds beyond it is its CUDA context an
 library workspaces (cuBLAS, cuDNN), a few hundred MB to ~1.5 GB -- not a few per cent of
 an 80 GB card. A job 3 % above JAX's 75 % on an 80 GB card (2.4 GB more) is no pool."""
 
-_FRACTION_FLAGS = re.compile(
+_FRACTION_FLAGS = (
     r"--(?:gpu[-_]memory[-_]utilization|mem[-_]fraction[-_]static)[=\s]+(0?\.\d+|1(?:\.0*)?)\b"
 )
 
@@ -918,10 +918,7 @@ class Preallocation:
     """In a log, the card's free VRAM is TensorFlow's reserve (:func:`tf_reserve_left`)."""
 
 
-_JAX_RE = re.compile(
-    r"(?<![a-z0-9])(?:jax|flax|t5x|paxml|praxis|maxtext|levanter|big_vision)(?![a-z0-9])",
-    re.IGNORECASE,
-)
+_JAX_RE = r"(?i)(?<![a-z0-9])(?:jax|flax|t5x|paxml|praxis|maxtext|levanter|big_vision)(?![a-z0-9])"
 """A command line that names JAX or a JAX training stack (a script, a module, a conda env)."""
 
 JAX_DEFAULT_SHARE = 0.75
@@ -932,12 +929,12 @@ JAX_DEFAULT_SHARE = 0.75
 def requested_share(command: str | None, framework: str | None) -> float | None:
     """The pool share the command line asks for, or the framework's documented default
     (vLLM 0.9; JAX 0.75 where the command names it)."""
-    m = _FRACTION_FLAGS.search(command or "")
+    m = pattern(_FRACTION_FLAGS).search(command or "")
     if m:
         return float(m.group(1))
     if framework == "vLLM":
         return 0.90
-    return JAX_DEFAULT_SHARE if _JAX_RE.search(command or "") else None
+    return JAX_DEFAULT_SHARE if pattern(_JAX_RE).search(command or "") else None
 
 
 def preallocation(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
@@ -1047,7 +1044,7 @@ def _device_pool(win: Window, t: Thresholds, index: int) -> float | None:
 
 # cpu-offload: the optimizer on the host, gradients and parameters over PCIe
 
-_OFFLOAD_RE = re.compile(r"deepspeed|offload|zero[-_]?(?:2|3|infinity)", re.IGNORECASE)
+_OFFLOAD_RE = r"(?i)deepspeed|offload|zero[-_]?(?:2|3|infinity)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1098,5 +1095,5 @@ def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offloa
     gaps = slow.gpu_gaps(proc.gpu_index, s.gap_sm_below_percent, s.min_gap_s)
     if gaps is None or gaps.fraction < s.min_gap_fraction:
         return None
-    named = bool(_OFFLOAD_RE.search(proc.command or ""))
+    named = bool(pattern(_OFFLOAD_RE).search(proc.command or ""))
     return Offload(cpu, rx, tx, gaps, slow.covered_s, named)

@@ -14,7 +14,6 @@ training batch (idle workers: small-batch).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,16 +25,16 @@ from gputop_hints.hints.rules.spec import RuleSpec
 from gputop_hints.hints.thresholds_base import Hysteresis, threshold
 from gputop_hints.hints.window import GIB, Window
 from gputop_hints.model import METRIC_HOST_CPU, METRIC_PROCESSES, METRIC_SM
+from gputop_hints.text import pattern
 
 if TYPE_CHECKING:
     from gputop_hints.hints.thresholds import Thresholds
 
 ID = "simulation-bound"
 
-_SIMULATION_RE = re.compile(
-    r"\b(?:env|envs|num[-_]envs|gym|gymnasium|ale/|atari|mujoco|isaac|rollouts?|ppo|dqn|"
-    r"a2c|sac|impala|rllib|selfplay|self[-_]play|mcts|actors?|simulat\w*)\b",
-    re.IGNORECASE,
+_SIMULATION_RE = (
+    r"(?i)\b(?:env|envs|num[-_]envs|gym|gymnasium|ale/|atari|mujoco|isaac|rollouts?|ppo|dqn|"
+    r"a2c|sac|impala|rllib|selfplay|self[-_]play|mcts|actors?|simulat\w*)\b"
 )
 
 
@@ -81,7 +80,7 @@ def check(win: Window, t: Thresholds) -> list[Finding]:
             continue
         if warming_up(win, t, proc) is not None or offloading(win, t, proc) is not None:
             continue
-        named = bool(_SIMULATION_RE.search(proc.command or ""))
+        named = bool(pattern(_SIMULATION_RE).search(proc.command or ""))
         children = len(proc.workers)
         out.append(
             Finding(

@@ -11,7 +11,9 @@ the snapshot's :class:`~gputop_hints.model.JobInfo`.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from gputop_hints.model import GpuProcess, GpuSample, JobInfo, WorkerProcess
 from gputop_hints.sources import SourceUnavailable
@@ -19,16 +21,10 @@ from gputop_hints.sources.live import procfs
 from gputop_hints.sources.live.nvml import NvmlGpus, mig_parent
 from gputop_hints.sources.live.processes import ProcessTracker, job_process_rows
 from gputop_hints.sources.live.procfs import ProcTable, process_name
-from gputop_hints.sources.live.slurm import (
-    BadJobId,
-    ForeignLoad,
-    JobContext,
-    JobMembership,
-    ScontrolUnanswered,
-    detect_job,
-    job_exists,
-    parse_job_id,
-)
+from gputop_hints.sources.live.slurm.proc_files import may_run_in_job
+
+if TYPE_CHECKING:
+    from gputop_hints.sources.live.slurm.detect import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +37,9 @@ class JobView:
     """
 
     def __init__(self, context: JobContext, gpu_indices: tuple[int, ...] | None) -> None:
+        # loaded only when a job is followed: a plain node never builds a JobView
+        from gputop_hints.sources.live.slurm.membership import ForeignLoad, JobMembership
+
         self.context = context
         self._membership = JobMembership(context.job_id)
         self._foreign = ForeignLoad(context.cpus) if context.cpus else None
@@ -57,6 +56,10 @@ class JobView:
         """
         members: frozenset[int] = frozenset()
         if job_id is not None:
+            from gputop_hints.sources.live.slurm.membership import JobMembership
+            from gputop_hints.sources.live.slurm.parse import BadJobId, parse_job_id
+            from gputop_hints.sources.live.slurm.scontrol import ScontrolUnanswered, job_exists
+
             try:
                 job_id = parse_job_id(job_id)
             except BadJobId as exc:
@@ -76,6 +79,10 @@ class JobView:
             table = procfs.scan_proc()
             if table is not None:
                 members = membership.update(table.tree())
+        elif not may_run_in_job(os.environ if environ is None else environ):
+            return None  # a plain node: the job detection is not even loaded
+        from gputop_hints.sources.live.slurm.detect import detect_job
+
         context = detect_job(environ, job_id=job_id, members=members)
         if context is None:
             return None

@@ -25,6 +25,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from nvitop.api import Device, libnvml
 
@@ -40,7 +41,9 @@ from gputop_hints.sources.live.nvml_query import (
     query,
 )
 from gputop_hints.sources.live.nvml_read import read_gpu
-from gputop_hints.sources.live.slurm import GpuId
+
+if TYPE_CHECKING:
+    from gputop_hints.sources.live.slurm.membership import GpuId
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +240,9 @@ class NvmlGpus:
 
     def gpu_ids(self) -> list[GpuId]:
         """Index, UUID and minor number of each GPU: what SLURM's GPU ids map onto."""
+        # asked only for a job or --only-visible: a plain node never loads membership
+        from gputop_hints.sources.live.slurm.membership import GpuId
+
         return [GpuId(s.index, s.uuid, self._minor_number(s)) for s in self._gpus]
 
     def _minor_number(self, state: GpuState) -> int | None:

@@ -15,7 +15,6 @@ UUID) is asked once per instance. Unknown is ``None``, never 0.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ from nvitop.api import libnvml
 
 from gputop_hints.model import MigInstance
 from gputop_hints.sources.live.nvml_gpm import GpmReader
+from gputop_hints.text import pattern
 
 MAX_SLOTS = 7
 """MIG devices a GPU can hold at most (seven 1g instances on an A100/H100)."""
@@ -30,7 +30,7 @@ MAX_SLOTS = 7
 NO_INSTANCE = 0xFFFFFFFF
 """NVML's gpuInstanceId / computeInstanceId for a process on a GPU not in MIG mode."""
 
-_PROFILE = re.compile(r"\bMIG\s+([0-9]+g\.[0-9]+gb(?:\+[a-z]+)?)\s*$", re.IGNORECASE)
+_PROFILE = r"(?i)\bMIG\s+([0-9]+g\.[0-9]+gb(?:\+[a-z]+)?)\s*$"
 """The profile at the end of a MIG device's name ("NVIDIA A100-SXM4-40GB MIG 1g.5gb")."""
 
 _UNKNOWN: Any = object()
@@ -43,7 +43,7 @@ def profile_from_name(name: Any) -> str | None:
         name = name.decode(errors="replace")
     if not isinstance(name, str):
         return None
-    match = _PROFILE.search(name)
+    match = pattern(_PROFILE).search(name)
     return None if match is None else match.group(1).lower()
 
 

@@ -12,7 +12,6 @@ psutil. The NVML side of a GPU process (VRAM, per-process SM %) comes in from
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from nvitop.api import host as nvitop_host
 
 from gputop_hints.model import WORKER_COMMAND_MAX, GpuProcess, WorkerProcess
 from gputop_hints.sources.live.procfs import CLOCK_TICKS, PAGE_SIZE, ProcTable
+from gputop_hints.text import pattern
 
 if TYPE_CHECKING:
     from gputop_hints.sources.live.nvml_processes import NvmlProcess
@@ -64,26 +64,28 @@ class ProcessReading:
 
 
 _POD_UID = r"([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})"
-_KUBEPODS = re.compile(r"kubepods[^\n]*?pod" + _POD_UID)
+_KUBEPODS = r"kubepods[^\n]*?pod" + _POD_UID
 """A Kubernetes pod's cgroup: ``/kubepods/burstable/pod<uid>/<id>`` (cgroupfs driver)
 or ``kubepods-burstable-pod<uid with _>.slice`` (systemd driver); guaranteed pods
 have no QoS level in the path."""
 
-_CONTAINER_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?:/docker/|docker-)([0-9a-f]{12})[0-9a-f]*"), "docker {}"),
-    (re.compile(r"libpod-(?:conmon-)?([0-9a-f]{12})[0-9a-f]*"), "podman {}"),
-    (re.compile(r"cri-containerd-([0-9a-f]{12})[0-9a-f]*"), "containerd {}"),
-    (re.compile(r"/job_(\d+)(?=/|\n|$)"), "slurm job {}"),
-    (re.compile(r"(?:/lxc/|lxc\.payload\.)([\w.-]{1,40})"), "lxc {}"),
+_CONTAINER_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    ("docker", r"(?:/docker/|docker-)([0-9a-f]{12})[0-9a-f]*", "docker {}"),
+    ("libpod-", r"libpod-(?:conmon-)?([0-9a-f]{12})[0-9a-f]*", "podman {}"),
+    ("cri-containerd-", r"cri-containerd-([0-9a-f]{12})[0-9a-f]*", "containerd {}"),
+    ("/job_", r"/job_(\d+)(?=/|\n|$)", "slurm job {}"),
+    ("lxc", r"(?:/lxc/|lxc\.payload\.)([\w.-]{1,40})", "lxc {}"),
 )
 """cgroup paths that name a container runtime or a batch job: Docker and containerd
 (cgroupfs ``/docker/<id>`` and systemd ``docker-<id>.scope``), Podman
 (``libpod-<id>.scope``), SLURM's cgroup plugin (``/slurm/uid_N/job_N/step_N``,
 ``slurmstepd.scope/job_N``) and LXC. Kubernetes (:data:`_KUBEPODS`) is tried first: a
 pod's containers are also ``cri-containerd-``/``docker-`` scopes. The shapes, and
-where each comes from, are in tests/fixtures/cgroup/README.md."""
+where each comes from, are in tests/fixtures/cgroup/README.md. Each comes with a text every
+match holds: a cgroup without it is passed over without compiling the expression (most
+processes are in none of these)."""
 
-_K8S_NAME = re.compile(r"[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?")
+_K8S_NAME = r"[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?"
 """A Kubernetes object name (DNS subdomain, RFC 1123); a namespace is a shorter label."""
 
 _ENVIRON_BYTES = 16384
@@ -98,7 +100,9 @@ token (the default), relative to the container's root."""
 def pod_uid_of(cgroup_text: str) -> str | None:
     """The uid of the Kubernetes pod a ``/proc/PID/cgroup`` text places its process in
     (dashed, as ``kubectl get pod -o jsonpath={.metadata.uid}`` prints it); None if none."""
-    m = _KUBEPODS.search(cgroup_text)
+    if "kubepods" not in cgroup_text:
+        return None
+    m = pattern(_KUBEPODS).search(cgroup_text)
     return m.group(1).replace("_", "-") if m else None
 
 
@@ -111,14 +115,14 @@ def container_of(
     process, :func:`pod_names`), else ``pod <name>``, else ``pod <uid>``."""
     uid = pod_uid_of(cgroup_text)
     if uid is not None:
-        name = pod_name if pod_name and _K8S_NAME.fullmatch(pod_name) else None
+        name = pod_name if pod_name and pattern(_K8S_NAME).fullmatch(pod_name) else None
         if name is None:
             return f"pod {uid}"
-        if namespace and len(namespace) <= 63 and _K8S_NAME.fullmatch(namespace):
+        if namespace and len(namespace) <= 63 and pattern(_K8S_NAME).fullmatch(namespace):
             return f"pod {namespace}/{name}"
         return f"pod {name}"
-    for pattern, label in _CONTAINER_PATTERNS:
-        m = pattern.search(cgroup_text)
+    for needed, source, label in _CONTAINER_PATTERNS:
+        m = pattern(source).search(cgroup_text) if needed in cgroup_text else None
         if m:
             return label.format(m.group(1))
     return None

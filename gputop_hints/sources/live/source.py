@@ -42,6 +42,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from gputop_hints.model import GpuSample, JobInfo, Launcher, Snapshot
 from gputop_hints.sources import SourceUnavailable
@@ -52,8 +53,9 @@ from gputop_hints.sources.live.launchers import LauncherFinder
 from gputop_hints.sources.live.nvml import NvmlGpus, mig_parent, unavailable_reason
 from gputop_hints.sources.live.nvml_processes import NvmlProcess
 from gputop_hints.sources.live.processes import ProcessTracker, gpu_process_rows
-from gputop_hints.sources.live.slurm import JobContext
-from gputop_hints.sources.live.slurm.membership import cuda_visible_devices_to_nvml
+
+if TYPE_CHECKING:
+    from gputop_hints.sources.live.slurm.detect import JobContext
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,8 @@ class LiveSource:
         """``--only-visible``: the NVML indices this environment's CUDA_VISIBLE_DEVICES
         names, the only GPUs (and their processes) sampled; None: every GPU."""
         if only_visible:
+            from gputop_hints.sources.live.slurm.membership import cuda_visible_devices_to_nvml
+
             env = os.environ if environ is None else environ
             self.visible = cuda_visible_devices_to_nvml(
                 env.get("CUDA_VISIBLE_DEVICES"), self._gpus.gpu_ids(), mig_parent=mig_parent

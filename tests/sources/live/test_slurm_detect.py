@@ -108,3 +108,23 @@ def test_job_found_from_cgroup_alone(tmp_path: Path) -> None:
     ctx = detect_job({}, proc=str(tmp_path), cgroup_root=str(tmp_path), use_scontrol=False)
     assert ctx is not None and ctx.job_id == JOB and ctx.detected_from.startswith("cgroup")
     assert ctx.cpus == tuple(sorted(os.sched_getaffinity(0)))  # nothing better to go on
+
+
+def test_a_plain_node_is_told_without_loading_the_detection(tmp_path: Path) -> None:
+    """may_run_in_job: False exactly where detect_job (no --job) finds no job, so a
+    plain node need not load the rest of the package."""
+    from gputop_hints.sources.live.slurm import may_run_in_job
+
+    for cgroup, env, expected in [
+        (PLAIN_CGROUP, {}, False),
+        (PLAIN_CGROUP, {"SLURM_JOB_ID": JOB}, True),
+        (PLAIN_CGROUP, {"SLURM_JOBID": JOB}, True),
+        (V1_CGROUP, {}, True),
+        (V2_CGROUP, {}, True),
+    ]:
+        proc = tmp_path / f"proc{len(cgroup)}-{len(env)}-{sorted(env)}"
+        _write(proc / "self/cgroup", cgroup)
+        assert may_run_in_job(env, str(proc)) is expected
+        found = detect_job(env, proc=str(proc), cgroup_root=str(tmp_path), use_scontrol=False)
+        assert (found is not None) is expected
+    assert may_run_in_job({}, str(tmp_path / "no-proc")) is False

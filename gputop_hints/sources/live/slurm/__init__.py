@@ -19,49 +19,90 @@ Textual and without NVML (GPU identifiers come in as plain data):
 
 Every reader takes its roots (``/proc``, ``/sys/fs/cgroup``) and environment as
 arguments so tests can point them at fixture files. The names below are the
-package's public surface; import them from here.
+package's public surface; import them from here (each loads its submodule on
+first use).
 """
 
 from __future__ import annotations
 
-from gputop_hints.sources.live.slurm.detect import (
-    CGROUP_ROOT,
-    JobContext,
-    cgroup_cpuset,
-    detect_job,
-)
-from gputop_hints.sources.live.slurm.membership import (
-    INFRASTRUCTURE_NAMES,
-    ForeignLoad,
-    GpuId,
-    JobMembership,
-    cuda_visible_devices_to_nvml,
-    slurm_gpus_to_nvml,
-)
-from gputop_hints.sources.live.slurm.parse import (
-    BadJobId,
-    CgroupEntry,
-    format_cpu_list,
-    job_from_cgroup,
-    parse_cpu_list,
-    parse_cpus_per_node,
-    parse_gpu_ids,
-    parse_job_id,
-    parse_proc_cgroup,
-    parse_scontrol_job,
-)
-from gputop_hints.sources.live.slurm.proc_files import (
-    PROC,
-    environ_job_id,
-    read_environ,
-    read_proc_cgroup,
-)
-from gputop_hints.sources.live.slurm.scontrol import (
-    SCONTROL_TIMEOUT_S,
-    ScontrolUnanswered,
-    job_exists,
-    scontrol_show_job,
-)
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gputop_hints.sources.live.slurm.detect import (
+        CGROUP_ROOT,
+        JobContext,
+        cgroup_cpuset,
+        detect_job,
+    )
+    from gputop_hints.sources.live.slurm.membership import (
+        INFRASTRUCTURE_NAMES,
+        ForeignLoad,
+        GpuId,
+        JobMembership,
+        cuda_visible_devices_to_nvml,
+        slurm_gpus_to_nvml,
+    )
+    from gputop_hints.sources.live.slurm.parse import (
+        BadJobId,
+        CgroupEntry,
+        format_cpu_list,
+        job_from_cgroup,
+        parse_cpu_list,
+        parse_cpus_per_node,
+        parse_gpu_ids,
+        parse_job_id,
+        parse_proc_cgroup,
+        parse_scontrol_job,
+    )
+    from gputop_hints.sources.live.slurm.proc_files import (
+        PROC,
+        environ_job_id,
+        may_run_in_job,
+        read_environ,
+        read_proc_cgroup,
+    )
+    from gputop_hints.sources.live.slurm.scontrol import (
+        SCONTROL_TIMEOUT_S,
+        ScontrolUnanswered,
+        job_exists,
+        scontrol_show_job,
+    )
+
+_EXPORTS = {
+    "BadJobId": "parse",
+    "CGROUP_ROOT": "detect",
+    "CgroupEntry": "parse",
+    "ForeignLoad": "membership",
+    "GpuId": "membership",
+    "INFRASTRUCTURE_NAMES": "membership",
+    "JobContext": "detect",
+    "JobMembership": "membership",
+    "PROC": "proc_files",
+    "SCONTROL_TIMEOUT_S": "scontrol",
+    "ScontrolUnanswered": "scontrol",
+    "cgroup_cpuset": "detect",
+    "cuda_visible_devices_to_nvml": "membership",
+    "detect_job": "detect",
+    "environ_job_id": "proc_files",
+    "format_cpu_list": "parse",
+    "job_exists": "scontrol",
+    "job_from_cgroup": "parse",
+    "may_run_in_job": "proc_files",
+    "parse_cpu_list": "parse",
+    "parse_cpus_per_node": "parse",
+    "parse_gpu_ids": "parse",
+    "parse_job_id": "parse",
+    "parse_proc_cgroup": "parse",
+    "parse_scontrol_job": "parse",
+    "read_environ": "proc_files",
+    "read_proc_cgroup": "proc_files",
+    "scontrol_show_job": "scontrol",
+    "slurm_gpus_to_nvml": "membership",
+}
+"""Where each public name lives: imported on first use, so a plain node (which
+needs only :func:`detect_job`) never loads the parsers of scontrol and membership."""
+
 
 __all__ = [
     "CGROUP_ROOT",
@@ -82,6 +123,7 @@ __all__ = [
     "format_cpu_list",
     "job_exists",
     "job_from_cgroup",
+    "may_run_in_job",
     "parse_cpu_list",
     "parse_cpus_per_node",
     "parse_gpu_ids",
@@ -93,3 +135,17 @@ __all__ = [
     "scontrol_show_job",
     "slurm_gpus_to_nvml",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A public name, from its submodule on first use (PEP 562)."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -17,14 +17,10 @@ import re
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputop_hints.model import JobInfo, WorkerProcess
 from gputop_hints.sources.live.host import allowed_cores
-from gputop_hints.sources.live.slurm.membership import (
-    GpuId,
-    cuda_visible_devices_to_nvml,
-    slurm_gpus_to_nvml,
-)
 from gputop_hints.sources.live.slurm.parse import (
     job_from_cgroup,
     parse_cpu_list,
@@ -38,7 +34,9 @@ from gputop_hints.sources.live.slurm.proc_files import (
     read_proc_cgroup,
     read_text,
 )
-from gputop_hints.sources.live.slurm.scontrol import scontrol_show_job
+
+if TYPE_CHECKING:
+    from gputop_hints.sources.live.slurm.membership import GpuId
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 
@@ -130,6 +128,12 @@ class JobContext:
         mig_parent: Callable[[str], int | None] | None = None,
     ) -> tuple[int, ...] | None:
         """The job's GPUs as NVML indices, or None when nothing says (then: all GPUs)."""
+        # a job's own module: a plain node (no job) never loads it
+        from gputop_hints.sources.live.slurm.membership import (
+            cuda_visible_devices_to_nvml,
+            slurm_gpus_to_nvml,
+        )
+
         if self.slurm_gpu_ids is not None:
             return slurm_gpus_to_nvml(self.slurm_gpu_ids, gpus)
         if self.cuda_visible_devices is not None and gpus:
@@ -244,6 +248,9 @@ def detect_job(
     def ask_scontrol() -> dict[str, str] | None:
         nonlocal scontrol
         if scontrol is None and use_scontrol:
+            # only a job asks scontrol: a plain node never loads the subprocess caller
+            from gputop_hints.sources.live.slurm.scontrol import scontrol_show_job
+
             scontrol = scontrol_show_job(job_id, node, env) or {}
         return scontrol or None
 

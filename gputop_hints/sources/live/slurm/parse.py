@@ -16,11 +16,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_JOB_IN_CGROUP = re.compile(r"(?:^|/)job_(\d+)(?=/|$)")
-_STEP_IN_CGROUP = re.compile(r"(?:^|/)step_([^/]+)(?=/|$)")
+from gputop_hints.text import pattern
+
+_JOB_IN_CGROUP = r"(?:^|/)job_(\d+)(?=/|$)"
+_STEP_IN_CGROUP = r"(?:^|/)step_([^/]+)(?=/|$)"
 
 
-_JOB_ID = re.compile(r"[0-9]{1,10}(?:[_+][0-9]{1,10})?", re.ASCII)
+_JOB_ID = r"(?a)[0-9]{1,10}(?:[_+][0-9]{1,10})?"
 """A job id, an array task (``jobid_taskid``) or a het-job component
 (``jobid+offset``): the forms ``scontrol show job`` documents for one job.
 SLURM ids are 32-bit, so ten digits each at most."""
@@ -44,7 +46,7 @@ def parse_job_id(text: str) -> str:
     ``--job=--clusters=x`` must never become an option of ``scontrol``.
     """
     value = text.strip()
-    if _JOB_ID.fullmatch(value) is None:
+    if pattern(_JOB_ID).fullmatch(value) is None:
         shown = value[:_SHOWN_ID_CHARS] + ("..." if len(value) > _SHOWN_ID_CHARS else "")
         raise BadJobId(
             f"{shown!r} is not a SLURM job id (expected digits, e.g. 1234; "
@@ -155,9 +157,11 @@ def job_from_cgroup(text: str) -> tuple[str | None, str | None]:
     ``/system.slice/<node>_slurmstepd.scope/job_42/step_batch/user/task_0``.
     """
     for entry in parse_proc_cgroup(text):
-        match = _JOB_IN_CGROUP.search(entry.path)
+        if "job_" not in entry.path:  # a plain node's cgroups: no expression to compile
+            continue
+        match = pattern(_JOB_IN_CGROUP).search(entry.path)
         if match:
-            step = _STEP_IN_CGROUP.search(entry.path, match.end())
+            step = pattern(_STEP_IN_CGROUP).search(entry.path, match.end())
             return match.group(1), (step.group(1) if step else None)
     return None, None
 

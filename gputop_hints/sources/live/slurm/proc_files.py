@@ -8,6 +8,7 @@ or belongs to another user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 PROC = "/proc"
@@ -25,6 +26,16 @@ def read_text(path: str | Path) -> str | None:
 def read_proc_cgroup(pid: int | str = "self", proc: str = PROC) -> str | None:
     """``/proc/<pid>/cgroup`` (this process's by default); None when unreadable."""
     return read_text(f"{proc}/{pid}/cgroup")
+
+
+def may_run_in_job(environ: Mapping[str, str], proc: str = PROC) -> bool:
+    """False when this process surely runs in no SLURM job: neither ``SLURM_JOB_ID``
+    (nor ``SLURM_JOBID``) in ``environ`` nor a ``job_`` in its ``/proc/self/cgroup`` --
+    where :func:`~gputop_hints.sources.live.slurm.detect.detect_job` (without ``--job``)
+    answers None. A plain node asks only this, and loads nothing more of this package."""
+    if environ.get("SLURM_JOB_ID") or environ.get("SLURM_JOBID"):
+        return True
+    return "job_" in (read_proc_cgroup("self", proc) or "")
 
 
 def read_environ(pid: int | str, proc: str = PROC) -> dict[str, str] | None:
