@@ -184,12 +184,13 @@ system): most of a changed line's segments (labels, notes, padding, a sparkline
 that did not move) were seen on an earlier tick."""
 
 MAX_CACHED_CELLS = 65536
-"""The most cells :data:`_segment_cells` holds (~5 MB: a cell is a tuple and a list
-slot) before it is emptied. Bounded by cells, not by segments: a segment is up to a
-whole line, and the figures in them change every tick, so a bound of 8192 *segments*
-let it grow to tens of MB over a long run before it was ever emptied -- the slow RSS
-slope of a monitor left running (issue 43; bench/soak.py --demo --tracemalloc). A
-160x50 screen is 8,000 cells: the segments that repeat fit many times over."""
+"""The most cells :data:`_segment_cells` holds (~0.5 MB: a list slot each, the cells
+themselves shared, :func:`_cells_for`) before it is emptied. Bounded by cells, not by
+segments: a segment is up to a whole line, and the figures in them change every tick,
+so a bound of 8192 *segments* let it grow to tens of MB over a long run before it was
+ever emptied -- the slow RSS slope of a monitor left running (issue 43; bench/soak.py
+--demo --tracemalloc). A 160x50 screen is 8,000 cells: the segments that repeat fit
+many times over."""
 
 _cached_cells = [0]
 """How many cells :data:`_segment_cells` holds now."""
@@ -204,6 +205,46 @@ the first minutes, while the window fills, every GPU row's is new every tick."""
 MAX_ONE_CELL = 4096
 """The most characters :data:`_one_cell` remembers (the block and box glyphs are a few
 dozen; names and commands may bring more): beyond it, new ones are measured each time."""
+
+
+class _StyleCells(dict[str, Cell]):
+    """One style's cells by character: each distinct cell is one tuple, shared by every
+    segment, line and shadow row that shows it. A cell a tuple each (64 bytes) made the
+    segment cache (:data:`MAX_CACHED_CELLS`) ~5 MB of small objects, filled and emptied
+    over a long run: the allocator's arenas kept that high-water mark as resident memory
+    (issue 49: a 1 x 1 monitor's RSS rose ~6 MB in its first two minutes)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: StyleKey) -> None:
+        super().__init__()
+        self.key = key
+
+    def __missing__(self, character: str) -> Cell:
+        if _shared_cells[0] >= MAX_SHARED_CELLS:
+            _cells_by_key.clear()  # cells already handed out stay valid: plain tuples
+            _shared_cells[0] = 0
+        cell = self[character] = (character, self.key)
+        _shared_cells[0] += 1
+        return cell
+
+
+_cells_by_key: dict[StyleKey, _StyleCells] = {}
+"""Each style key's shared cells (:class:`_StyleCells`)."""
+
+MAX_SHARED_CELLS = 16384
+"""The most shared cells kept (the screen's glyphs in its styles are a few thousand;
+names and commands may bring more): beyond it, the tables are emptied and refilled."""
+
+_shared_cells = [0]
+
+
+def _cells_for(key: StyleKey) -> _StyleCells:
+    """The shared cells of style ``key``."""
+    table = _cells_by_key.get(key)
+    if table is None:
+        table = _cells_by_key[key] = _StyleCells(key)
+    return table
 
 
 def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
@@ -221,8 +262,9 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
             extend(cached)
             continue
         key = _key(style, color_system)
+        table = _cells_for(key)
         if (text.isascii() and text.isprintable()) or _one_cell.issuperset(text):
-            run = [(character, key) for character in text]
+            run = list(map(table.__getitem__, text))
         else:
             run = []
             append = run.append
@@ -232,9 +274,9 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
                     # Joins the cell before it, which may be another segment's: not kept.
                     run = []
                     break
-                append((character, key))
+                append(table[character])
                 if width == 2:
-                    append((_CONTINUATION, key))
+                    append(table[_CONTINUATION])
                 elif len(_one_cell) < MAX_ONE_CELL:
                     _one_cell.add(character)
             if not run:
@@ -252,15 +294,16 @@ def cells_of(strip: Strip, color_system: ColorSystem) -> list[Cell]:
 def _add_cells(cells: list[Cell], text: str, key: StyleKey) -> None:
     """Append ``text``'s cells, a zero-width character joining the cell before it."""
     append = cells.append
+    table = _cells_for(key)
     for character in text:
         width = get_character_cell_size(character)
         if width == 0:
             if cells and cells[-1][0]:
                 cells[-1] = (cells[-1][0] + character, cells[-1][1])
             continue
-        append((character, key))
+        append(table[character])
         if width == 2:
-            append((_CONTINUATION, key))
+            append(table[_CONTINUATION])
 
 
 class _Writer:

@@ -506,3 +506,59 @@ def test_a_growing_sparkline_and_wide_characters_beside_its_glyphs_draw_as_textu
             LayoutUpdate([[line.adjust_cell_length(40)]], Region(0, 0, 40, 1)), console
         )
         assert terminal(*writes) == terminal(expected), text
+
+
+def test_the_segment_cache_full_holds_little_memory() -> None:
+    """Issue 49: the cache of segments' cells, filled to its bound by a long run's new
+    figures and sparklines, held ~5 MB of small objects (a tuple a cell), and the
+    allocator kept that high-water mark as the monitor's resident memory. A cell is
+    shared by every segment of its style that shows it: the full cache is well under
+    1.5 MB (8 bytes a held cell plus the shared cells), and what is drawn stays right."""
+    import gc
+    import tracemalloc
+
+    from rich.color import ColorSystem
+
+    from gputop_hints.tui import partial_output
+
+    partial_output._segment_cells.clear()
+    partial_output._cached_cells[0] = 0
+    partial_output._cells_by_key.clear()
+    partial_output._shared_cells[0] = 0
+    styles = [Style(color=f"color({n})") for n in range(4)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tick = 0
+        while partial_output._cached_cells[0] < partial_output.MAX_CACHED_CELLS - 200:
+            spark = "".join("▁▂▃▄▅▆▇█"[(tick + i * i) % 8] for i in range(60))
+            line = f"GPU {tick % 8} {tick:>9d} B/s "
+            cells = partial_output.cells_of(
+                Strip([Segment(line, styles[tick % 4]), Segment(spark, styles[tick % 3])]),
+                ColorSystem.TRUECOLOR,
+            )
+            assert "".join(c for c, _ in cells) == line + spark
+            tick += 1
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 1_500_000, f"{held / 1e6:.2f} MB for {partial_output._cached_cells[0]} cells"
+
+
+def test_the_shared_cells_stay_bounded_with_ever_new_characters() -> None:
+    """Process names and commands may bring any character: the shared cells are emptied
+    at their bound and refilled, and every segment still reads back as written."""
+    from rich.color import ColorSystem
+
+    from gputop_hints.tui import partial_output
+
+    for n in range(0, 3 * partial_output.MAX_SHARED_CELLS, 97):
+        text = "".join(chr(0x4E00 + (n + i) % 20000) for i in range(97))  # CJK: two cells
+        cells = partial_output.cells_of(
+            Strip([Segment("name ", RED), Segment(text, GREEN)]), ColorSystem.TRUECOLOR
+        )
+        assert "".join(c for c, _ in cells) == "name " + text
+        assert len(cells) == 5 + 2 * len(text)
+        assert partial_output._shared_cells[0] <= partial_output.MAX_SHARED_CELLS
