@@ -303,14 +303,21 @@ def print_trace(runs: list[list[tuple[float, float]]]) -> None:
             )
 
 
-def trace_main(args: argparse.Namespace, size: tuple[int, int]) -> int:
-    case = args.cases.split(",")[0]
+def _fake_case(case: str) -> tuple[int, list[subprocess.Popen[bytes]], Path]:
+    """A case's GPU count, its sleeping GPU processes and the file listing their pids
+    (for ``fake_node.py --pids-file``)."""
     gpus, count = (int(v) for v in case.lower().split("x"))
     sleepers = spawn_sleepers(count)
     fd, name = tempfile.mkstemp(prefix="vs-pids-")
     os.close(fd)
     pids_file = Path(name)
     pids_file.write_text("\n".join(str(p.pid) for p in sleepers) + "\n")
+    return gpus, sleepers, pids_file
+
+
+def trace_main(args: argparse.Namespace, size: tuple[int, int]) -> int:
+    case = args.cases.split(",")[0]
+    gpus, sleepers, pids_file = _fake_case(case)
     print(
         f"CPU trace: {args.trace_program} alone on {case}, {args.size} tmux pane, "
         f"{args.pairs} run(s); CPU from /proc/<pid>/task/*/schedstat every 1 s",
@@ -431,12 +438,7 @@ def once_run(program: str, gpus: int, pids_file: Path) -> tuple[float, float]:
 def once_rows(pairs: int, case: str) -> None:
     """The once row: ``pairs`` one-shot runs of each program and of the launcher
     alone, alternating (the order rotates run by run), printed as ms of CPU."""
-    gpus, count = (int(v) for v in case.lower().split("x"))
-    sleepers = spawn_sleepers(count)
-    fd, name = tempfile.mkstemp(prefix="vs-pids-")
-    os.close(fd)
-    pids_file = Path(name)
-    pids_file.write_text("\n".join(str(p.pid) for p in sleepers) + "\n")
+    gpus, sleepers, pids_file = _fake_case(case)
     cpu: dict[str, list[float]] = {"ours": [], "nvitop": [], "none": []}
     wall: dict[str, list[float]] = {"ours": [], "nvitop": [], "none": []}
     programs = ("ours", "nvitop", "none")
@@ -607,13 +609,8 @@ def main() -> int:
     )
     print(f"{'case':>6}  {'metric':<24} {'ours median (min-max)':>26} {'nvitop':>26}  ours/nvitop")
     for case in args.cases.split(","):
-        gpus, count = (int(v) for v in case.lower().split("x"))
-        sleepers = spawn_sleepers(count)
+        gpus, sleepers, pids_file = _fake_case(case)
         pids = [p.pid for p in sleepers]
-        fd, name = tempfile.mkstemp(prefix="vs-pids-")
-        os.close(fd)
-        pids_file = Path(name)
-        pids_file.write_text("\n".join(map(str, pids)) + "\n")
         results: dict[str, list[list[dict[str, float]]]] = {"ours": [], "nvitop": []}
         orders = [
             ("ours", "nvitop") if pair % 2 == 0 else ("nvitop", "ours")
