@@ -66,4 +66,6 @@ main process and has its command line."""
 
 def is_compile_worker(worker: WorkerProcess) -> bool:
     """Whether ``worker`` is one of inductor's compile workers, not a DataLoader worker."""
-    return worker.command is not None and pattern(_COMPILE_WORKER).search(worker.command) is not None
+    return (
+        worker.command is not None and pattern(_COMPILE_WORKER).search(worker.command) is not None
+    )
