@@ -392,7 +392,7 @@ class WorkerProcess:
 WORKER_COMMAND_MAX = 512
 """Longest worker command line kept: enough to name the program, bounded per tick."""
 
-_TOOLCHAIN = re.compile(
+_TOOLCHAIN = (
     r"(?:ptxas|cicc|nvcc|nvlink|fatbinary|cudafe\+\+|ninja|cc1|cc1plus|collect2|as|ld"
     r"|ld\.(?:bfd|gold|lld)|(?:[\w.]+-)?(?:gcc|g\+\+|c\+\+|cc|clang|clang\+\+)(?:-[\d.]+)?"
     r"|x86_64-linux-gn|aarch64-linux-g)"
@@ -401,13 +401,14 @@ _TOOLCHAIN = re.compile(
 it compiles: CUDA's (``nvcc`` drives ``cicc``, ``ptxas``, ``fatbinary``, ``nvlink``;
 triton calls ``ptxas`` itself), the host's (``gcc``/``g++``/``clang`` drive ``cc1plus``,
 ``as``, ``collect2``, ``ld``; a triplet-prefixed ``x86_64-linux-gnu-g++``, cut to the 15
-characters of ``/proc/PID/comm``) and ``ninja`` (torch's C++ extension builds)."""
+characters of ``/proc/PID/comm``) and ``ninja`` (torch's C++ extension builds).
+Compiled at its first use: a process with no children never asks."""
 
 
 @lru_cache(maxsize=256)
 def is_toolchain_name(name: str) -> bool:
     """Whether a process called ``name`` is a compiler, assembler, linker or build driver."""
-    return _TOOLCHAIN.fullmatch(name) is not None
+    return re.compile(_TOOLCHAIN).fullmatch(name) is not None
 
 
 FRAMEWORKS = ("jax", "tensorflow", "torch")

@@ -15,25 +15,25 @@ GPU process's command line.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from gputop_hints.model import GpuProcess, WorkerProcess
+from gputop_hints.text import pattern
 
-_SERVERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "vLLM",
-        re.compile(r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b|^VLLM::"),
-    ),
-    ("TGI", re.compile(r"text-generation-(server|launcher)\b")),
-    ("SGLang", re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b")),
-    ("Triton", re.compile(r"(^|/)tritonserver\b")),
-    ("Ollama", re.compile(r"(^|/)ollama\s+(serve|runner)\b")),
-    (
-        "llama.cpp",
-        re.compile(r"(^|/)(llama-server|server)\s.*\s-m\s.*\.gguf\b|(^|/)llama-server\b"),
-    ),
+_SERVERS: tuple[tuple[str, str], ...] = (
+    ("vLLM", r"\bvllm(\.entrypoints|\s+serve\b)|\bvllm\b.*\bapi_server\b|^VLLM::"),
+    ("TGI", r"text-generation-(server|launcher)\b"),
+    ("SGLang", r"\bsglang\.launch_server\b|\bsglang\s+serve\b"),
+    ("Triton", r"(^|/)tritonserver\b"),
+    ("Ollama", r"(^|/)ollama\s+(serve|runner)\b"),
+    ("llama.cpp", r"(^|/)(llama-server|server)\s.*\s-m\s.*\.gguf\b|(^|/)llama-server\b"),
 )
+"""Each server's expression, compiled at its first use (:func:`text.pattern`)."""
+
+_SERVER_WORDS = ("server", "vllm", "VLLM::", "text-generation-", "sglang", "ollama")
+"""What every match of :data:`_SERVERS` holds (``tritonserver``, ``llama-server`` and
+``api_server`` hold ``server``): a command line with none of them is no server, told
+without an expression -- most are none, and ``--once`` then compiles none of the six."""
 
 
 def server_name(proc: GpuProcess) -> str | None:
@@ -44,8 +44,10 @@ def server_name(proc: GpuProcess) -> str | None:
 @lru_cache(maxsize=4096)
 def _server_in(command: str) -> str | None:
     """Matched once per distinct command line: the rules ask every tick, for every process."""
-    for name, pattern in _SERVERS:
-        if pattern.search(command):
+    if not any(word in command for word in _SERVER_WORDS):
+        return None
+    for name, source in _SERVERS:
+        if pattern(source).search(command):
             return name
     return None
 
@@ -56,7 +58,7 @@ def is_server(proc: GpuProcess) -> bool:
     return _server_in(proc.command or proc.name or "") is not None
 
 
-_COMPILE_WORKER = re.compile(r"torch/_inductor/compile_worker\b")
+_COMPILE_WORKER = r"torch/_inductor/compile_worker\b"
 """torch.compile's inductor compiles kernels in a SubprocPool whose children run
 ``torch/_inductor/compile_worker/__main__.py``; a DataLoader worker is a fork of the
 main process and has its command line."""
@@ -64,4 +66,6 @@ main process and has its command line."""
 
 def is_compile_worker(worker: WorkerProcess) -> bool:
     """Whether ``worker`` is one of inductor's compile workers, not a DataLoader worker."""
-    return worker.command is not None and _COMPILE_WORKER.search(worker.command) is not None
+    return (
+        worker.command is not None and pattern(_COMPILE_WORKER).search(worker.command) is not None
+    )
