@@ -183,6 +183,16 @@ class Window:
         value = derived[key] = compute()
         return value
 
+    def once(self, key: object, compute: Callable[..., T], *args: Any) -> T:
+        """``compute(*args)``, once per window: :meth:`derived` without a lambda made at
+        each ask (the per-process questions several rules ask every tick)."""
+        derived = self.memo
+        if key in derived:
+            found: T = derived[key]
+            return found
+        value = derived[key] = compute(*args)
+        return value
+
     @cached_property
     def allowed_cores_busy_percent(self) -> float | None:
         cores = self.history.cores

@@ -62,13 +62,7 @@ def spinning_without_work(win: Window, t: Thresholds, index: int) -> bool:
     """GPU ``index`` reads ~100 % busy at near-idle power: kernels spin, they do not compute.
 
     Once per window and GPU (asked for every process)."""
-    memo = win.memo  # Window.derived's cache, read here with no lambda (~70 asks a tick)
-    key = ("spinning", id(t), index)
-    if key in memo:
-        found: bool = memo[key]
-        return found
-    spinning = memo[key] = _spinning_uncached(win, t, index)
-    return spinning
+    return win.once(("spinning", id(t), index), _spinning_uncached, win, t, index)
 
 
 def _spinning_uncached(win: Window, t: Thresholds, index: int) -> bool:
@@ -939,13 +933,8 @@ def requested_share(command: str | None, framework: str | None) -> float | None:
 
 def preallocation(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
     """Once per window and process; see :func:`_preallocation_uncached`."""
-    memo = win.memo  # Window.derived's cache, read here with no lambda (~64 asks a tick)
     key = ("preallocation", id(t), proc.pid, proc.gpu_index)
-    if key in memo:
-        found: Preallocation | None = memo[key]
-        return found
-    pool = memo[key] = _preallocation_uncached(win, t, proc)
-    return pool
+    return win.once(key, _preallocation_uncached, win, t, proc)
 
 
 def _preallocation_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Preallocation | None:
@@ -1062,13 +1051,8 @@ class Offload:
 
 def offloading(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
     """Once per window and process; see :func:`_offloading_uncached`."""
-    memo = win.memo  # Window.derived's cache, read here with no lambda (~86 asks a tick)
     key = ("offloading", id(t), proc.pid, proc.gpu_index)
-    if key in memo:
-        found: Offload | None = memo[key]
-        return found
-    offload = memo[key] = _offloading_uncached(win, t, proc)
-    return offload
+    return win.once(key, _offloading_uncached, win, t, proc)
 
 
 def _offloading_uncached(win: Window, t: Thresholds, proc: GpuProcess) -> Offload | None:
